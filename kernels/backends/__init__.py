@@ -1,0 +1,1 @@
+"""Where a kernel runs: a real GPU, numba's CUDA simulator, or the CPU emulation."""

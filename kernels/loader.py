@@ -1,0 +1,82 @@
+"""Turn a request's kernel (built-in name or user file) into a kernel plan."""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from .catalogue import CATALOGUE, builtin
+from .errors import KernelSourceError, RequestError
+from .plan import KernelPlan, make_plan
+from .request import RunRequest
+from .source import parse_module, read_module
+
+#: Names of scalar parameters that mean a matrix dimension.
+_DIMENSION_NAMES = {
+    "m": "m", "M": "m", "rows": "m", "num_rows": "m", "n_rows": "m", "height": "m",
+    "k": "k", "K": "k", "inner": "k",
+    "n": "n", "N": "n", "cols": "n", "num_cols": "n", "n_cols": "n", "width": "n",
+    "size": None, "dim": None, "matrix_size": None, "n_size": None,
+}
+
+
+def load_plan(request: RunRequest) -> KernelPlan:
+    """The plan of the request's kernel; errors name the file and line."""
+    if request.kernel_file:
+        path = os.path.abspath(request.kernel_file)
+        try:
+            mtime = os.stat(path).st_mtime_ns
+        except OSError as exc:
+            raise KernelSourceError(f"cannot open the kernel file: {exc.strerror}",
+                                    request.kernel_file) from None
+        return _file_plan(path, mtime, request.kernel)
+    if request.kernel not in CATALOGUE:
+        raise RequestError(f"unknown kernel {request.kernel!r}; built-in kernels: "
+                           f"{', '.join(CATALOGUE)} (or give a kernel file)")
+    return _builtin_plan(request.kernel)
+
+
+@lru_cache(maxsize=32)
+def _file_plan(path: str, mtime: int, name: str | None) -> KernelPlan:
+    module = read_module(path)
+    return make_plan(module, module.kernel(name))
+
+
+@lru_cache(maxsize=None)
+def _builtin_plan(name: str) -> KernelPlan:
+    spec = builtin(name)
+    module = parse_module(spec.source(), str(spec.path))
+    return make_plan(module, module.kernel(None))
+
+
+def scalar_arguments(plan: KernelPlan, request: RunRequest) -> tuple[float | int, ...]:
+    """Values of the kernel's scalar parameters, in order.
+
+    A value given in the request wins.  Otherwise a parameter whose name says
+    which dimension it is (``m``/``k``/``n``, ``rows``/``cols``, ...) takes it;
+    ``size``-like names take the dimension when M = K = N.  Anything else must
+    be given.
+    """
+    given = dict(request.scalars)
+    unknown = set(given) - set(plan.scalars)
+    if unknown:
+        raise RequestError(f"kernel {plan.name!r} has no scalar parameter "
+                           f"{', '.join(sorted(unknown))} (its scalars: "
+                           f"{', '.join(plan.scalars) or 'none'})")
+    values = []
+    dims = {"m": request.m, "k": request.k, "n": request.n}
+    square = request.m == request.k == request.n
+    for name in plan.scalars:
+        if name in given:
+            values.append(given[name])
+            continue
+        meaning = _DIMENSION_NAMES.get(name, "?")
+        if meaning in dims:
+            values.append(dims[meaning])
+        elif meaning is None and square:
+            values.append(request.n)
+        else:
+            raise RequestError(
+                f"kernel {plan.name!r} takes a scalar parameter {name!r} whose value "
+                "ThreadMap cannot derive from the shapes; give it (e.g. --scalar "
+                f"{name}=VALUE)")
+    return tuple(values)

@@ -1,0 +1,362 @@
+"""Read a kernel's body and decide what each of its names is.
+
+The plan says which parameters are arrays (and of how many dimensions, from
+how they are indexed), which array is the output, which parameters are
+scalars, which module constants the kernel uses, which shared / local arrays
+it declares, and what keeps it from running in the CPU emulation.  Anything
+the instrumentation cannot handle is refused here, with its line.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass
+
+from .errors import UnsupportedConstruct
+from .source import KernelDef, ModuleInfo, qualified_name
+
+CUDA = "numba.cuda"
+#: Thread coordinates the emulation makes explicit.
+COORDINATE_OBJECTS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim"})
+COORDINATE_FUNCTIONS = frozenset({"grid", "gridsize"})
+COORDINATE_SCALARS = frozenset({"laneid", "warpsize"})
+#: Atomic updates that are checked and recorded on parameter arrays.
+RECORDED_ATOMICS = ("add", "sub", "max", "min")
+_BUILTIN_NAMES = frozenset(dir(builtins))
+_UNSUPPORTED_STATEMENTS = {
+    ast.With: "'with' blocks", ast.Try: "'try' blocks", ast.Raise: "'raise'",
+    ast.Global: "'global'", ast.Nonlocal: "'nonlocal'", ast.FunctionDef: "nested functions",
+    ast.ClassDef: "classes", ast.Delete: "'del'", ast.AsyncFunctionDef: "async code",
+    ast.Assert: "'assert'",
+}
+_UNSUPPORTED_EXPRESSIONS = {
+    ast.Lambda: "lambdas", ast.Yield: "'yield'", ast.YieldFrom: "'yield'",
+    ast.NamedExpr: "the walrus operator ':=' (numba rejects it)", ast.Await: "'await'",
+    ast.ListComp: "list comprehensions", ast.SetComp: "set comprehensions",
+    ast.DictComp: "dict comprehensions", ast.GeneratorExp: "generator expressions",
+    ast.Starred: "starred expressions",
+}
+
+
+@dataclass(frozen=True)
+class LocalArray:
+    """A ``cuda.shared.array`` or ``cuda.local.array`` declared in the kernel."""
+
+    name: str
+    kind: str  # "shared" or "local"
+    ndim: int | None  # None when its shape is not a literal
+    line: int
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """What each name of a kernel is; see the module docstring."""
+
+    module: ModuleInfo
+    kernel: KernelDef
+    #: array parameters, in parameter order
+    arrays: tuple[str, ...]
+    #: the two input arrays (A, B) and the output (C)
+    inputs: tuple[str, str]
+    output: str
+    scalars: tuple[str, ...]
+    #: dimensions of each array parameter, from its indexing (1 = flattened)
+    ndim: dict[str, int]
+    #: the kernel reads or accumulates into its output, so C starts zeroed
+    reads_output: bool
+    #: module constants the kernel uses, in definition order
+    constants: tuple[str, ...]
+    local_arrays: tuple[LocalArray, ...]
+    #: (what, line) pairs that only the simulator can run
+    emulation_blockers: tuple[tuple[str, int], ...]
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    @property
+    def emulable(self) -> bool:
+        return not self.emulation_blockers
+
+    def emulation_blocker_text(self) -> str:
+        """``"cuda.syncthreads (line 31, 35); cuda.shared.array (line 17)"``."""
+        by_what: dict[str, list[int]] = {}
+        for what, line in self.emulation_blockers:
+            by_what.setdefault(what, []).append(line)
+        return "; ".join(f"{what} (line {', '.join(map(str, sorted(set(lines))))})"
+                         for what, lines in by_what.items())
+
+
+def subscript_chain(node: ast.Subscript) -> tuple[ast.expr, list[ast.expr], bool]:
+    """Flatten ``X[i][j]`` and ``X[i, j]`` to ``(X, [i, j], has_slice)``."""
+    indices: list[list[ast.expr]] = []
+    has_slice = False
+    current: ast.expr = node
+    while isinstance(current, ast.Subscript):
+        index = current.slice
+        parts = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+        has_slice |= any(isinstance(p, ast.Slice) for p in parts)
+        indices.append(parts)
+        current = current.value
+    flat = [p for parts in reversed(indices) for p in parts]
+    return current, flat, has_slice
+
+
+def cuda_attribute(node: ast.expr, aliases: dict[str, str]) -> str | None:
+    """``cuda.threadIdx.x`` -> ``"threadIdx.x"``; None if not a numba.cuda name."""
+    name = qualified_name(node, aliases)
+    if name and name.startswith(CUDA + "."):
+        return name[len(CUDA) + 1:]
+    return None
+
+
+def make_plan(module: ModuleInfo, kernel: KernelDef) -> KernelPlan:
+    """Analyse ``kernel`` of ``module``; raise :class:`UnsupportedConstruct`
+    for what the instrumentation cannot handle."""
+    return _Planner(module, kernel).plan()
+
+
+class _Planner:
+    def __init__(self, module: ModuleInfo, kernel: KernelDef):
+        self.module = module
+        self.kernel = kernel
+        self.node = kernel.node
+        self.params = kernel.params
+        self.aliases = module.aliases
+
+    def _walk(self):
+        """Every node of the kernel's body (not its decorators)."""
+        for stmt in self.node.body:
+            yield from ast.walk(stmt)
+
+    def fail(self, message: str, node: ast.AST) -> UnsupportedConstruct:
+        return UnsupportedConstruct(f"kernel {self.kernel.name!r}: {message}", self.module.path,
+                                    getattr(node, "lineno", self.kernel.lineno),
+                                    getattr(node, "col_offset", None))
+
+    def plan(self) -> KernelPlan:
+        args = self.node.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
+            raise self.fail("only plain positional parameters are supported", self.node)
+        self._check_constructs()
+        arities = self._array_arities()
+        stored, loaded_arrays = self._stores_and_loads(arities)
+        arrays = tuple(p for p in self.params if p in arities)
+        if len(arrays) != 3:
+            found = ", ".join(arrays) or "none"
+            raise self.fail(
+                "expected the matmul convention: three array parameters (A, B, C) that the "
+                f"kernel indexes; found {len(arrays)} ({found})", self.node)
+        output = self._choose_output(arrays, stored)
+        inputs = tuple(a for a in arrays if a != output)
+        ndim = {}
+        for name in arrays:
+            kinds = arities[name]
+            if len(kinds) != 1:
+                raise self.fail(f"array {name!r} is indexed with both "
+                                f"{' and '.join(str(k) for k in sorted(kinds))} indices", self.node)
+            ndim[name] = next(iter(kinds))
+            if ndim[name] not in (1, 2):
+                raise self.fail(f"array {name!r} is indexed with {ndim[name]} indices; "
+                                "matrices take 2 (or 1 when flattened)", self.node)
+        scalars = tuple(p for p in self.params if p not in arities)
+        local_arrays = self._local_arrays()
+        return KernelPlan(
+            module=self.module, kernel=self.kernel, arrays=arrays,
+            inputs=(inputs[0], inputs[1]), output=output, scalars=scalars, ndim=ndim,
+            reads_output=output in loaded_arrays, constants=self._used_constants(),
+            local_arrays=local_arrays, emulation_blockers=self._emulation_blockers())
+
+    # -- checks ---------------------------------------------------------------------
+
+    def _check_constructs(self) -> None:
+        for node in self._walk():
+            for kind, what in _UNSUPPORTED_STATEMENTS.items():
+                if isinstance(node, kind):
+                    raise self.fail(f"{what} are not supported in a kernel", node)
+            for kind, what in _UNSUPPORTED_EXPRESSIONS.items():
+                if isinstance(node, kind):
+                    raise self.fail(f"{what} are not supported in a kernel", node)
+            if isinstance(node, ast.Name) and node.id.startswith("_tm_"):
+                raise self.fail(f"names starting with '_tm_' are reserved for ThreadMap "
+                                f"({node.id!r})", node)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) \
+                    and node.id in self.params:
+                raise self.fail(f"parameter {node.id!r} is reassigned; ThreadMap needs each "
+                                "parameter to keep naming its argument", node)
+            if isinstance(node, ast.Call):
+                self._check_call(node)
+
+    def _check_call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in self.module.device_functions:
+            raise self.fail(
+                f"calls the device function {func.id!r}: ThreadMap maps a single kernel "
+                "function; inline the device function's body into the kernel", node)
+        if isinstance(func, ast.Name) and not (
+                func.id in _BUILTIN_NAMES or func.id in self.aliases
+                or func.id in self.module.constants):
+            defined = any(isinstance(n, ast.FunctionDef) and n.name == func.id
+                          for n in self.module.tree.body)
+            if defined:
+                raise self.fail(
+                    f"calls {func.id!r}, a function of the file that is not a CUDA device "
+                    "function; kernels can only call numba, math and numpy functions", node)
+
+    def _array_arities(self) -> dict[str, set[int]]:
+        """Index arity of every parameter used as an array."""
+        arities: dict[str, set[int]] = {}
+        seen_inner: set[int] = set()
+        for node in self._walk():
+            if isinstance(node, ast.Subscript) and id(node) not in seen_inner:
+                root, indices, has_slice = subscript_chain(node)
+                inner = node.value
+                while isinstance(inner, ast.Subscript):
+                    seen_inner.add(id(inner))
+                    inner = inner.value
+                if isinstance(root, ast.Name) and root.id in self.params:
+                    if has_slice:
+                        raise self.fail(f"slicing array {root.id!r} is not supported; index "
+                                        "single elements", node)
+                    arities.setdefault(root.id, set()).add(len(indices))
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id in self.params and node.attr in {"shape", "size", "ndim"}:
+                arities.setdefault(node.value.id, set())
+            elif isinstance(node, ast.Call) and node.args:
+                what = cuda_attribute(node.func, self.aliases)
+                if what and what.startswith("atomic.") and isinstance(node.args[0], ast.Name) \
+                        and node.args[0].id in self.params:
+                    index = node.args[1] if len(node.args) > 1 else None
+                    arity = len(index.elts) if isinstance(index, ast.Tuple) else 1
+                    arities.setdefault(node.args[0].id, set()).add(arity)
+        for name in list(arities):
+            if not arities[name]:
+                # Only .shape is used: an array all the same, of unknown arity; the
+                # matmul convention makes it a matrix.
+                arities[name] = {2}
+        # An array parameter passed on whole (aliasing) would escape the checks.
+        for node in self._walk():
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) \
+                    and node.value.id in arities:
+                raise self.fail(f"array {node.value.id!r} is aliased to another name; "
+                                "index it directly", node)
+        return arities
+
+    def _stores_and_loads(self, arities: dict[str, set[int]]) -> tuple[list[str], set[str]]:
+        """Array parameters stored into (in order of first store) and those read."""
+        stored: list[str] = []
+        loaded: set[str] = set()
+
+        def note_store(name: str) -> None:
+            if name not in stored:
+                stored.append(name)
+
+        for node in self._walk():
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    for sub in ast.walk(target):
+                        if isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Store):
+                            root, _, _ = subscript_chain(sub)
+                            if isinstance(root, ast.Name) and root.id in arities:
+                                if target is not sub or (isinstance(node, ast.Assign)
+                                                         and len(node.targets) > 1):
+                                    raise self.fail(
+                                        "store into an array inside a tuple or chained "
+                                        "assignment; use one assignment per element", node)
+                                note_store(root.id)
+                                if isinstance(node, ast.AugAssign):
+                                    loaded.add(root.id)
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+                root, _, _ = subscript_chain(node)
+                if isinstance(root, ast.Name) and root.id in arities:
+                    loaded.add(root.id)
+            elif isinstance(node, ast.Call) and node.args:
+                what = cuda_attribute(node.func, self.aliases)
+                if what and what.startswith("atomic.") and isinstance(node.args[0], ast.Name) \
+                        and node.args[0].id in arities:
+                    op = what.split(".", 1)[1]
+                    if op not in RECORDED_ATOMICS:
+                        raise self.fail(f"cuda.atomic.{op} on a parameter array is not "
+                                        f"supported (supported: "
+                                        f"{', '.join(RECORDED_ATOMICS)})", node)
+                    note_store(node.args[0].id)
+                    loaded.add(node.args[0].id)
+        # A store in a tuple/chained assignment was refused above; a load of the
+        # output inside a store's own index (C[C[0, 0], 1]) is still a read.
+        return stored, loaded
+
+    def _choose_output(self, arrays: tuple[str, ...], stored: list[str]) -> str:
+        stored_arrays = [a for a in arrays if a in stored]
+        if len(stored_arrays) == 1:
+            return stored_arrays[0]
+        if not stored_arrays:
+            # Nothing is stored: the matmul convention's last array is the output,
+            # and the coverage map will show it was never written.
+            return arrays[-1]
+        return stored_arrays[-1] if arrays[-1] not in stored_arrays else arrays[-1]
+
+    def _local_arrays(self) -> tuple[LocalArray, ...]:
+        found = []
+        for node in self._walk():
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+                continue
+            what = cuda_attribute(node.value.func, self.aliases)
+            if what not in ("shared.array", "local.array"):
+                continue
+            if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+                raise self.fail("assign a shared/local array to a single name", node)
+            shape = node.value.args[0] if node.value.args else next(
+                (kw.value for kw in node.value.keywords if kw.arg == "shape"), None)
+            found.append(LocalArray(node.targets[0].id, what.split(".")[0],
+                                    self._literal_rank(shape), node.lineno))
+        return tuple(found)
+
+    def _literal_rank(self, shape: ast.expr | None) -> int | None:
+        if isinstance(shape, ast.Name) and shape.id in self.module.constants:
+            shape = self.module.constants[shape.id][0]
+        if isinstance(shape, ast.Tuple):
+            return len(shape.elts)
+        if isinstance(shape, (ast.Constant, ast.Name, ast.BinOp)):
+            return 1
+        return None
+
+    def _used_constants(self) -> tuple[str, ...]:
+        constants = self.module.constants
+        assigned = {n.id for n in self._walk()
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        needed: set[str] = set()
+        todo = [n.id for n in self._walk()
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                and n.id in constants and n.id not in assigned and n.id not in self.params]
+        while todo:
+            name = todo.pop()
+            if name in needed:
+                continue
+            needed.add(name)
+            todo.extend(n.id for n in ast.walk(constants[name][0])
+                        if isinstance(n, ast.Name) and n.id in constants)
+        return tuple(sorted(needed, key=lambda n: constants[n][1]))
+
+    def _emulation_blockers(self) -> tuple[tuple[str, int], ...]:
+        parents = {id(child): parent for parent in self._walk()
+                   for child in ast.iter_child_nodes(parent)}
+        blockers = []
+        for node in self._walk():
+            if not isinstance(node, (ast.Attribute, ast.Name)):
+                continue
+            what = cuda_attribute(node, self.aliases)
+            parent = parents.get(id(node))
+            if what is None or (isinstance(parent, ast.Attribute)
+                                and cuda_attribute(parent, self.aliases) is not None):
+                continue  # report only the longest name: cuda.shared.array, not cuda.shared
+            head = what.split(".")[0]
+            if head in COORDINATE_OBJECTS or head in COORDINATE_FUNCTIONS \
+                    or head in COORDINATE_SCALARS:
+                continue
+            if head == "atomic" and isinstance(parent, ast.Call) and parent.func is node \
+                    and parent.args and isinstance(parent.args[0], ast.Name) \
+                    and parent.args[0].id in self.params:
+                continue  # atomics on parameter arrays are checked and emulated
+            blockers.append((f"cuda.{what}", node.lineno))
+        return tuple(blockers)

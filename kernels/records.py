@@ -1,0 +1,166 @@
+"""The arrays a recording kernel fills, and what they become after a run.
+
+One list (``RECORD_PARAMS``) names the recording arrays in the order the
+derived kernels take them; allocation and read-back follow the same list, so
+the GPU, the simulator and the emulation cannot disagree on the layout.
+
+Conventions (also in the README):
+
+* ``count``: plain stores to each element of the output; 0 = never written,
+  1 = once, > 1 = a collision.  ``atomics`` counts atomic updates apart: they
+  are writes but not races.
+* ``min_writer`` / ``max_writer``: lowest / highest global thread id that
+  wrote the element (-1 if none).  Both are atomic min / max, deterministic
+  even when threads race.
+* ``iteration``: for the writing thread, how many stores to the output it had
+  made before this one (its grid-stride iteration); the lowest such number
+  over all writes of the element (-1 if none).
+* Global thread id: ``block * threads_per_block + thread``, with
+  ``block = blockIdx.y * gridDim.x + blockIdx.x`` and
+  ``thread = threadIdx.y * blockDim.x + threadIdx.x``; warp = thread // 32.
+* Out-of-bounds accesses (negative indices included: numba would wrap them)
+  are counted per array and direction and skipped; an out-of-bounds read
+  yields 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+INT32_MAX = np.iinfo(np.int32).max
+INT64_MAX = np.iinfo(np.int64).max
+READ, WRITE = 0, 1
+DIRECTIONS = ("read", "write")
+
+#: Recording arrays in the order the derived kernels take them, after the
+#: kernel's own parameters; then one read-count array per input (reads_param).
+RECORD_PARAMS = ("_tm_count", "_tm_atomics", "_tm_min_writer", "_tm_max_writer",
+                 "_tm_iteration", "_tm_stores", "_tm_oob", "_tm_oob_min_thread",
+                 "_tm_oob_thread", "_tm_oob_first")
+
+
+def reads_param(input_index: int) -> str:
+    """Name of the read-count array of input ``input_index`` (0 = A, 1 = B)."""
+    return f"_tm_reads_{input_index}"
+
+
+def record_nbytes(output_size: int, input_sizes: tuple[int, int], n_threads: int) -> int:
+    """Bytes the recording arrays take (for the memory estimate)."""
+    per_element = 4 + 4 + 8 + 8 + 4
+    per_thread = 4 + 8 + 2 * 3 * 8
+    return output_size * per_element + n_threads * per_thread + 8 * sum(input_sizes)
+
+
+def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[int, ...], ...],
+                     n_slots: int, n_threads: int) -> list[np.ndarray]:
+    """Fresh recording arrays, initialised, in ``RECORD_PARAMS`` order + reads."""
+    first = np.zeros((n_threads, 2, 3), np.int64)
+    first[:, :, 0] = -1
+    return [
+        np.zeros(output_shape, np.int32),                # count
+        np.zeros(output_shape, np.int32),                # atomics
+        np.full(output_shape, INT64_MAX, np.int64),      # min_writer
+        np.full(output_shape, -1, np.int64),             # max_writer
+        np.full(output_shape, INT32_MAX, np.int32),      # iteration
+        np.zeros(n_threads, np.int32),                   # stores
+        np.zeros((n_slots, 2), np.int64),                # oob
+        np.full((n_slots, 2), INT64_MAX, np.int64),      # oob_min_thread
+        np.zeros(n_threads, np.int64),                   # oob_thread
+        first,                                           # oob_first
+    ] + [np.zeros(shape, np.int64) for shape in input_shapes]
+
+
+@dataclass(frozen=True)
+class OutOfBounds:
+    """Out-of-bounds accesses to one array in one direction."""
+
+    array: str
+    role: str  # "A", "B", "C" or "shared"/"local"
+    direction: str  # "read" or "write"
+    count: int
+    #: lowest global thread id that made such an access (-1 if none)
+    first_thread: int
+    #: that thread's first out-of-bounds index in this direction, when it was
+    #: on this array (None otherwise)
+    first_index: tuple[int, ...] | None
+
+    def describe(self) -> str:
+        text = f"{self.count} out-of-bounds {self.direction}s of {self.array}"
+        if self.first_thread >= 0:
+            text += f" (first: thread {self.first_thread}"
+            if self.first_index is not None:
+                text += f" at [{', '.join(map(str, self.first_index))}]"
+            text += ")"
+        return text
+
+
+@dataclass(frozen=True, eq=False)
+class AccessMaps:
+    """Everything the recording kernel found, in the shape of C."""
+
+    count: np.ndarray
+    atomics: np.ndarray
+    min_writer: np.ndarray
+    max_writer: np.ndarray
+    iteration: np.ndarray
+    stores_per_thread: np.ndarray
+    oob_per_thread: np.ndarray
+    reads_a: np.ndarray
+    reads_b: np.ndarray
+    out_of_bounds: tuple[OutOfBounds, ...]
+
+    @property
+    def writes(self) -> np.ndarray:
+        return self.count + self.atomics
+
+    @property
+    def unwritten(self) -> int:
+        return int(np.count_nonzero(self.writes == 0))
+
+    @property
+    def collided(self) -> int:
+        """Elements stored by more than one plain store (or a plain store and an
+        atomic): the value left there depends on which thread came last."""
+        return int(np.count_nonzero((self.count > 1) | ((self.count >= 1) & (self.atomics >= 1))))
+
+    @property
+    def oob_total(self) -> int:
+        return sum(o.count for o in self.out_of_bounds)
+
+    @property
+    def idle_threads(self) -> int:
+        return int(np.count_nonzero(self.stores_per_thread == 0))
+
+
+def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, int], ...],
+              slots: tuple[tuple[str, str, int], ...]) -> AccessMaps:
+    """Turn raw recording arrays into :class:`AccessMaps`.
+
+    ``matrix_shapes`` are the (rows, cols) of A, B and C; flattened (1-D)
+    arrays are reshaped to them.  ``slots`` gives (name, role, ndim) per slot.
+    """
+    count, atomics, min_w, max_w, iteration, stores, oob, oob_min, oob_thread, first = raw[:10]
+    reads_a, reads_b = raw[10], raw[11]
+    shape_a, shape_b, shape_c = matrix_shapes
+    written = (count + atomics) > 0
+    min_w = np.where(written, min_w, -1).reshape(shape_c)
+    max_w = max_w.reshape(shape_c)
+    iteration = np.where(written, iteration, -1).astype(np.int32).reshape(shape_c)
+    summaries = []
+    for slot, (name, role, ndim) in enumerate(slots):
+        for direction in (READ, WRITE):
+            n = int(oob[slot, direction])
+            if n == 0:
+                continue
+            thread = int(oob_min[slot, direction])
+            index = None
+            if first[thread, direction, 0] == slot:
+                i, j = int(first[thread, direction, 1]), int(first[thread, direction, 2])
+                index = (i, j) if ndim == 2 else (i,)
+            summaries.append(OutOfBounds(name, role, DIRECTIONS[direction], n, thread, index))
+    return AccessMaps(
+        count=count.reshape(shape_c), atomics=atomics.reshape(shape_c), min_writer=min_w,
+        max_writer=max_w, iteration=iteration, stores_per_thread=stores,
+        oob_per_thread=oob_thread, reads_a=reads_a.reshape(shape_a),
+        reads_b=reads_b.reshape(shape_b), out_of_bounds=tuple(summaries))

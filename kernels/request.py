@@ -1,0 +1,195 @@
+"""What to run: a frozen request, and the checks made before anything runs."""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field, replace
+
+from .errors import RequestError
+from .records import record_nbytes
+
+DTYPES = ("float32", "float64")
+PATTERNS = ("random", "ones", "identity", "arange")
+BACKENDS = ("auto", "gpu", "sim", "cpu")
+
+# CUDA's launch limits (compute capability 3.0 and later).
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK_DIMS = (1024, 1024, 64)
+MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)
+#: Largest matrix dimension accepted; the memory estimate decides below it.
+MAX_DIMENSION = 1 << 20
+#: Share of the memory available now that one run may plan to use.
+MEMORY_SHARE = 0.6
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """One run: which kernel on which shapes, launched how, where.
+
+    ``C = A @ B`` with A of ``m x k`` and B of ``k x n``.  ``grid`` and
+    ``block`` have 1 or 2 dimensions (x first).  ``kernel`` names a built-in
+    kernel, or, with ``kernel_file``, a kernel of that file (``None``: its only
+    kernel).  ``scalars`` gives values of a kernel's extra scalar parameters.
+    """
+
+    kernel: str | None = "grid-stride"
+    m: int = 128
+    k: int = 256
+    n: int = 128
+    dtype: str = "float32"
+    grid: tuple[int, ...] = (1,)
+    block: tuple[int, ...] = (1024,)
+    backend: str = "auto"
+    pattern: str = "random"
+    seed: int = 0
+    kernel_file: str | None = None
+    scalars: tuple[tuple[str, float], ...] = ()
+    #: timed launches of the plain kernel (after one warm-up); median reported
+    repeats: int = 5
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.m, self.k, self.n)
+
+    @property
+    def threads_per_block(self) -> int:
+        return math.prod(self.block)
+
+    @property
+    def blocks(self) -> int:
+        return math.prod(self.grid)
+
+    @property
+    def total_threads(self) -> int:
+        return self.blocks * self.threads_per_block
+
+    @property
+    def grid2(self) -> tuple[int, int]:
+        return (self.grid[0], self.grid[1] if len(self.grid) > 1 else 1)
+
+    @property
+    def block2(self) -> tuple[int, int]:
+        return (self.block[0], self.block[1] if len(self.block) > 1 else 1)
+
+    @property
+    def kernel_label(self) -> str:
+        if self.kernel_file:
+            name = os.path.basename(self.kernel_file)
+            return f"{name}:{self.kernel}" if self.kernel else name
+        return self.kernel or "?"
+
+    def with_(self, **changes) -> "RunRequest":
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+
+def parse_dims(text: str, what: str) -> tuple[int, ...]:
+    """``"4"`` -> ``(4,)``; ``"4x2"`` -> ``(4, 2)``."""
+    parts = text.lower().replace("*", "x").replace(",", "x").split("x")
+    try:
+        dims = tuple(int(p) for p in parts)
+    except ValueError:
+        raise RequestError(f"{what} must be N or NxM with whole numbers, not {text!r}") from None
+    if not 1 <= len(dims) <= 2:
+        raise RequestError(f"{what} takes 1 or 2 dimensions, not {len(dims)} ({text!r})")
+    return dims
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    """``"128x256x128"`` -> ``(128, 256, 128)`` (M x K x N)."""
+    parts = text.lower().replace("*", "x").split("x")
+    try:
+        dims = tuple(int(p) for p in parts)
+    except ValueError:
+        raise RequestError(f"shape must be MxKxN with whole numbers, not {text!r}") from None
+    if len(dims) != 3:
+        raise RequestError(f"shape must have three numbers, MxKxN, not {text!r}")
+    return dims  # type: ignore[return-value]
+
+
+def _check_dims(dims: tuple[int, ...], limits: tuple[int, ...], what: str) -> None:
+    if not isinstance(dims, tuple) or not 1 <= len(dims) <= 2:
+        raise RequestError(f"{what} must have 1 or 2 dimensions, got {dims!r}")
+    for axis, (value, limit) in enumerate(zip(dims, limits)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise RequestError(f"{what} must hold whole numbers, got {dims!r}")
+        if value < 1:
+            raise RequestError(f"{what} {'xyz'[axis]} must be at least 1, got {value}")
+        if value > limit:
+            raise RequestError(f"{what} {'xyz'[axis]} = {value} is past CUDA's limit of {limit}")
+
+
+def check_request(request: RunRequest) -> None:
+    """Raise :class:`RequestError` for anything that cannot run, before it runs.
+
+    Checks shapes, dtype, pattern, backend name, CUDA's launch limits and the
+    host memory the run would need.  Kernel-specific checks (is there such a
+    kernel, does it parse) are made when the kernel is loaded.
+    """
+    for name, value in (("M", request.m), ("K", request.k), ("N", request.n)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise RequestError(f"{name} must be a whole number, got {value!r}")
+        if value < 1:
+            raise RequestError(f"{name} must be at least 1, got {value}")
+        if value > MAX_DIMENSION:
+            raise RequestError(f"{name} = {value} is too large (at most {MAX_DIMENSION})")
+    if request.dtype not in DTYPES:
+        raise RequestError(f"dtype must be one of {', '.join(DTYPES)}, not {request.dtype!r}")
+    if request.pattern not in PATTERNS:
+        raise RequestError(f"pattern must be one of {', '.join(PATTERNS)}, "
+                           f"not {request.pattern!r}")
+    if request.backend not in BACKENDS:
+        raise RequestError(f"backend must be one of {', '.join(BACKENDS)}, "
+                           f"not {request.backend!r}")
+    if not isinstance(request.seed, int) or request.seed < 0:
+        raise RequestError(f"seed must be a whole number >= 0, got {request.seed!r}")
+    if not isinstance(request.repeats, int) or not 1 <= request.repeats <= 1000:
+        raise RequestError(f"repeats must be between 1 and 1000, got {request.repeats!r}")
+    _check_dims(request.block, MAX_BLOCK_DIMS, "block")
+    _check_dims(request.grid, MAX_GRID_DIMS, "grid")
+    if request.threads_per_block > MAX_THREADS_PER_BLOCK:
+        raise RequestError(f"a block of {' x '.join(map(str, request.block))} = "
+                           f"{request.threads_per_block} threads is past CUDA's limit of "
+                           f"{MAX_THREADS_PER_BLOCK} threads per block")
+    if request.kernel_file is None and not request.kernel:
+        raise RequestError("no kernel given")
+    needed = host_bytes_needed(request)
+    available = available_memory()
+    if available is not None and needed > MEMORY_SHARE * available:
+        raise RequestError(
+            f"this run would need about {format_bytes(needed)} of memory (matrices, reference "
+            f"and maps for {request.total_threads:,} threads), more than "
+            f"{int(MEMORY_SHARE * 100)}% of the {format_bytes(available)} available; "
+            "use smaller shapes or fewer threads")
+
+
+def host_bytes_needed(request: RunRequest) -> int:
+    """Estimate of the host memory a run needs, from the shapes and thread count."""
+    m, k, n = request.shape
+    item = 4 if request.dtype == "float32" else 8
+    inputs = (m * k + k * n) * (item + 2 * 8)  # the inputs, and float64 copies for the reference
+    outputs = m * n * (2 * item + 3 * 8)  # C twice; reference, error bound, error
+    return inputs + outputs + record_nbytes(m * n, (m * k, k * n), request.total_threads)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available now (Linux ``MemAvailable``), or None if unknown."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def format_bytes(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} bytes"

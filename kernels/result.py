@@ -1,0 +1,195 @@
+"""What a run gives back: C, the maps, the verdict and labelled timings."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .correctness import ErrorFigures
+from .records import AccessMaps
+from .request import RunRequest
+
+#: What each backend's kernel time is, in words shown next to every figure.
+BACKEND_LABELS = {
+    "gpu": "GPU",
+    "sim": "CUDA simulator (Python threads on the CPU, not a GPU time)",
+    "cpu": "CPU emulation (compiled numba loop on one core, not a GPU time)",
+    "numpy": "numpy on the CPU",
+    "cublas": "cuBLAS via CuPy on the GPU",
+}
+BACKEND_SHORT = {"gpu": "GPU", "sim": "simulator", "cpu": "CPU emulation",
+                 "numpy": "numpy CPU", "cublas": "cuBLAS"}
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One measured time and exactly what it measures."""
+
+    what: str  # "kernel", "instrumented kernel", "compile", "host to device", ...
+    backend: str  # a key of BACKEND_LABELS
+    seconds: float
+    method: str  # how it was measured, e.g. "CUDA events, median of 5 launches"
+    samples: int = 1
+    flops: float | None = None  # floating-point operations of the timed work
+
+    @property
+    def is_gpu_time(self) -> bool:
+        return self.backend in ("gpu", "cublas")
+
+    @property
+    def gflops(self) -> float | None:
+        if not self.flops or self.seconds <= 0:
+            return None
+        return self.flops / self.seconds / 1e9
+
+    @property
+    def label(self) -> str:
+        return f"{self.what} [{BACKEND_SHORT.get(self.backend, self.backend)}]"
+
+    def describe(self) -> str:
+        text = f"{self.what}: {format_seconds(self.seconds)} ({BACKEND_LABELS.get(self.backend, self.backend)}; {self.method})"
+        if self.gflops is not None:
+            text += f", {self.gflops:.3g} GFLOP/s"
+        return text
+
+
+def format_seconds(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.3g} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} us"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """PASS only with every element written once, no out-of-bounds access and
+    the error within tolerance; otherwise FAIL with each reason."""
+
+    passed: bool
+    reasons: tuple[str, ...]
+    unwritten: int
+    collided: int
+    out_of_bounds: int
+    errors: ErrorFigures
+
+    @property
+    def word(self) -> str:
+        return "PASS" if self.passed else "FAIL"
+
+    @property
+    def short_reasons(self) -> str:
+        """``"unwritten, collisions"`` (the kinds of failure, for a table cell)."""
+        kinds = []
+        if self.unwritten:
+            kinds.append("unwritten")
+        if self.collided:
+            kinds.append("collisions")
+        if self.out_of_bounds:
+            kinds.append("out-of-bounds")
+        if not self.errors.within_tolerance and self.errors.wrong:
+            kinds.append("error")
+        return ", ".join(kinds)
+
+    def summary(self) -> str:
+        return self.word if self.passed else f"FAIL ({self.short_reasons})"
+
+
+def make_verdict(maps: AccessMaps, errors: ErrorFigures) -> Verdict:
+    reasons = []
+    total = maps.count.size
+    if maps.unwritten:
+        reasons.append(f"{maps.unwritten:,} of {total:,} elements of C never written")
+    if maps.collided:
+        reasons.append(f"{maps.collided:,} elements of C written by more than one store "
+                       "(collisions: the value depends on which thread came last)")
+    for oob in maps.out_of_bounds:
+        reasons.append(oob.describe())
+    if errors.wrong:
+        reasons.append(f"{errors.wrong:,} elements off by more than the tolerance "
+                       f"(relative error {errors.rel_error:.3g}, tolerance "
+                       f"{errors.rel_tolerance:.3g})")
+    passed = not reasons and errors.within_tolerance
+    return Verdict(passed=passed, reasons=tuple(reasons), unwritten=maps.unwritten,
+                   collided=maps.collided, out_of_bounds=maps.oob_total, errors=errors)
+
+
+@dataclass(frozen=True, eq=False)
+class RunResult:
+    """Everything one run produced."""
+
+    request: RunRequest  # as run: backend resolved, launch explicit
+    kernel_name: str  # the kernel function's name
+    backend_note: str  # why this backend (e.g. "no CUDA device: CPU emulation")
+    c: np.ndarray
+    #: where ``c`` comes from: the plain kernel, or the instrumented one when the
+    #: plain kernel was not launched (out-of-bounds accesses found)
+    c_source: str
+    reference: np.ndarray
+    maps: AccessMaps
+    verdict: Verdict
+    timings: tuple[Timing, ...]
+    notes: tuple[str, ...]
+    #: "nan" (poisoned) or "zeros" (for kernels that accumulate into C)
+    output_init: str
+    slots: tuple[tuple[str, str, int], ...] = ()
+
+    @property
+    def backend(self) -> str:
+        return self.request.backend
+
+    def timing(self, what: str) -> Timing | None:
+        for timing in self.timings:
+            if timing.what == what:
+                return timing
+        return None
+
+    @property
+    def kernel_timing(self) -> Timing | None:
+        return self.timing("kernel")
+
+    @property
+    def reference_timing(self) -> Timing | None:
+        return next((t for t in self.timings if t.what.startswith("reference")), None)
+
+    def summary(self) -> dict:
+        """A JSON-ready summary (request, verdict, error figures, counts, timings)."""
+        request = asdict(self.request)
+        request["grid"] = list(self.request.grid)
+        request["block"] = list(self.request.block)
+        request["scalars"] = {name: value for name, value in self.request.scalars}
+        return {
+            "request": request,
+            "kernel_function": self.kernel_name,
+            "backend": self.backend,
+            "backend_label": BACKEND_LABELS[self.backend],
+            "backend_note": self.backend_note,
+            "verdict": self.verdict.word,
+            "reasons": list(self.verdict.reasons),
+            "errors": asdict(self.verdict.errors),
+            "counts": {
+                "elements": int(self.maps.count.size),
+                "unwritten": self.verdict.unwritten,
+                "collided": self.verdict.collided,
+                "out_of_bounds": self.verdict.out_of_bounds,
+                "atomic_updates": int(self.maps.atomics.sum()),
+                "threads": int(self.maps.stores_per_thread.size),
+                "idle_threads": self.maps.idle_threads,
+            },
+            "out_of_bounds": [asdict(o) for o in self.maps.out_of_bounds],
+            "c_source": self.c_source,
+            "output_init": self.output_init,
+            "timings": [dict(asdict(t), label=BACKEND_LABELS.get(t.backend, t.backend),
+                             is_gpu_time=t.is_gpu_time, gflops=t.gflops)
+                        for t in self.timings],
+            "notes": list(self.notes),
+        }
+
+    def maps_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays written to ``maps.npz``."""
+        m = self.maps
+        return {"count": m.count, "atomics": m.atomics, "min_writer": m.min_writer,
+                "max_writer": m.max_writer, "iteration": m.iteration,
+                "stores_per_thread": m.stores_per_thread, "oob_per_thread": m.oob_per_thread,
+                "reads_a": m.reads_a, "reads_b": m.reads_b, "C": self.c,
+                "reference": self.reference}

@@ -1,0 +1,309 @@
+"""Derive the recording and emulated forms of a kernel from its source.
+
+One kernel source, three derived functions (never a hand-written twin):
+
+* ``record`` for CUDA: the kernel with every access to its arrays routed
+  through checked, recording helpers (write counts, writers, iterations,
+  out-of-bounds accesses, read counts).  It still compiles for a real GPU.
+* ``record`` for the CPU: the same body with the thread coordinates
+  (``cuda.grid``, ``threadIdx``, ...) made explicit parameters, to be run for
+  every thread of the grid in a compiled loop.
+* ``plain`` for the CPU: the emulated kernel without recording, for timing.
+  Its accesses are still bounds-checked: an out-of-bounds store must not
+  corrupt the host's memory.
+
+Index expressions are passed as arguments to the helpers, so each is
+evaluated once and ``and`` / ``or`` keep short-circuiting: hoisting reads into
+statements of their own would count reads the kernel never makes.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+
+from .errors import UnsupportedConstruct
+from .plan import KernelPlan, cuda_attribute, subscript_chain
+from .records import RECORD_PARAMS, reads_param
+
+#: Explicit thread coordinates of an emulated thread, in parameter order.
+COORDINATE_PARAMS = ("_tm_tx", "_tm_ty", "_tm_bx", "_tm_by",
+                     "_tm_bdx", "_tm_bdy", "_tm_gdx", "_tm_gdy", "_tm_gtid")
+_COORDINATES = {
+    "threadIdx.x": "_tm_tx", "threadIdx.y": "_tm_ty", "threadIdx.z": 0,
+    "blockIdx.x": "_tm_bx", "blockIdx.y": "_tm_by", "blockIdx.z": 0,
+    "blockDim.x": "_tm_bdx", "blockDim.y": "_tm_bdy", "blockDim.z": 1,
+    "gridDim.x": "_tm_gdx", "gridDim.y": "_tm_gdy", "gridDim.z": 1,
+    "warpsize": 32,
+}
+OOB_ARGS = ("_tm_oob", "_tm_oob_min_thread", "_tm_oob_thread", "_tm_oob_first", "_tm_gtid")
+OUTPUT_STORE_ARGS = ("_tm_count", "_tm_min_writer", "_tm_max_writer", "_tm_iteration",
+                     "_tm_stores") + OOB_ARGS
+OUTPUT_ATOMIC_ARGS = ("_tm_atomics", "_tm_min_writer", "_tm_max_writer", "_tm_iteration",
+                      "_tm_stores") + OOB_ARGS
+
+#: Global linear thread id on the GPU: block-major, x fastest (as the emulation).
+_CUDA_GTID = (
+    "_tm_gtid = (_tm_numba.int64(_tm_cuda.blockIdx.y) * _tm_cuda.gridDim.x"
+    " + _tm_cuda.blockIdx.x) * (_tm_cuda.blockDim.x * _tm_cuda.blockDim.y)"
+    " + _tm_cuda.threadIdx.y * _tm_cuda.blockDim.x + _tm_cuda.threadIdx.x")
+
+
+@dataclass(frozen=True)
+class ArraySlot:
+    """An array the helpers check: its slot in the out-of-bounds table."""
+
+    name: str
+    slot: int
+    ndim: int
+    role: str  # "in" (read counts kept), "out" (writes recorded) or "x" (checked only)
+    input_index: int = -1
+
+
+def array_slots(plan: KernelPlan) -> tuple[ArraySlot, ...]:
+    """Parameter arrays first (slots 0..2, as in ``plan.arrays``), then the
+    shared / local arrays whose rank is known."""
+    slots = []
+    for slot, name in enumerate(plan.arrays):
+        if name == plan.output:
+            slots.append(ArraySlot(name, slot, plan.ndim[name], "out"))
+        else:
+            slots.append(ArraySlot(name, slot, plan.ndim[name], "in",
+                                   plan.inputs.index(name)))
+    for local in plan.local_arrays:
+        if local.ndim in (1, 2):
+            slots.append(ArraySlot(local.name, len(slots), local.ndim, "x"))
+    return tuple(slots)
+
+
+def derive(plan: KernelPlan, target: str, mode: str) -> ast.FunctionDef:
+    """The derived function (undecorated) for ``target`` in ``("cuda", "cpu")``
+    and ``mode`` in ``("record", "plain")``."""
+    if target == "cuda" and mode == "plain":
+        raise ValueError("the plain CUDA kernel is the original source")
+    func = copy.deepcopy(plan.kernel.node)
+    slots = {s.name: s for s in array_slots(plan)}
+    if target == "cpu":
+        # Shared/local arrays cannot run in the emulation (the plan refuses
+        # them); only the parameters are checked there.
+        slots = {n: s for n, s in slots.items() if n in plan.arrays}
+    rewriter = _AccessRewriter(plan, slots, mode, target)
+    func.body = rewriter.rewrite_body(func.body)
+    if target == "cpu":
+        func = _CoordinateRewriter(plan).visit(func)
+    params = list(plan.kernel.params)
+    if mode == "record":
+        params += list(RECORD_PARAMS) + [reads_param(i) for i in range(2)]
+    if target == "cpu":
+        params += list(COORDINATE_PARAMS)
+        func.name = f"{plan.name}__tm_thread_{mode}"
+    else:
+        func.body.insert(0, ast.parse(_CUDA_GTID).body[0])
+        func.name = f"{plan.name}__tm_{mode}"
+    func.args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params],
+                              kwonlyargs=[], kw_defaults=[], defaults=[])
+    func.decorator_list = []
+    func.returns = None
+    return ast.fix_missing_locations(func)
+
+
+def _name(id_: str) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Load())
+
+
+def _call(func: str, args: list[ast.expr]) -> ast.Call:
+    return ast.Call(func=_name(func), args=args, keywords=[])
+
+
+class _AccessRewriter(ast.NodeTransformer):
+    """Route every access to a checked array through a helper call."""
+
+    def __init__(self, plan: KernelPlan, slots: dict[str, ArraySlot], mode: str, target: str):
+        self.plan = plan
+        self.slots = slots
+        self.mode = mode
+        self.target = target
+        self.temp_counter = 0
+
+    def fail(self, message: str, node: ast.AST) -> UnsupportedConstruct:
+        return UnsupportedConstruct(f"kernel {self.plan.name!r}: {message}",
+                                    self.plan.module.path, getattr(node, "lineno", None))
+
+    def rewrite_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in body:
+            new = self.visit(stmt)
+            out.extend(new if isinstance(new, list) else [new])
+        return out
+
+    # -- what an access is ------------------------------------------------------------
+
+    def _tracked(self, node: ast.expr) -> tuple[ArraySlot, list[ast.expr]] | None:
+        if not isinstance(node, ast.Subscript):
+            return None
+        root, indices, _ = subscript_chain(node)
+        if not (isinstance(root, ast.Name) and root.id in self.slots):
+            return None
+        slot = self.slots[root.id]
+        if len(indices) != slot.ndim:
+            what = "a row view" if len(indices) < slot.ndim else "too many indices"
+            raise self.fail(f"{ast.unparse(node)} indexes the {slot.ndim}-D array {root.id!r} "
+                            f"with {len(indices)} index(es) ({what}); index single elements "
+                            f"with {slot.ndim}", node)
+        return slot, [self.visit(i) for i in indices]
+
+    def _record_args(self, slot: ArraySlot, args: tuple[str, ...]) -> list[ast.expr]:
+        return [ast.Constant(slot.slot)] + [_name(a) for a in args]
+
+    def _load(self, slot: ArraySlot, indices: list[ast.expr]) -> ast.Call:
+        base = [_name(slot.name)] + indices
+        if self.mode == "plain":
+            return _call(f"_tm_ld{slot.ndim}", base)
+        if slot.role == "in":
+            args = [_name(reads_param(slot.input_index))] + self._record_args(slot, OOB_ARGS)
+            return _call(f"_tm_ld{slot.ndim}_in", base + args)
+        return _call(f"_tm_ld{slot.ndim}_x", base + self._record_args(slot, OOB_ARGS))
+
+    def _store(self, slot: ArraySlot, indices: list[ast.expr], value: ast.expr) -> ast.Call:
+        base = [_name(slot.name)] + indices + [value]
+        if self.mode == "plain":
+            return _call(f"_tm_st{slot.ndim}", base)
+        if slot.role == "out":
+            return _call(f"_tm_st{slot.ndim}_out", base + self._record_args(slot, OUTPUT_STORE_ARGS))
+        return _call(f"_tm_st{slot.ndim}_x", base + self._record_args(slot, OOB_ARGS))
+
+    def _atomic(self, op: str, slot: ArraySlot, indices: list[ast.expr],
+                value: ast.expr) -> ast.Call:
+        base = [_name(slot.name)] + indices + [value]
+        if self.mode == "plain":
+            return _call(f"_tm_at{op}{slot.ndim}", base)
+        if slot.role == "out":
+            return _call(f"_tm_at{op}{slot.ndim}_out",
+                         base + self._record_args(slot, OUTPUT_ATOMIC_ARGS))
+        return _call(f"_tm_at{op}{slot.ndim}_x", base + self._record_args(slot, OOB_ARGS))
+
+    # -- visitors ---------------------------------------------------------------------
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
+        tracked = self._tracked(node)
+        if tracked is None:
+            return self.generic_visit(node)
+        if not isinstance(node.ctx, ast.Load):
+            raise self.fail(f"{ast.unparse(node)} is stored to in a way ThreadMap does not "
+                            "support; use 'X[i, j] = value'", node)
+        slot, indices = tracked
+        return ast.copy_location(self._load(slot, indices), node)
+
+    def visit_Assign(self, node: ast.Assign) -> ast.stmt:
+        if len(node.targets) == 1:
+            tracked = self._tracked(node.targets[0])
+            if tracked:
+                slot, indices = tracked
+                call = self._store(slot, indices, self.visit(node.value))
+                return ast.copy_location(ast.Expr(call), node)
+        return self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.stmt:
+        tracked = self._tracked(node.target)
+        if tracked and node.value is not None:
+            slot, indices = tracked
+            return ast.copy_location(ast.Expr(self._store(slot, indices, self.visit(node.value))),
+                                     node)
+        return self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt | list[ast.stmt]:
+        tracked = self._tracked(node.target)
+        if tracked is None:
+            return self.generic_visit(node)
+        slot, indices = tracked
+        # X[i, j] op= v reads X[i, j] once and writes it once; the index is
+        # evaluated once, before the value, as Python and CUDA do.
+        statements: list[ast.stmt] = []
+        temps = []
+        for index in indices:
+            temp = f"_tm_t{self.temp_counter}"
+            self.temp_counter += 1
+            statements.append(ast.copy_location(
+                ast.Assign(targets=[ast.Name(temp, ast.Store())], value=index), node))
+            temps.append(temp)
+        loaded = self._load(slot, [_name(t) for t in temps])
+        combined = ast.BinOp(left=loaded, op=node.op, right=self.visit(node.value))
+        store = self._store(slot, [_name(t) for t in temps], combined)
+        statements.append(ast.copy_location(ast.Expr(store), node))
+        return statements
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        what = cuda_attribute(node.func, self.plan.module.aliases)
+        if what and what.startswith("atomic.") and node.args \
+                and isinstance(node.args[0], ast.Name) and node.args[0].id in self.slots:
+            if len(node.args) != 3 or node.keywords:
+                raise self.fail(f"cuda.{what} takes (array, index, value)", node)
+            slot = self.slots[node.args[0].id]
+            index = node.args[1]
+            indices = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+            if len(indices) != slot.ndim:
+                raise self.fail(f"cuda.{what} on the {slot.ndim}-D array {slot.name!r} needs "
+                                f"an index of {slot.ndim} (a literal tuple for 2-D)", node)
+            indices = [self.visit(i) for i in indices]
+            op = what.split(".", 1)[1]
+            return ast.copy_location(self._atomic(op, slot, indices, self.visit(node.args[2])),
+                                     node)
+        return self.generic_visit(node)
+
+    # Statements whose bodies hold further statements that may expand to lists.
+    def _visit_block(self, node: ast.stmt) -> ast.stmt:
+        for field in ("body", "orelse"):
+            if hasattr(node, field):
+                setattr(node, field, self.rewrite_body(getattr(node, field)))
+        for field in ("test", "iter", "target"):
+            if hasattr(node, field):
+                setattr(node, field, self.visit(getattr(node, field)))
+        return node
+
+    visit_For = visit_While = visit_If = _visit_block
+
+
+class _CoordinateRewriter(ast.NodeTransformer):
+    """Replace CUDA's thread coordinates by the emulated thread's parameters."""
+
+    def __init__(self, plan: KernelPlan):
+        self.plan = plan
+        self.aliases = plan.module.aliases
+
+    def fail(self, message: str, node: ast.AST) -> UnsupportedConstruct:
+        return UnsupportedConstruct(f"kernel {self.plan.name!r}: {message}",
+                                    self.plan.module.path, getattr(node, "lineno", None))
+
+    def _value(self, what: str) -> ast.expr:
+        value = _COORDINATES[what]
+        return _name(value) if isinstance(value, str) else ast.Constant(value)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+        what = cuda_attribute(node, self.aliases)
+        if what is None:
+            return self.generic_visit(node)
+        if what in _COORDINATES:
+            return ast.copy_location(self._value(what), node)
+        if what == "laneid":
+            lane = ast.parse("(_tm_tx + _tm_bdx * _tm_ty) % 32", mode="eval").body
+            return ast.copy_location(lane, node)
+        if what.split(".")[0] in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
+            raise self.fail(f"use cuda.{what.split('.')[0]}.x/.y/.z directly", node)
+        return self.generic_visit(node)
+
+    visit_Name = visit_Attribute
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        what = cuda_attribute(node.func, self.aliases)
+        if what not in ("grid", "gridsize"):
+            return self.generic_visit(node)
+        if len(node.args) != 1 or not isinstance(node.args[0], ast.Constant) \
+                or node.args[0].value not in (1, 2):
+            raise self.fail(f"cuda.{what}() takes a literal 1 or 2 here", node)
+        ndim = node.args[0].value
+        if what == "grid":
+            parts = ["(_tm_bx * _tm_bdx + _tm_tx)", "(_tm_by * _tm_bdy + _tm_ty)"]
+        else:
+            parts = ["(_tm_gdx * _tm_bdx)", "(_tm_gdy * _tm_bdy)"]
+        text = parts[0] if ndim == 1 else f"({parts[0]}, {parts[1]})"
+        return ast.copy_location(ast.parse(text, mode="eval").body, node)
