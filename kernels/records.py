@@ -7,8 +7,10 @@ the GPU, the simulator and the emulation cannot disagree on the layout.
 Conventions (also in the README):
 
 * ``count``: plain stores to each element of the output; 0 = never written,
-  1 = once, > 1 = a collision.  ``atomics`` counts atomic updates apart: they
-  are writes but not races.
+  1 = once, > 1 = more than once.  A collision is an element stored by more
+  than one thread (``min_writer != max_writer``); one thread storing it again
+  (``C[i, j] += ...`` in a loop) is not.  ``atomics`` counts atomic updates
+  apart: they are writes but not races.
 * ``min_writer`` / ``max_writer``: lowest / highest global thread id that
   wrote the element (-1 if none).  Both are atomic min / max, deterministic
   even when threads race.
@@ -119,10 +121,16 @@ class AccessMaps:
         return int(np.count_nonzero(self.writes == 0))
 
     @property
+    def collision_mask(self) -> np.ndarray:
+        """Elements stored by more than one thread, one of them with a plain
+        store: the value left there depends on which thread came last.  (One
+        thread storing an element several times, as ``C[i, j] += ...`` in a
+        loop does, is not a collision.)"""
+        return (self.count >= 1) & (self.min_writer != self.max_writer)
+
+    @property
     def collided(self) -> int:
-        """Elements stored by more than one plain store (or a plain store and an
-        atomic): the value left there depends on which thread came last."""
-        return int(np.count_nonzero((self.count > 1) | ((self.count >= 1) & (self.atomics >= 1))))
+        return int(np.count_nonzero(self.collision_mask))
 
     @property
     def oob_total(self) -> int:

@@ -101,7 +101,7 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures) -> Verdict:
     if maps.unwritten:
         reasons.append(f"{maps.unwritten:,} of {total:,} elements of C never written")
     if maps.collided:
-        reasons.append(f"{maps.collided:,} elements of C written by more than one store "
+        reasons.append(f"{maps.collided:,} elements of C written by more than one thread "
                        "(collisions: the value depends on which thread came last)")
     for oob in maps.out_of_bounds:
         reasons.append(oob.describe())

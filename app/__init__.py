@@ -1,0 +1,1 @@
+"""ThreadMap's desktop app (PySide6 + pyqtgraph), on top of ``kernels``."""

@@ -1,0 +1,191 @@
+"""The headless command line: ``threadmap run`` (and ``sweep``, ``kernels``).
+
+It calls the same :func:`kernels.engine.run` as the GUI.  Image export
+(``--png`` / ``--svg``) needs Qt and is provided by the ``app`` package,
+which passes a renderer in; without one those options are refused.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .catalogue import CATALOGUE
+from .errors import (KernelCompileError, KernelRuntimeError, RunCancelled, RunTimedOut,
+                     ThreadMapError)
+from .request import BACKENDS, DTYPES, PATTERNS, RunRequest, parse_dims, parse_shape
+
+#: Called with (result, png_path, svg_path) to export heatmap images.
+ImageExporter = Callable[..., None]
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """Options shared by ``run`` and ``sweep``."""
+    parser.add_argument("--kernel", help=f"built-in kernel ({', '.join(CATALOGUE)}), or the "
+                        "kernel's name in --kernel-file (default: grid-stride, or the file's "
+                        "only kernel)")
+    parser.add_argument("--kernel-file", help="a .py file with your own @cuda.jit kernel")
+    parser.add_argument("--shape", default="128x256x128",
+                        help="M x K x N: C (M x N) = A (M x K) @ B (K x N) (default 128x256x128)")
+    parser.add_argument("--dtype", choices=DTYPES, default="float32")
+    parser.add_argument("--pattern", choices=PATTERNS, default="random",
+                        help="input values (default random: all-ones hides index bugs)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backend", choices=BACKENDS, default="auto")
+    parser.add_argument("--scalar", action="append", default=[], metavar="NAME=VALUE",
+                        help="value of a kernel's scalar parameter (repeatable)")
+    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                        help="end the run (in a child process) if it takes longer")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="threadmap",
+        description="Show which CUDA thread computes which element of C = A @ B. "
+                    "Without a command, opens the desktop app.")
+    commands = parser.add_subparsers(dest="command")
+    run_parser = commands.add_parser("run", help="run one kernel and launch; write its maps")
+    add_run_options(run_parser)
+    run_parser.add_argument("--grid", help="blocks per grid: N or NxM (default: the kernel's "
+                            "preset launch)")
+    run_parser.add_argument("--block", help="threads per block: N or NxM")
+    run_parser.add_argument("--out", required=True, help="directory for result.json and maps.npz")
+    run_parser.add_argument("--png", help="also export the write-count heatmap to this PNG")
+    run_parser.add_argument("--svg", help="also export the write-count heatmap to this SVG")
+    run_parser.add_argument("--map", default="count",
+                            help="which map --png/--svg draw (count, writer, iteration, ...)")
+    run_parser.add_argument("--size", default="1200x900",
+                            help="exported image size in pixels, WxH (default 1200x900)")
+    commands.add_parser("kernels", help="list the built-in kernels")
+    return parser
+
+
+def parse_scalars(items: Sequence[str]) -> tuple[tuple[str, float], ...]:
+    scalars = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ThreadMapError(f"--scalar takes NAME=VALUE, not {item!r}")
+        try:
+            number = int(value)
+        except ValueError:
+            try:
+                number = float(value)
+            except ValueError:
+                raise ThreadMapError(f"--scalar {name} needs a number, not {value!r}") from None
+        scalars.append((name, number))
+    return tuple(scalars)
+
+
+def request_from_args(args: argparse.Namespace, grid: str | None,
+                      block: str | None) -> RunRequest:
+    """A RunRequest from parsed options; the launch defaults to the kernel's preset."""
+    m, k, n = parse_shape(args.shape)
+    kernel = args.kernel if args.kernel or args.kernel_file else "grid-stride"
+    request = RunRequest(kernel=kernel, kernel_file=args.kernel_file, m=m, k=k, n=n,
+                         dtype=args.dtype, pattern=args.pattern, seed=args.seed,
+                         backend=args.backend, scalars=parse_scalars(args.scalar))
+    preset = default_launch(request)
+    return request.with_(grid=parse_dims(grid, "--grid") if grid else preset[0],
+                         block=parse_dims(block, "--block") if block else preset[1])
+
+
+def default_launch(request: RunRequest) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The kernel's preset launch: the catalogue's, or the kernel file's own literal
+    launch, else one thread per element in blocks of 256."""
+    if request.kernel_file:
+        from .loader import load_plan
+        launch = load_plan(request).kernel.launch
+        if launch is not None:
+            return launch.grid, launch.block
+        return (-(-request.m * request.n // 256),), (256,)
+    if request.kernel in CATALOGUE:
+        launch = CATALOGUE[request.kernel].default_launch(request.m, request.k, request.n)
+        return launch.grid, launch.block
+    return request.grid, request.block
+
+
+def write_outputs(result, out: Path) -> None:
+    """``result.json`` and ``maps.npz`` into ``out``."""
+    import numpy as np
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "result.json").write_text(json.dumps(result.summary(), indent=2))
+    np.savez(out / "maps.npz", **result.maps_arrays())
+
+
+def print_summary(result, stream=sys.stdout) -> None:
+    request = result.request
+    print(f"{result.verdict.word}  {request.kernel_label}  {request.m}x{request.k}x{request.n} "
+          f"{request.dtype}  grid {'x'.join(map(str, request.grid))} x block "
+          f"{'x'.join(map(str, request.block))}  [{result.backend}: {result.backend_note}]",
+          file=stream)
+    for reason in result.verdict.reasons:
+        print(f"  - {reason}", file=stream)
+    errors = result.verdict.errors
+    print(f"  relative error {errors.rel_error:.3g} (tolerance {errors.rel_tolerance:.3g}), "
+          f"max abs error {errors.max_abs_error:.3g}", file=stream)
+    for timing in result.timings:
+        print(f"  {timing.describe()}", file=stream)
+    for note in result.notes:
+        print(f"  note: {note}", file=stream)
+
+
+def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
+    from .engine import run
+
+    if (args.png or args.svg) and exporter is None:
+        raise ThreadMapError("--png/--svg need the app package (PySide6, pyqtgraph); "
+                             "run through the 'threadmap' command")
+    request = request_from_args(args, args.grid, args.block)
+    result = run(request, time_limit=args.time_limit)
+    out = Path(args.out)
+    write_outputs(result, out)
+    if exporter is not None and (args.png or args.svg):
+        size = parse_dims(args.size, "--size")
+        if len(size) != 2:
+            raise ThreadMapError(f"--size takes WxH in pixels, not {args.size!r}")
+        exporter(result, png=args.png, svg=args.svg, map_name=args.map, size=size)
+    print_summary(result)
+    print(f"  wrote {out / 'result.json'} and {out / 'maps.npz'}")
+    return 0
+
+
+def _cmd_kernels() -> int:
+    for name, spec in CATALOGUE.items():
+        launch = spec.default_launch(128, 256, 128)
+        print(f"{name:22s} {spec.title}\n{'':22s} {spec.summary} Preset launch on "
+              f"128x256x128: {launch}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = None,
+         extra_commands: dict[str, Callable] | None = None) -> int:
+    """Run the command line; return the exit status.
+
+    0 when the run happened (whatever its verdict); 2 with a one-line message
+    for bad input; 1 when the kernel failed to compile or run, or was cancelled.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "run":
+            return _cmd_run(args, exporter)
+        if args.command == "kernels":
+            return _cmd_kernels()
+        if extra_commands and args.command in extra_commands:
+            return extra_commands[args.command](args)
+        parser.print_help()
+        return 0
+    except (KernelCompileError, KernelRuntimeError, RunCancelled, RunTimedOut) as exc:
+        print(f"threadmap: error: {exc}", file=sys.stderr)
+        return 1
+    except ThreadMapError as exc:
+        print(f"threadmap: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""Shared test setup: Qt offscreen, the binding named, helpers for kernel runs."""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
+# The tests' own process runs numba natively; simulator runs go to a child.
+os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
+
+import pytest  # noqa: E402
+
+from kernels.request import RunRequest  # noqa: E402
+
+
+def gpu_available() -> bool:
+    from kernels.engine import gpu_available as available
+    return available()
+
+
+requires_gpu = pytest.mark.skipif(not gpu_available(),
+                                  reason="needs a CUDA GPU (numba.cuda.is_available() is False)")
+
+
+def request(kernel="grid-stride", shape=(37, 19, 53), grid=(1,), block=(1024,), **kw) -> RunRequest:
+    m, k, n = shape
+    return RunRequest(kernel=kernel, m=m, k=k, n=n, grid=tuple(grid), block=tuple(block), **kw)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_children():
+    yield
+    from kernels.backends.child import stop_all
+    stop_all()

@@ -1,0 +1,90 @@
+"""The CPU emulation and numba's CUDA simulator give the same maps.
+
+Simulator cases are small: it costs ~130 us per CUDA thread plus several us
+per inner-loop iteration.
+"""
+import numpy as np
+import pytest
+
+from kernels import run
+from tests.conftest import request, requires_gpu
+
+MAP_FIELDS = ("count", "atomics", "min_writer", "max_writer", "iteration", "stores_per_thread",
+              "oob_per_thread", "reads_a", "reads_b")
+
+RACE_FREE = [
+    # (kernel, shape, grid, block)
+    ("grid-stride", (37, 19, 53), (1,), (1024,)),
+    ("grid-stride", (37, 19, 53), (3,), (97,)),
+    ("grid-stride", (23, 7, 41), (4,), (96,)),
+    ("grid-stride", (23, 7, 41), (3, 2), (32, 2)),
+    ("grid-stride-colmajor", (29, 5, 31), (3,), (97,)),
+    ("naive-2d", (37, 19, 53), (4, 3), (16, 16)),
+    ("naive-2d", (23, 7, 41), (2, 3), (32, 8)),
+    ("one-block-chunks", (23, 7, 41), (1,), (96,)),
+]
+COLLIDING = [
+    ("tid-rows", (9, 4, 11), (1,), (12,)),
+    ("tid-rows", (6, 5, 4), (2,), (7,)),
+    ("one-block-chunks", (13, 5, 11), (2,), (32,)),
+]
+
+
+def _pair(kernel, shape, grid, block):
+    cpu = run(request(kernel, shape, grid, block, backend="cpu"))
+    sim = run(request(kernel, shape, grid, block, backend="sim"))
+    assert cpu.backend == "cpu" and sim.backend == "sim"
+    return cpu, sim
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("kernel,shape,grid,block", RACE_FREE)
+def test_race_free_kernels_agree_element_by_element(kernel, shape, grid, block):
+    cpu, sim = _pair(kernel, shape, grid, block)
+    for field in MAP_FIELDS:
+        np.testing.assert_array_equal(getattr(cpu.maps, field), getattr(sim.maps, field),
+                                      err_msg=field)
+    assert cpu.maps.out_of_bounds == sim.maps.out_of_bounds
+    # The simulator sums in float32 where compiled code sums in float64 (numpy
+    # 2 promotion rules), so C agrees to the tolerance, not bit for bit.
+    assert cpu.verdict.word == sim.verdict.word
+    np.testing.assert_allclose(cpu.c, sim.c, rtol=0, atol=4 * cpu.verdict.errors.abs_tolerance)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("kernel,shape,grid,block", COLLIDING)
+def test_colliding_kernels_agree_on_counts_and_out_of_bounds(kernel, shape, grid, block):
+    cpu, sim = _pair(kernel, shape, grid, block)
+    np.testing.assert_array_equal(cpu.maps.count, sim.maps.count)
+    np.testing.assert_array_equal(cpu.maps.oob_per_thread, sim.maps.oob_per_thread)
+    assert cpu.maps.out_of_bounds == sim.maps.out_of_bounds
+    assert cpu.maps.collided > 0 and cpu.verdict.word == "FAIL"
+
+
+@pytest.mark.sim
+def test_tiled_kernel_runs_in_the_simulator_and_passes_on_a_ragged_shape():
+    # 20 x 18 is not a multiple of the 16 x 16 tile; the CPU emulation cannot run
+    # syncthreads, so asking for cpu runs the simulator and says so.
+    result = run(request("tiled", (20, 17, 18), (2, 2), (16, 16), backend="cpu"))
+    assert result.backend == "sim"
+    assert "syncthreads" in result.backend_note
+    assert result.verdict.passed, result.verdict.reasons
+    assert (result.maps.count == 1).all()
+    # Each element is stored by the thread of its tile position.
+    tpb = 256
+    rows, cols = np.indices((20, 18))
+    block = (rows // 16) * 2 + cols // 16
+    thread = (rows % 16) * 16 + cols % 16
+    np.testing.assert_array_equal(result.maps.min_writer, block * tpb + thread)
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel,shape,grid,block", RACE_FREE)
+def test_gpu_agrees_with_the_emulation(kernel, shape, grid, block):
+    cpu = run(request(kernel, shape, grid, block, backend="cpu"))
+    gpu = run(request(kernel, shape, grid, block, backend="gpu"))
+    for field in MAP_FIELDS:
+        np.testing.assert_array_equal(getattr(cpu.maps, field), getattr(gpu.maps, field),
+                                      err_msg=field)
+    assert gpu.verdict.word == cpu.verdict.word

@@ -1,0 +1,59 @@
+"""Bad requests are refused with a clear message before anything runs."""
+import pytest
+
+from kernels import RequestError, run
+from kernels.errors import BackendUnavailable
+from kernels.request import check_request, parse_dims, parse_shape
+from tests.conftest import gpu_available, request
+
+
+@pytest.mark.parametrize("changes,message", [
+    (dict(m=0), "M must be at least 1"),
+    (dict(k=-3), "K must be at least 1"),
+    (dict(n=2**21), "N = 2097152 is too large"),
+    (dict(block=(2048,)), "block x = 2048 is past CUDA's limit of 1024"),
+    (dict(block=(64, 32)), "2048 threads is past CUDA's limit of 1024 threads per block"),
+    (dict(block=(0,)), "block x must be at least 1"),
+    (dict(grid=(2**31,)), "grid x = 2147483648 is past CUDA's limit of 2147483647"),
+    (dict(grid=(1, 65536)), "grid y = 65536 is past CUDA's limit of 65535"),
+    (dict(grid=(1, 2, 3)), "grid must have 1 or 2 dimensions"),
+    (dict(dtype="float16"), "dtype must be one of float32, float64"),
+    (dict(pattern="zeros"), "pattern must be one of"),
+    (dict(backend="tpu"), "backend must be one of"),
+    (dict(kernel="matmul-fast"), "unknown kernel 'matmul-fast'"),
+    (dict(m=60000, n=60000, k=60000), "would need about"),
+    (dict(grid=(2**31 - 1,), block=(1024,)), "more than 60% of the"),
+])
+def test_bad_request_is_refused_with_a_message(changes, message):
+    with pytest.raises(RequestError) as info:
+        run(request().with_(**changes))
+    assert message in str(info.value)
+
+
+def test_memory_estimate_names_threads():
+    with pytest.raises(RequestError) as info:
+        check_request(request(grid=(2**31 - 1,), block=(1024,)))
+    assert "threads" in str(info.value)
+
+
+@pytest.mark.skipif(gpu_available(), reason="checks the refusal on machines without a GPU")
+def test_gpu_backend_without_a_gpu_is_refused():
+    with pytest.raises(BackendUnavailable, match="no CUDA device"):
+        run(request(backend="gpu"))
+
+
+@pytest.mark.parametrize("text,dims", [("4", (4,)), ("4x2", (4, 2)), ("16X16", (16, 16))])
+def test_parse_dims(text, dims):
+    assert parse_dims(text, "grid") == dims
+
+
+@pytest.mark.parametrize("text", ["", "4x", "ax2", "1x2x3"])
+def test_parse_dims_refuses(text):
+    with pytest.raises(RequestError):
+        parse_dims(text, "grid")
+
+
+def test_parse_shape():
+    assert parse_shape("128x256x64") == (128, 256, 64)
+    with pytest.raises(RequestError, match="three numbers"):
+        parse_shape("128x256")

@@ -1,0 +1,69 @@
+"""``threadmap run``: the headless command line writes result.json and maps.npz."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+
+def threadmap(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "app.launcher", *args], capture_output=True,
+                          text=True, timeout=300, cwd=cwd)
+
+
+def test_run_writes_result_and_maps(tmp_path):
+    out = tmp_path / "out"
+    proc = threadmap("run", "--kernel", "one-block-chunks", "--shape", "5x3x7", "--grid", "1",
+                     "--block", "8", "--backend", "cpu", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "result.json").read_text())
+    assert summary["verdict"] == "FAIL"
+    assert summary["counts"]["unwritten"] == 0
+    assert summary["counts"]["out_of_bounds"] == 20
+    assert summary["request"]["grid"] == [1] and summary["request"]["block"] == [8]
+    assert summary["backend"] == "cpu"
+    assert "not a GPU time" in summary["backend_label"]
+    kernel_timings = [t for t in summary["timings"] if t["backend"] == "cpu"]
+    assert kernel_timings and not any(t["is_gpu_time"] for t in kernel_timings)
+    maps = np.load(out / "maps.npz")
+    for name in ("count", "min_writer", "max_writer", "iteration", "stores_per_thread",
+                 "oob_per_thread", "reads_a", "reads_b", "C"):
+        assert name in maps.files
+    np.testing.assert_array_equal(maps["count"], 1)
+    np.testing.assert_array_equal(maps["oob_per_thread"], [0] * 7 + [20])
+    assert maps["C"].shape == (5, 7)
+    assert "FAIL" in proc.stdout
+
+
+def test_run_uses_the_kernel_preset_launch(tmp_path):
+    proc = threadmap("run", "--kernel", "naive-2d", "--shape", "40x8x33", "--backend", "cpu",
+                     "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "result.json").read_text())
+    assert summary["request"]["grid"] == [3, 3] and summary["request"]["block"] == [16, 16]
+    assert summary["verdict"] == "PASS"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--shape", "0x4x4"], "M must be at least 1"),
+    (["--block", "2048"], "past CUDA's limit of 1024"),
+    (["--grid", "1x70000"], "grid y = 70000 is past CUDA's limit of 65535"),
+    (["--kernel", "nope"], "unknown kernel 'nope'"),
+    (["--shape", "4x4"], "three numbers"),
+    (["--grid", "two"], "--grid must be N or NxM"),
+])
+def test_bad_input_exits_nonzero_with_one_line(tmp_path, args, message):
+    proc = threadmap("run", "--out", str(tmp_path / "o"), "--backend", "cpu", *args)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert not (tmp_path / "o" / "result.json").exists()
+
+
+def test_kernels_lists_the_catalogue():
+    proc = threadmap("kernels")
+    assert proc.returncode == 0
+    for name in ("grid-stride", "naive-2d", "tiled", "one-block-chunks", "tid-rows",
+                 "grid-stride-colmajor"):
+        assert name in proc.stdout

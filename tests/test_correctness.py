@@ -1,0 +1,71 @@
+"""The tolerance lets every correct result pass and catches one wrong element."""
+import numpy as np
+import pytest
+
+from kernels.correctness import UNIT_ROUNDOFF, compare, gamma, reference
+from kernels.inputs import make_inputs, poisoned_output
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("k", [1, 7, 256, 4096])
+def test_float_sums_in_any_order_are_within_the_bound(dtype, k):
+    a, b = make_inputs("random", 16, k, 12, dtype, seed=k)
+    ref = reference(a, b)
+    # Accumulate in the dtype itself, forwards and backwards: worst cases of
+    # order that a kernel may pick; also numpy's own (blocked, FMA) product.
+    forwards = np.zeros((16, 12), dtype)
+    backwards = np.zeros((16, 12), dtype)
+    for i in range(k):
+        forwards += np.outer(a[:, i], b[i, :]).astype(dtype)
+        backwards += np.outer(a[:, k - 1 - i], b[k - 1 - i, :]).astype(dtype)
+    for c in (forwards, backwards, a @ b):
+        figures = compare(c, ref)
+        assert figures.within_tolerance, figures
+        assert figures.worst_ratio <= 1
+
+
+def test_one_wrong_element_fails():
+    a, b = make_inputs("random", 30, 64, 20, "float32", seed=1)
+    ref = reference(a, b)
+    c = (a @ b).copy()
+    c[7, 3] += 1e-3  # far below anything a norm over 600 elements would notice
+    figures = compare(c, ref)
+    assert figures.wrong == 1
+    assert not figures.within_tolerance
+
+
+def test_swapped_index_is_caught_even_when_all_ones_would_hide_it():
+    a, b = make_inputs("random", 8, 8, 8, "float32", seed=2)
+    wrong = a.T @ b  # an index bug: A[idx, row] for A[row, idx]
+    assert not compare(wrong, reference(a, b)).within_tolerance
+    ones_a, ones_b = make_inputs("ones", 8, 8, 8, "float32")
+    assert compare(ones_a.T @ ones_b, reference(ones_a, ones_b)).within_tolerance
+
+
+def test_unwritten_elements_are_counted_not_averaged_away():
+    a, b = make_inputs("random", 10, 5, 10, "float64", seed=3)
+    c = poisoned_output(10, 10, "float64")
+    c[:9] = (a @ b)[:9]
+    figures = compare(c, reference(a, b))
+    assert figures.non_finite == 10 and figures.wrong == 0
+    assert not figures.within_tolerance
+
+
+def test_gamma_is_higham_s():
+    u = UNIT_ROUNDOFF["float32"]
+    assert gamma(100, u) == pytest.approx(100 * u / (1 - 100 * u))
+    assert gamma(2**25, u) == float("inf")
+
+
+def test_patterns():
+    a, b = make_inputs("identity", 4, 6, 5, "float32", seed=0)
+    np.testing.assert_array_equal(a, np.eye(4, 6))
+    np.testing.assert_array_equal(a @ b, b[:4])
+    a, b = make_inputs("arange", 3, 4, 2, "float64")
+    assert len(np.unique(a)) == a.size and a.max() < 1
+    a1, _ = make_inputs("random", 3, 4, 2, "float32", seed=5)
+    a2, _ = make_inputs("random", 3, 4, 2, "float32", seed=5)
+    a3, _ = make_inputs("random", 3, 4, 2, "float32", seed=6)
+    np.testing.assert_array_equal(a1, a2)
+    assert not np.array_equal(a1, a3)
+    assert (a1 >= -1).all() and (a1 < 1).all()

@@ -1,0 +1,25 @@
+"""Every built-in kernel and its recording form compile to real sm_90 PTX.
+
+NVVM comes with numba-cuda[cu13]; no GPU is needed.
+"""
+import pytest
+
+from kernels.catalogue import CATALOGUE
+from kernels.codegen import load_module
+from kernels.loader import _builtin_plan
+from kernels.ptx import compile_ptx_for
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", list(CATALOGUE))
+def test_kernel_and_recording_kernel_compile_to_ptx(name, dtype):
+    plan = _builtin_plan(name)
+    gen = load_module(plan, "cuda", dtype)
+    for function, recording in ((plan.name, False), (f"{plan.name}__tm_record", True)):
+        ptx = compile_ptx_for(plan, gen.function(function), dtype, recording, cc=(9, 0))
+        assert ".target sm_90" in ptx
+        assert ".entry" in ptx
+        if recording:
+            # The recording kernel keeps its counts with atomics on the GPU.
+            assert "atom.global.add" in ptx or "red.global.add" in ptx
+            assert "atom.global.min.s64" in ptx or "red.global.min.s64" in ptx
