@@ -11,7 +11,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .main_window import run_app
         return run_app()
     from kernels.cli import main as cli_main
-    return cli_main(argv)
+
+    return cli_main(argv, exporter=_export_images, sweep_exporter=_export_sweep_images)
+
+
+def _export_images(result, **options) -> None:
+    """--png / --svg of ``threadmap run``: Qt rendering, offscreen if headless."""
+    from .export import cli_exporter, ensure_app
+
+    ensure_app()
+    cli_exporter(result, **options)
+
+
+def _export_sweep_images(cells, out, map_name: str) -> None:
+    """One .png per configuration and the contact sheet, for ``threadmap sweep``."""
+    from .export import ensure_app, export_contact_sheet, export_heatmap
+
+    ensure_app()
+    for cell in cells:
+        if cell.result is not None:
+            export_heatmap(cell.result, out / f"grid{cell.blocks}_block{cell.threads}.png",
+                           map_name, (800, 600))
+    export_contact_sheet(cells, out / "contact_sheet.png", map_name)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,19 @@ def build_parser() -> argparse.ArgumentParser:
                             help="which map --png/--svg draw (count, writer, iteration, ...)")
     run_parser.add_argument("--size", default="1200x900",
                             help="exported image size in pixels, WxH (default 1200x900)")
+    sweep_parser = commands.add_parser(
+        "sweep", help="run one kernel across blocks x threads-per-block configurations")
+    add_run_options(sweep_parser)
+    sweep_parser.add_argument("--grids", default="1,2,4,8,16,32",
+                              help="numbers of blocks, comma-separated (1-D grids)")
+    sweep_parser.add_argument("--blocks", default="32,64,128,256,512,1024",
+                              help="threads per block, comma-separated")
+    sweep_parser.add_argument("--out", required=True,
+                              help="directory for summary.csv, summary.json and per-configuration "
+                                   ".npz / .png files")
+    sweep_parser.add_argument("--map", default="count", help="map drawn in the .png files")
+    sweep_parser.add_argument("--no-images", action="store_true",
+                              help="skip the .png files and the contact sheet")
     commands.add_parser("kernels", help="list the built-in kernels")
     return parser
 
@@ -153,6 +166,29 @@ def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
     return 0
 
 
+def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
+    from .sweep import parse_list, run_sweep, write_sweep
+
+    base = request_from_args(args, "1", "32")
+    grids = parse_list(args.grids, "--grids")
+    blocks = parse_list(args.blocks, "--blocks")
+
+    def report(fraction: float, message: str) -> None:
+        pass
+
+    cells = []
+    for cell in run_sweep(base, grids, blocks, progress=report):
+        cells.append(cell)
+        status = cell.result.verdict.summary() if cell.result else f"ERROR: {cell.error}"
+        print(f"{cell.blocks:>8} x {cell.threads:<5} {status}", flush=True)
+    out = Path(args.out)
+    write_sweep(cells, out)
+    if sweep_exporter is not None and not args.no_images:
+        sweep_exporter(cells, out, args.map)
+    print(f"wrote {out / 'summary.csv'}, {out / 'summary.json'} and {len(cells)} configurations")
+    return 0
+
+
 def _cmd_kernels() -> int:
     for name, spec in CATALOGUE.items():
         launch = spec.default_launch(128, 256, 128)
@@ -162,7 +198,7 @@ def _cmd_kernels() -> int:
 
 
 def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = None,
-         extra_commands: dict[str, Callable] | None = None) -> int:
+         sweep_exporter: Callable | None = None) -> int:
     """Run the command line; return the exit status.
 
     0 when the run happened (whatever its verdict); 2 with a one-line message
@@ -175,8 +211,8 @@ def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = 
             return _cmd_run(args, exporter)
         if args.command == "kernels":
             return _cmd_kernels()
-        if extra_commands and args.command in extra_commands:
-            return extra_commands[args.command](args)
+        if args.command == "sweep":
+            return _cmd_sweep(args, sweep_exporter)
         parser.print_help()
         return 0
     except (KernelCompileError, KernelRuntimeError, RunCancelled, RunTimedOut) as exc:

@@ -28,8 +28,9 @@ GENERATED_PREFIX = "tm_gen_"
 # gives inf, not an exception); no bounds checks (the helpers do them); no NRT,
 # because the emulation never allocates and NRT's reference counting of the
 # arrays passed to every helper made the inner loop ~20x slower (measured in
-# benchmarks/emulator_nrt.py).
-_CPU_OPTIONS = "dict(cache=True, error_model='numpy', boundscheck=False, _nrt=False)"
+# benchmarks/bench_engine.py, section 4).
+# nogil lets several threads of the grid-range run at once, on several cores.
+_CPU_OPTIONS = "dict(cache=True, nogil=True, error_model='numpy', boundscheck=False, _nrt=False)"
 
 
 def cache_dir() -> Path:
@@ -251,7 +252,8 @@ class _ModuleText:
         return "\n".join(self.lines) + "\n"
 
 
-def module_text(plan: KernelPlan, target: str, dtype: str) -> _ModuleText:
+def module_text(plan: KernelPlan, target: str, dtype: str,
+                cpu_options: str = _CPU_OPTIONS) -> _ModuleText:
     """The full text of the derived module for ``target`` ("cuda" or "cpu")."""
     module = plan.module
     text = _ModuleText(module.path)
@@ -264,7 +266,7 @@ def module_text(plan: KernelPlan, target: str, dtype: str) -> _ModuleText:
         text.add("from numba import cuda as _tm_cuda")
     else:
         text.add("from numba import njit as _tm_njit")
-        text.add(f"_TM_OPTS = {_CPU_OPTIONS}")
+        text.add(f"_TM_OPTS = {cpu_options}")
     for name in plan.constants:
         value, _ = module.constants[name]
         text.add(f"{name} = {ast.unparse(value)}")
@@ -283,9 +285,11 @@ def module_text(plan: KernelPlan, target: str, dtype: str) -> _ModuleText:
     return text
 
 
-def load_module(plan: KernelPlan, target: str, dtype: str) -> GeneratedModule:
-    """Generate (or reuse) and import the derived module."""
-    text = module_text(plan, target, dtype)
+def load_module(plan: KernelPlan, target: str, dtype: str,
+                cpu_options: str = _CPU_OPTIONS) -> GeneratedModule:
+    """Generate (or reuse) and import the derived module.  ``cpu_options`` (the
+    numba options of the emulation, as source text) is for benchmarks."""
+    text = module_text(plan, target, dtype, cpu_options)
     digest = hashlib.sha256(text.text.encode()).hexdigest()[:20]
     name = f"{GENERATED_PREFIX}{target}_{digest}"
     directory = cache_dir()

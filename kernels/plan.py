@@ -64,11 +64,15 @@ class KernelPlan:
     ndim: dict[str, int]
     #: the kernel reads or accumulates into its output, so C starts zeroed
     reads_output: bool
+    #: array parameters the kernel stores into (normally just the output)
+    stored_arrays: tuple[str, ...]
     #: module constants the kernel uses, in definition order
     constants: tuple[str, ...]
     local_arrays: tuple[LocalArray, ...]
     #: (what, line) pairs that only the simulator can run
     emulation_blockers: tuple[tuple[str, int], ...]
+    #: 2 when the kernel uses a second launch dimension (cuda.grid(2), .y), else 1
+    launch_dims: int = 1
 
     @property
     def name(self) -> str:
@@ -164,8 +168,10 @@ class _Planner:
         return KernelPlan(
             module=self.module, kernel=self.kernel, arrays=arrays,
             inputs=(inputs[0], inputs[1]), output=output, scalars=scalars, ndim=ndim,
-            reads_output=output in loaded_arrays, constants=self._used_constants(),
-            local_arrays=local_arrays, emulation_blockers=self._emulation_blockers())
+            reads_output=output in loaded_arrays, stored_arrays=tuple(stored),
+            constants=self._used_constants(),
+            local_arrays=local_arrays, emulation_blockers=self._emulation_blockers(),
+            launch_dims=self._launch_dims())
 
     # -- checks ---------------------------------------------------------------------
 
@@ -337,6 +343,19 @@ class _Planner:
             todo.extend(n.id for n in ast.walk(constants[name][0])
                         if isinstance(n, ast.Name) and n.id in constants)
         return tuple(sorted(needed, key=lambda n: constants[n][1]))
+
+    def _launch_dims(self) -> int:
+        for node in self._walk():
+            if isinstance(node, ast.Call):
+                what = cuda_attribute(node.func, self.aliases)
+                if what in ("grid", "gridsize") and node.args \
+                        and isinstance(node.args[0], ast.Constant) and node.args[0].value == 2:
+                    return 2
+            elif isinstance(node, ast.Attribute):
+                what = cuda_attribute(node, self.aliases)
+                if what and what.endswith(".y") and what.split(".")[0] in COORDINATE_OBJECTS:
+                    return 2
+        return 1
 
     def _emulation_blockers(self) -> tuple[tuple[str, int], ...]:
         parents = {id(child): parent for parent in self._walk()

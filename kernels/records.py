@@ -35,6 +35,12 @@ INT64_MAX = np.iinfo(np.int64).max
 READ, WRITE = 0, 1
 DIRECTIONS = ("read", "write")
 
+#: Per-element and per-slot arrays (indices into RECORD_PARAMS) that each
+#: worker of a parallel emulation keeps privately, and how they are merged.
+PRIVATE_RECORDS = {0: "sum", 1: "sum", 2: "min", 3: "max", 4: "min", 6: "sum", 7: "min"}
+#: Per-thread arrays (stores, oob_thread, oob_first): threads are disjoint, shared.
+SHARED_RECORDS = (5, 8, 9)
+
 #: Recording arrays in the order the derived kernels take them, after the
 #: kernel's own parameters; then one read-count array per input (reads_param).
 RECORD_PARAMS = ("_tm_count", "_tm_atomics", "_tm_min_writer", "_tm_max_writer",
@@ -47,23 +53,31 @@ def reads_param(input_index: int) -> str:
     return f"_tm_reads_{input_index}"
 
 
+def writer_dtype(n_threads: int) -> np.dtype:
+    """Thread ids fit int32 up to 2**31 - 1 threads; past that, int64 (never
+    truncated silently)."""
+    return np.dtype(np.int32) if n_threads < INT32_MAX else np.dtype(np.int64)
+
+
 def record_nbytes(output_size: int, input_sizes: tuple[int, int], n_threads: int) -> int:
     """Bytes the recording arrays take (for the memory estimate)."""
-    per_element = 4 + 4 + 8 + 8 + 4
+    per_element = 4 + 4 + 2 * writer_dtype(n_threads).itemsize + 4
     per_thread = 4 + 8 + 2 * 3 * 8
     return output_size * per_element + n_threads * per_thread + 8 * sum(input_sizes)
 
 
 def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[int, ...], ...],
-                     n_slots: int, n_threads: int) -> list[np.ndarray]:
+                     n_slots: int, n_threads: int, writers: np.dtype | None = None
+                     ) -> list[np.ndarray]:
     """Fresh recording arrays, initialised, in ``RECORD_PARAMS`` order + reads."""
+    writers = writer_dtype(n_threads) if writers is None else writers
     first = np.zeros((n_threads, 2, 3), np.int64)
     first[:, :, 0] = -1
     return [
         np.zeros(output_shape, np.int32),                # count
-        np.zeros(output_shape, np.int32),                # atomics
-        np.full(output_shape, INT64_MAX, np.int64),      # min_writer
-        np.full(output_shape, -1, np.int64),             # max_writer
+        np.zeros(output_shape, np.int32),                # atomics (pages untouched if unused)
+        np.full(output_shape, np.iinfo(writers).max, writers),  # min_writer
+        np.full(output_shape, -1, writers),              # max_writer
         np.full(output_shape, INT32_MAX, np.int32),      # iteration
         np.zeros(n_threads, np.int32),                   # stores
         np.zeros((n_slots, 2), np.int64),                # oob
@@ -151,10 +165,10 @@ def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, int], ...],
     count, atomics, min_w, max_w, iteration, stores, oob, oob_min, oob_thread, first = raw[:10]
     reads_a, reads_b = raw[10], raw[11]
     shape_a, shape_b, shape_c = matrix_shapes
-    written = (count + atomics) > 0
-    min_w = np.where(written, min_w, -1).reshape(shape_c)
-    max_w = max_w.reshape(shape_c)
-    iteration = np.where(written, iteration, -1).astype(np.int32).reshape(shape_c)
+    # In place: these maps can be hundreds of MB, and fresh pages are slow.
+    min_w[min_w == np.iinfo(min_w.dtype).max] = -1
+    iteration[iteration == INT32_MAX] = -1
+    min_w, max_w, iteration = (x.reshape(shape_c) for x in (min_w, max_w, iteration))
     summaries = []
     for slot, (name, role, ndim) in enumerate(slots):
         for direction in (READ, WRITE):

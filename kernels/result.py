@@ -13,7 +13,7 @@ from .request import RunRequest
 BACKEND_LABELS = {
     "gpu": "GPU",
     "sim": "CUDA simulator (Python threads on the CPU, not a GPU time)",
-    "cpu": "CPU emulation (compiled numba loop on one core, not a GPU time)",
+    "cpu": "CPU emulation (compiled numba loop on the CPU, not a GPU time)",
     "numpy": "numpy on the CPU",
     "cublas": "cuBLAS via CuPy on the GPU",
 }

@@ -67,3 +67,37 @@ def test_kernels_lists_the_catalogue():
     for name in ("grid-stride", "naive-2d", "tiled", "one-block-chunks", "tid-rows",
                  "grid-stride-colmajor"):
         assert name in proc.stdout
+
+
+def test_run_exports_png_and_svg(tmp_path):
+    png, svg = tmp_path / "c.png", tmp_path / "c.svg"
+    proc = threadmap("run", "--kernel", "tid-rows", "--shape", "16x8x16", "--block", "32",
+                     "--backend", "cpu", "--out", str(tmp_path / "o"), "--png", str(png),
+                     "--svg", str(svg), "--size", "640x480", "--map", "writer")
+    assert proc.returncode == 0, proc.stderr
+    from PySide6.QtGui import QImage
+    image = QImage(str(png))
+    assert (image.width(), image.height()) == (640, 480)
+    import xml.etree.ElementTree as ET
+    assert ET.parse(svg).getroot().tag.endswith("svg")
+
+
+def test_sweep_writes_summaries_and_images(tmp_path):
+    out = tmp_path / "sweep"
+    proc = threadmap("sweep", "--kernel", "grid-stride", "--shape", "20x4x30", "--grids", "1,2",
+                     "--blocks", "32,64", "--backend", "cpu", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads((out / "summary.json").read_text())["configurations"]
+    assert [(r["blocks"], r["threads_per_block"], r["verdict"]) for r in rows] == [
+        (1, 32, "PASS"), (1, 64, "PASS"), (2, 32, "PASS"), (2, 64, "PASS")]
+    assert rows[0]["kernel_time_is_gpu"] is False
+    for stem in ("grid1_block32", "grid2_block64"):
+        assert (out / f"{stem}.npz").exists() and (out / f"{stem}.png").exists()
+    assert (out / "contact_sheet.png").exists()
+    header = (out / "summary.csv").read_text().splitlines()[0]
+    assert header.startswith("blocks,threads_per_block,total_threads,verdict")
+
+
+def test_sweep_refuses_a_bad_list(tmp_path):
+    proc = threadmap("sweep", "--grids", "1,x", "--backend", "cpu", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "--grids must be whole numbers" in proc.stderr

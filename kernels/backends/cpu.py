@@ -1,22 +1,67 @@
-"""The CPU emulation: every thread of the grid, in order, in a compiled loop.
+"""The CPU emulation: every thread of the grid in a compiled loop.
 
-Threads run one after another, in order of global thread id, so the emulation
-is deterministic: where threads collide, the last one (the highest id) wins.
-The grid is run in chunks of threads, sized to take ~50 ms each, so progress
-is reported and a cancel is honoured between chunks.
+Semantics are those of running the threads one after another in order of
+global thread id: deterministic, and where threads collide the last one (the
+highest id) wins.  To use several cores without changing that, the grid is
+split into contiguous ranges of thread ids, one per worker; each worker keeps
+private per-element maps and a private C, merged afterwards (counts added,
+min / max taken, and each element of C taken from the last range that wrote
+it), which gives exactly the sequential result.  Kernels that read their
+output or store into an input run on one worker, since there a thread may see
+another range's writes.
+
+Each worker runs its range in chunks of ~50 ms, so progress is reported and
+a cancel is honoured between chunks.
 """
 from __future__ import annotations
 
+import os
+import threading
 import time
 
+import numpy as np
+
 from ..codegen import GeneratedModule, load_module
-from ..errors import KernelCompileError, KernelRuntimeError
-from ..records import allocate_records
+from ..errors import KernelCompileError, KernelRuntimeError, RunCancelled
+from ..records import PRIVATE_RECORDS, SHARED_RECORDS, allocate_records
+from ..request import available_memory
 from ..result import Timing
 from .common import BackendOutput, KernelJob, median_time, shorten_numba_error
 
 CHUNK_SECONDS = 0.05
-METHOD = "wall clock of the compiled loop over all threads"
+#: Below this many threads a second worker costs more than it saves.
+MIN_THREADS_PER_WORKER = 64
+
+
+def worker_count(job: KernelJob) -> int:
+    """How many cores the emulation of ``job`` uses."""
+    plan = job.plan
+    if plan.reads_output or set(plan.stored_arrays) - {plan.output}:
+        return 1
+    env = os.environ.get("THREADMAP_EMULATION_WORKERS")
+    if env:
+        cores = max(1, int(env))
+    else:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:
+            cores = os.cpu_count() or 1
+        cores = min(cores, 8)
+    cores = min(cores, max(1, job.request.total_threads // MIN_THREADS_PER_WORKER))
+    if cores > 1:
+        # Each extra worker holds a private copy of C and of the per-element maps.
+        m, k, n = job.request.shape
+        item = np.dtype(job.request.dtype).itemsize
+        extra = m * n * (2 * item + 20) + 8 * (m * k + k * n)
+        available = available_memory()
+        if available is not None:
+            cores = max(1, min(cores, 1 + int(0.3 * available // max(extra, 1))))
+    return cores
+
+
+def _ranges(total: int, workers: int) -> list[tuple[int, int]]:
+    bounds = [total * w // workers for w in range(workers + 1)]
+    return [(bounds[w], bounds[w + 1]) for w in range(workers)]
 
 
 def _compile(gen: GeneratedModule, job: KernelJob, launch: tuple, records: list) -> float:
@@ -35,28 +80,79 @@ def _compile(gen: GeneratedModule, job: KernelJob, launch: tuple, records: list)
     return time.perf_counter() - start
 
 
-def _run_chunked(function, args: list, total: int, job: KernelJob,
-                 lo: float, hi: float, phase: str) -> float:
-    """Run threads [0, total) in adaptive chunks; return the summed compute time."""
-    done, chunk, spent = 0, 64, 0.0
-    while done < total:
-        job.check_cancel()
-        stop = min(total, done + chunk)
-        start = time.perf_counter()
+def _run_ranges(function, worker_args: list[list], ranges: list[tuple[int, int]],
+                job: KernelJob, lo: float, hi: float, phase: str) -> float:
+    """Run each worker's range of threads in adaptive chunks, in parallel;
+    report progress and honour cancel from this thread; return the wall time."""
+    total = sum(stop - start for start, stop in ranges)
+    done = [0] * len(ranges)
+    failures: list[BaseException] = []
+    halt = threading.Event()
+
+    def work(w: int) -> None:
+        start, stop = ranges[w]
+        current, chunk = start, 64
         try:
-            function(*args, done, stop)
-        except (ZeroDivisionError, IndexError, ValueError) as exc:
+            while current < stop and not halt.is_set():
+                end = min(stop, current + chunk)
+                began = time.perf_counter()
+                function(*worker_args[w], current, end)
+                elapsed = time.perf_counter() - began
+                done[w] = end - start
+                current = end
+                if elapsed < CHUNK_SECONDS / 2:
+                    chunk *= 2
+                elif elapsed > CHUNK_SECONDS * 2 and chunk > 1:
+                    chunk //= 2
+        except BaseException as exc:  # re-raised in the caller's thread
+            failures.append(exc)
+            halt.set()
+
+    began = time.perf_counter()
+    threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in range(len(ranges))]
+    for thread in threads:
+        thread.start()
+    while True:
+        alive = [thread for thread in threads if thread.is_alive()]
+        if not alive:
+            break
+        alive[0].join(0.05)
+        if job.cancel():
+            halt.set()
+            for thread in threads:
+                thread.join()
+            raise RunCancelled("run cancelled")
+        job.progress(lo + (hi - lo) * sum(done) / max(total, 1),
+                     f"{phase}: {sum(done):,} of {total:,} threads")
+    elapsed = time.perf_counter() - began
+    if failures:
+        exc = failures[0]
+        if isinstance(exc, (ZeroDivisionError, IndexError, ValueError)):
             raise KernelRuntimeError(f"{job.plan.name!r} raised in the emulation: {exc}") from None
-        elapsed = time.perf_counter() - start
-        spent += elapsed
-        done = stop
-        job.progress(lo + (hi - lo) * done / total,
-                     f"{phase}: {done:,} of {total:,} threads")
-        if elapsed < CHUNK_SECONDS / 2:
-            chunk *= 2
-        elif elapsed > CHUNK_SECONDS * 2 and chunk > 1:
-            chunk //= 2
-    return spent
+        raise exc
+    job.progress(hi, f"{phase}: {total:,} threads done")
+    return elapsed
+
+
+def _merge(records: list[np.ndarray], private: list[list[np.ndarray]]) -> None:
+    """Fold each extra worker's private recording arrays into ``records``."""
+    for copy in private:
+        for index, how in PRIVATE_RECORDS.items():
+            if how == "sum":
+                records[index] += copy[index]
+            elif how == "min":
+                np.minimum(records[index], copy[index], out=records[index])
+            else:
+                np.maximum(records[index], copy[index], out=records[index])
+        for index in range(10, len(records)):  # read counts
+            records[index] += copy[index]
+
+
+def _take_later_writes(c: np.ndarray, private_c: list[np.ndarray],
+                       written: list[np.ndarray]) -> None:
+    """Sequential semantics: an element's final value is the last range's write."""
+    for c_w, mask in zip(private_c, written):
+        np.copyto(c, c_w, where=mask.reshape(c.shape))
 
 
 def run_cpu(job: KernelJob) -> BackendOutput:
@@ -67,17 +163,28 @@ def run_cpu(job: KernelJob) -> BackendOutput:
     gen = load_module(job.plan, "cpu", request.dtype)
     output_shape, input_shapes = job.record_shapes()
     total = request.total_threads
-    launch = (*request.grid2, *request.block2)
+    launch = [*request.grid2, *request.block2]
     records = allocate_records(output_shape, input_shapes, len(job.slots), total)
-    compile_seconds = _compile(gen, job, launch, records)
+    compile_seconds = _compile(gen, job, tuple(launch), records)
     timings = [Timing("compile", "cpu", compile_seconds,
                       "first call of the emulation (numba compile, or load from its cache)")]
+    workers = worker_count(job)
+    ranges = _ranges(total, workers)
+    method = ("wall clock of the compiled loop over all threads"
+              + (f", {workers} cores" if workers > 1 else ", 1 core"))
 
     c_record = job.fresh_output()
-    record_args = job.arguments(c_record) + records + list(launch)
-    spent = _run_chunked(gen.function("_tm_run_record"), record_args, total, job,
-                         0.02, 0.5, "instrumented emulation")
-    timings.append(Timing("instrumented kernel", "cpu", spent, METHOD, 1, job.flops))
+    private = [_private_copy(records, input_shapes, output_shape, total) for _ in ranges[1:]]
+    private_c = [job.fresh_output() for _ in ranges[1:]]
+    worker_args = [job.arguments(c_record) + records + launch] + [
+        job.arguments(c) + copy + launch for c, copy in zip(private_c, private)]
+    spent = _run_ranges(gen.function("_tm_run_record"), worker_args, ranges, job,
+                        0.02, 0.5, "instrumented emulation")
+    written = [(copy[0] + copy[1]) > 0 for copy in private]
+    _take_later_writes(c_record, private_c, written)
+    _merge(records, private)
+    del private, private_c
+    timings.append(Timing("instrumented kernel", "cpu", spent, method, 1, job.flops))
 
     oob = int(records[6].sum())
     if oob:
@@ -87,17 +194,25 @@ def run_cpu(job: KernelJob) -> BackendOutput:
             "reads as 0 and those writes skipped)"])
 
     plain = gen.function("_tm_run_plain")
-    outputs = []
+    outputs: list[np.ndarray] = []
     phases = iter([(0.5, 0.85)] + [(0.85 + 0.1 * i / request.repeats,
                                     0.85 + 0.1 * (i + 1) / request.repeats)
                                    for i in range(request.repeats)])
 
+    buffers = [job.fresh_output() for _ in ranges]
+
     def timed_plain_run() -> float:
-        c = job.fresh_output()
-        outputs.append(c)
+        c = job.fresh_output() if not outputs else buffers[0]
+        extra = buffers[1:]
+        for buffer in [c] + extra:
+            buffer.fill(0 if job.zero_output else np.nan)
         lo, hi = next(phases)
-        return _run_chunked(plain, job.arguments(c) + list(launch), total, job,
-                            lo, hi, "plain emulation")
+        seconds = _run_ranges(plain, [job.arguments(x) + launch for x in [c] + extra],
+                              ranges, job, lo, hi, "plain emulation")
+        _take_later_writes(c, extra, written)
+        if not outputs:
+            outputs.append(c)
+        return seconds
 
     first = timed_plain_run()
     seconds, samples = first, 1
@@ -105,6 +220,14 @@ def run_cpu(job: KernelJob) -> BackendOutput:
         # Short runs are repeated (the first one then counts as a warm-up).
         seconds, samples = median_time(timed_plain_run, request.repeats, budget=1.0)
     timings.append(Timing("kernel", "cpu", seconds,
-                          METHOD + (f", median of {samples} runs" if samples > 1 else ""),
+                          method + (f", median of {samples} runs" if samples > 1 else ""),
                           samples, job.flops))
     return BackendOutput(c_record, records, outputs[0], timings)
+
+
+def _private_copy(records: list[np.ndarray], input_shapes, output_shape, total) -> list[np.ndarray]:
+    """A worker's recording arrays: fresh private per-element arrays, shared
+    per-thread ones (each thread belongs to exactly one worker)."""
+    fresh = allocate_records(output_shape, input_shapes, records[6].shape[0], 0,
+                             writers=records[2].dtype)
+    return [records[i] if i in SHARED_RECORDS else fresh[i] for i in range(len(records))]

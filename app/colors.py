@@ -1,0 +1,63 @@
+"""Colour maps for the heatmaps: 0 (missed) and > 1 (collision) never look alike."""
+from __future__ import annotations
+
+import numpy as np
+
+from .maps import MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR, PALETTE, Colouring, MapImage
+from .qt import QtGui, pg
+
+
+def _rgb(colour: str) -> tuple[int, int, int]:
+    c = QtGui.QColor(colour)
+    return (c.red(), c.green(), c.blue())
+
+
+def _stepped(bins: list[tuple[float, float, tuple, tuple]]) -> pg.ColorMap:
+    """A colour map from (start, stop, colour at start, colour at stop) bins."""
+    pos, colours = [], []
+    for start, stop, first, last in bins:
+        pos += [start, stop]
+        colours += [first, last]
+    return pg.ColorMap(pos=np.array(pos), color=np.array(colours, dtype=np.ubyte))
+
+
+def colour_map(colouring: Colouring) -> pg.ColorMap:
+    """The pyqtgraph colour map for ``colouring`` over ``MapImage.levels``."""
+    black = _rgb(MISSING_COLOUR)
+    if colouring.kind == "count":
+        bins_total = colouring.top + 1
+        unit = 1.0 / bins_total
+        bins = [(0.0, unit, black, black)]
+        if colouring.top >= 1:
+            green = _rgb(ONCE_COLOUR)
+            bins.append((unit, 2 * unit, green, green))
+        if colouring.top >= 2:
+            low, mid, high = (_rgb(c) for c in MANY_COLOURS)
+            middle = 2 * unit + (1 - 2 * unit) / 2
+            bins += [(2 * unit, middle, low, mid), (middle, 1.0, mid, high)]
+        return _stepped(bins)
+    if colouring.kind == "categorical":
+        n = len(PALETTE) + 1
+        bins = [(0.0, 1 / n, black, black)]
+        for i, colour in enumerate(PALETTE, start=1):
+            rgb = _rgb(colour)
+            bins.append((i / n, (i + 1) / n, rgb, rgb))
+        return _stepped(bins)
+    if colouring.kind == "zero":
+        bins_total = max(colouring.top, 1) + 1
+        unit = 1.0 / bins_total
+        gradient = pg.colormap.get("viridis")
+        start, end = gradient.map(np.array([0.15, 1.0]), mode="byte")[:, :3]
+        return _stepped([(0.0, unit, black, black),
+                         (unit, 1.0, tuple(int(x) for x in start), tuple(int(x) for x in end))])
+    return pg.colormap.get("viridis")
+
+
+def image_rgba(image: MapImage) -> np.ndarray:
+    """The image as RGBA bytes, as it is drawn (for tests and exports)."""
+    lo, hi = image.levels
+    cmap = colour_map(image.colouring)
+    scaled = (np.nan_to_num(image.data, nan=lo) - lo) / (hi - lo)
+    rgba = cmap.map(np.clip(scaled, 0, 1).ravel(), mode="byte").reshape(*image.data.shape, 4)
+    rgba[np.isnan(image.data)] = (0, 0, 0, 0)
+    return rgba

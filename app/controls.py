@@ -1,0 +1,296 @@
+"""The control panel: kernel, shapes, dtype, inputs, launch, backend, presets, Run."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernels import RequestError, RunRequest, ThreadMapError
+from kernels.catalogue import CATALOGUE
+from kernels.presets import PRESETS
+from kernels.request import BACKENDS, DTYPES, MAX_DIMENSION, PATTERNS, parse_dims
+from kernels.source import format_dims
+
+from .qt import QtCore, QtWidgets
+
+OPEN_FILE = "open-file"
+
+
+def _dims_text(dims: tuple[int, ...]) -> str:
+    return format_dims(dims)
+
+
+class ControlPanel(QtWidgets.QWidget):
+    """Builds a :class:`RunRequest` from its widgets; emits ``run_requested``."""
+
+    run_requested = QtCore.Signal()
+    open_file_requested = QtCore.Signal()
+    kernel_changed = QtCore.Signal()
+
+    def __init__(self, backend_availability: dict[str, str | None], parent=None):
+        """``backend_availability`` maps each backend to None (usable) or why not."""
+        super().__init__(parent)
+        self._files: dict[str, tuple[str, ...]] = {}  # path -> kernel names in it
+        layout = QtWidgets.QFormLayout(self)
+        layout.setFieldGrowthPolicy(QtWidgets.QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+
+        self.kernel_combo = QtWidgets.QComboBox()
+        self.kernel_combo.setObjectName("kernel")
+        for name, spec in CATALOGUE.items():
+            self.kernel_combo.addItem(name, f"builtin:{name}")
+            self.kernel_combo.setItemData(self.kernel_combo.count() - 1, spec.summary,
+                                          QtCore.Qt.ItemDataRole.ToolTipRole)
+        self.kernel_combo.insertSeparator(self.kernel_combo.count())
+        self.kernel_combo.addItem("Open kernel file...", f"{OPEN_FILE}:")
+        self.kernel_combo.activated.connect(self._on_kernel_combo_activated)
+        layout.addRow("Kernel", self.kernel_combo)
+
+        self.function_combo = QtWidgets.QComboBox()
+        self.function_combo.setObjectName("function")
+        self.function_combo.setToolTip("the file has several kernels: choose one")
+        self.function_combo.currentIndexChanged.connect(lambda _: self.kernel_changed.emit())
+        layout.addRow("Function", self.function_combo)
+        self._set_function_row_visible(False)
+
+        self.m_spin, self.k_spin, self.n_spin = (self._dimension_spin(v) for v in (128, 256, 128))
+        shape_row = QtWidgets.QHBoxLayout()
+        for label, spin in (("M", self.m_spin), ("K", self.k_spin), ("N", self.n_spin)):
+            shape_row.addWidget(QtWidgets.QLabel(label))
+            shape_row.addWidget(spin, 1)
+        layout.addRow("Shape", shape_row)
+        layout.addRow("", QtWidgets.QLabel("C (M x N) = A (M x K) @ B (K x N)"))
+
+        self.dtype_combo = QtWidgets.QComboBox()
+        self.dtype_combo.addItems(DTYPES)
+        layout.addRow("dtype", self.dtype_combo)
+        self.pattern_combo = QtWidgets.QComboBox()
+        self.pattern_combo.addItems(PATTERNS)
+        self.pattern_combo.setToolTip("random by default: all-ones inputs hide index bugs")
+        self.seed_spin = QtWidgets.QSpinBox()
+        self.seed_spin.setRange(0, 2**31 - 1)
+        inputs_row = QtWidgets.QHBoxLayout()
+        inputs_row.addWidget(self.pattern_combo, 1)
+        inputs_row.addWidget(QtWidgets.QLabel("seed"))
+        inputs_row.addWidget(self.seed_spin)
+        layout.addRow("Inputs", inputs_row)
+
+        self.grid_edit = QtWidgets.QLineEdit("1")
+        self.grid_edit.setObjectName("grid")
+        self.grid_edit.setToolTip("blocks per grid: N, or NxM for a 2-D grid (x first)")
+        self.block_edit = QtWidgets.QLineEdit("1024")
+        self.block_edit.setObjectName("block")
+        self.block_edit.setToolTip("threads per block: N, or NxM (x first); at most 1024 in all")
+        launch_row = QtWidgets.QHBoxLayout()
+        launch_row.addWidget(self.grid_edit, 1)
+        launch_row.addWidget(QtWidgets.QLabel("blocks x"))
+        launch_row.addWidget(self.block_edit, 1)
+        launch_row.addWidget(QtWidgets.QLabel("threads"))
+        layout.addRow("Launch", launch_row)
+        self.launch_info = QtWidgets.QLabel()
+        self.launch_info.setWordWrap(True)
+        layout.addRow("", self.launch_info)
+        for edit in (self.grid_edit, self.block_edit):
+            edit.textChanged.connect(self._update_launch_info)
+
+        self.preset_combo = QtWidgets.QComboBox()
+        self.preset_combo.addItem("Presets...", None)
+        self.preset_combo.addItem("Kernel's own launch", "kernel")
+        for key, (label, _) in PRESETS.items():
+            self.preset_combo.addItem(label, key)
+        self.preset_combo.activated.connect(self._on_preset_activated)
+        layout.addRow("", self.preset_combo)
+
+        self.backend_combo = QtWidgets.QComboBox()
+        self.backend_combo.setObjectName("backend")
+        model = self.backend_combo.model()
+        for backend in BACKENDS:
+            self.backend_combo.addItem(backend, backend)
+            why_not = backend_availability.get(backend)
+            index = self.backend_combo.count() - 1
+            if why_not:
+                model.item(index).setEnabled(False)
+                self.backend_combo.setItemData(index, why_not, QtCore.Qt.ItemDataRole.ToolTipRole)
+        layout.addRow("Backend", self.backend_combo)
+
+        self.scalars_edit = QtWidgets.QLineEdit()
+        self.scalars_edit.setPlaceholderText("name=value, ... (for a kernel's scalar parameters)")
+        layout.addRow("Scalars", self.scalars_edit)
+
+        self.run_button = QtWidgets.QPushButton("Run")
+        self.run_button.setObjectName("run")
+        self.run_button.setToolTip("Ctrl+R")
+        self.run_button.clicked.connect(self.run_requested.emit)
+        layout.addRow(self.run_button)
+        self.message = QtWidgets.QLabel()
+        self.message.setObjectName("controls-message")
+        self.message.setWordWrap(True)
+        self.message.setStyleSheet("color: #c62828")
+        layout.addRow(self.message)
+        self._update_launch_info()
+
+    # -- building blocks --------------------------------------------------------------
+
+    @staticmethod
+    def _dimension_spin(value: int) -> QtWidgets.QSpinBox:
+        spin = QtWidgets.QSpinBox()
+        spin.setRange(1, MAX_DIMENSION)
+        spin.setValue(value)
+        spin.setAccelerated(True)
+        return spin
+
+    def _set_function_row_visible(self, visible: bool) -> None:
+        layout: QtWidgets.QFormLayout = self.layout()
+        layout.setRowVisible(self.function_combo, visible)
+
+    # -- kernel choice ----------------------------------------------------------------
+
+    def kernel_choice(self) -> tuple[str, str]:
+        """("builtin", name) or ("file", path)."""
+        kind, _, value = str(self.kernel_combo.currentData() or "builtin:grid-stride").partition(":")
+        return kind, value
+
+    def select_kernel(self, kind: str, value: str) -> bool:
+        """Select a built-in kernel ("builtin", name) or a loaded file ("file", path)."""
+        index = self.kernel_combo.findData(f"{kind}:{value}")
+        if index < 0:
+            return False
+        self.kernel_combo.setCurrentIndex(index)
+        self._refresh_functions()
+        self.kernel_changed.emit()
+        return True
+
+    @property
+    def kernel_files(self) -> list[str]:
+        """Kernel files loaded in this session (remembered in the settings)."""
+        return list(self._files)
+
+    def add_kernel_file(self, path: str, kernel_names: tuple[str, ...]) -> None:
+        """Add (or refresh) a kernel file in the kernel list and select it."""
+        path = str(Path(path).resolve())
+        self._files[path] = kernel_names
+        index = self.kernel_combo.findData(f"file:{path}")
+        if index < 0:
+            index = self.kernel_combo.count() - 1  # before "Open kernel file..."
+            self.kernel_combo.insertItem(index, Path(path).name, f"file:{path}")
+            self.kernel_combo.setItemData(index, path, QtCore.Qt.ItemDataRole.ToolTipRole)
+        self.kernel_combo.setCurrentIndex(index)
+        self._refresh_functions()
+        self.kernel_changed.emit()
+
+    def _refresh_functions(self) -> None:
+        kind, value = self.kernel_choice()
+        names = self._files.get(value, ()) if kind == "file" else ()
+        blocked = self.function_combo.blockSignals(True)
+        self.function_combo.clear()
+        self.function_combo.addItems(names)
+        self.function_combo.blockSignals(blocked)
+        self._set_function_row_visible(len(names) > 1)
+
+    def _on_kernel_combo_activated(self, index: int) -> None:
+        kind = str(self.kernel_combo.itemData(index) or "").partition(":")[0]
+        if kind == OPEN_FILE:
+            self.open_file_requested.emit()
+            return
+        self._refresh_functions()
+        self.kernel_changed.emit()
+
+    def select_previous_kernel(self, choice: tuple[str, str]) -> None:
+        if not self.select_kernel(*choice):
+            self.select_kernel("builtin", "grid-stride")
+
+    # -- the request ------------------------------------------------------------------
+
+    def request(self) -> RunRequest:
+        """The request the widgets describe; RequestError for text that is not one."""
+        kind, value = self.kernel_choice()
+        grid = parse_dims(self.grid_edit.text().strip(), "grid")
+        block = parse_dims(self.block_edit.text().strip(), "block")
+        scalars = self._scalars()
+        common = dict(m=self.m_spin.value(), k=self.k_spin.value(), n=self.n_spin.value(),
+                      dtype=self.dtype_combo.currentText(),
+                      pattern=self.pattern_combo.currentText(), seed=self.seed_spin.value(),
+                      grid=grid, block=block, backend=self.backend_combo.currentData(),
+                      scalars=scalars)
+        if kind == "file":
+            function = self.function_combo.currentText() or None
+            return RunRequest(kernel=function, kernel_file=value, **common)
+        return RunRequest(kernel=value, **common)
+
+    def _scalars(self) -> tuple[tuple[str, float], ...]:
+        from kernels.cli import parse_scalars
+
+        items = [p.strip() for p in self.scalars_edit.text().split(",") if p.strip()]
+        try:
+            return parse_scalars(items)
+        except ThreadMapError as exc:
+            raise RequestError(str(exc).replace("--scalar", "scalar")) from None
+
+    def set_request(self, request: RunRequest) -> None:
+        """Show ``request`` in the widgets (presets, settings, a table row)."""
+        if request.kernel_file:
+            if self.select_kernel("file", str(Path(request.kernel_file).resolve())) \
+                    and request.kernel:
+                self.function_combo.setCurrentText(request.kernel)
+        else:
+            self.select_kernel("builtin", request.kernel or "grid-stride")
+        self.m_spin.setValue(request.m)
+        self.k_spin.setValue(request.k)
+        self.n_spin.setValue(request.n)
+        self.dtype_combo.setCurrentText(request.dtype)
+        self.pattern_combo.setCurrentText(request.pattern)
+        self.seed_spin.setValue(request.seed)
+        self.grid_edit.setText(_dims_text(request.grid))
+        self.block_edit.setText(_dims_text(request.block))
+        index = self.backend_combo.findData(request.backend)
+        model = self.backend_combo.model()
+        if index >= 0 and model.item(index).isEnabled():
+            self.backend_combo.setCurrentIndex(index)
+        self.scalars_edit.setText(", ".join(f"{n}={v}" for n, v in request.scalars))
+
+    def apply_launch(self, grid: tuple[int, ...], block: tuple[int, ...]) -> None:
+        self.grid_edit.setText(_dims_text(grid))
+        self.block_edit.setText(_dims_text(block))
+
+    def _on_preset_activated(self, index: int) -> None:
+        key = self.preset_combo.itemData(index)
+        self.preset_combo.setCurrentIndex(0)
+        if key is None:
+            return
+        self.apply_preset(key)
+
+    def apply_preset(self, key: str) -> None:
+        """Apply a launch preset ("kernel", "seed", "per-element", "ragged")."""
+        from kernels.cli import default_launch
+        from kernels.loader import load_plan
+
+        try:
+            request = self.request()
+            if key == "kernel":
+                grid, block = default_launch(request)
+                self.apply_launch(grid, block)
+                return
+            dims = load_plan(request).launch_dims
+        except ThreadMapError as exc:
+            self.show_message(str(exc))
+            return
+        self.set_request(PRESETS[key][1](request, dims))
+        self.show_message("")
+
+    def show_message(self, text: str) -> None:
+        self.message.setText(text)
+
+    def _update_launch_info(self) -> None:
+        try:
+            grid = parse_dims(self.grid_edit.text().strip(), "grid")
+            block = parse_dims(self.block_edit.text().strip(), "block")
+        except RequestError as exc:
+            self.launch_info.setText(str(exc))
+            self.launch_info.setStyleSheet("color: #c62828")
+            return
+        blocks = 1
+        for g in grid:
+            blocks *= g
+        threads = 1
+        for b in block:
+            threads *= b
+        self.launch_info.setStyleSheet("")
+        self.launch_info.setText(f"{blocks:,} blocks x {threads:,} threads = "
+                                 f"{blocks * threads:,} threads, {-(-threads // 32)} warps per block")

@@ -1,0 +1,187 @@
+"""Export heatmaps to PNG / SVG: functions that take a file name.
+
+The dialogs only choose the names; everything here runs without them (and
+offscreen), so the command line and the tests use the same code.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernels.result import BACKEND_SHORT, RunResult
+from kernels.source import format_dims
+from kernels.sweep import SweepCell
+
+from .heatmap import HeatmapPlot
+from .maps import MAP_CHOICES, make_map
+from .qt import QtCore, QtWidgets, pg
+
+
+def ensure_app() -> QtWidgets.QApplication:
+    """A QApplication, created offscreen when there is no display (command line)."""
+    import os
+
+    app = QtWidgets.QApplication.instance()
+    if app is None:
+        if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+            os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        app = QtWidgets.QApplication([])
+    return app
+
+
+def run_title(result: RunResult, html: bool = False) -> str:
+    """``grid-stride 128x256x128 float32, grid 1 x block 1024, CPU emulation: PASS``
+    (two lines in HTML)."""
+    r = result.request
+    what = (f"{r.kernel_label} {r.m}x{r.k}x{r.n} {r.dtype}, grid {format_dims(r.grid)} x "
+            f"block {format_dims(r.block)}, {BACKEND_SHORT.get(r.backend, r.backend)}")
+    if not html:
+        return f"{what}: {result.verdict.summary()}"
+    colour = "#1a7f37" if result.verdict.passed else "#c62828"
+    return f"{what}<br><b><span style='color:{colour}'>{result.verdict.summary()}</span></b>"
+
+
+def _wrapped(text: str, width_px: int, point_size: float = 9) -> str:
+    """Break ``text`` into HTML lines that fit ``width_px`` (LabelItems do not wrap)."""
+    import textwrap
+
+    chars = max(20, int(width_px / (point_size * 0.62)))
+    return "<br>".join(textwrap.wrap(text, chars))
+
+
+def _offscreen_widget(size: tuple[int, int]) -> pg.GraphicsLayoutWidget:
+    ensure_app()
+    widget = pg.GraphicsLayoutWidget()
+    widget.setAttribute(QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+    widget.resize(*size)
+    widget.show()
+    QtWidgets.QApplication.processEvents()
+    return widget
+
+
+def _write_scene(widget: pg.GraphicsLayoutWidget, path: Path, size: tuple[int, int]) -> Path:
+    from pyqtgraph.exporters import ImageExporter
+
+    widget.resize(*size)
+    QtWidgets.QApplication.processEvents()
+    suffix = path.suffix.lower()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".png":
+        exporter = ImageExporter(widget.scene())
+        exporter.parameters()["width"] = size[0]
+        exporter.parameters()["height"] = size[1]
+        exporter.parameters()["antialias"] = False
+        exporter.export(str(path))
+    elif suffix == ".svg":
+        _write_svg(widget, path, size)
+    else:
+        raise ValueError(f"export to .png or .svg, not {suffix or 'no extension'}")
+    return path
+
+
+def _write_svg(widget: pg.GraphicsLayoutWidget, path: Path, size: tuple[int, int]) -> None:
+    """Render the scene through Qt's own SVG generator.  (pyqtgraph's
+    SVGExporter cannot parse the path data that Qt 6.12 writes.)"""
+    from PySide6 import QtGui, QtSvg
+
+    generator = QtSvg.QSvgGenerator()
+    generator.setFileName(str(path))
+    generator.setSize(QtCore.QSize(*size))
+    generator.setViewBox(QtCore.QRect(0, 0, *size))
+    generator.setTitle("ThreadMap heatmap")
+    painter = QtGui.QPainter(generator)
+    try:
+        widget.scene().render(painter, QtCore.QRectF(0, 0, *size), widget.sceneRect())
+    finally:
+        painter.end()
+
+
+def export_heatmap(result: RunResult, path: str | Path, map_name: str = "count",
+                   size: tuple[int, int] = (1200, 900), writer_kind: str = "thread") -> Path:
+    """Write map ``map_name`` of ``result`` to ``path`` (.png or .svg): its
+    title names kernel, shape, launch, backend and verdict; with its colour bar."""
+    if map_name not in MAP_CHOICES:
+        raise ValueError(f"unknown map {map_name!r}; maps: {', '.join(MAP_CHOICES)}")
+    width, height = size
+    if not (16 <= width <= 16384 and 16 <= height <= 16384):
+        raise ValueError(f"image size {width} x {height} must be between 16 and 16384 pixels")
+    widget = _offscreen_widget(size)
+    try:
+        widget.ci.addLabel(run_title(result, html=True), row=0, col=0, size="11pt")
+        plot = HeatmapPlot(widget.ci, row=1, col=0)
+        image = make_map(result, map_name, writer_kind)
+        plot.show(image)
+        widget.ci.addLabel(_wrapped(image.legend, width - 40), row=2, col=0, size="9pt")
+        return _write_scene(widget, Path(path), size)
+    finally:
+        widget.close()
+        widget.deleteLater()
+
+
+def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str = "count",
+                         cell_size: int = 220) -> Path:
+    """The sweep matrix (blocks down, threads per block across) as one PNG,
+    every map on one shared colour scale, each cell titled with its verdict."""
+    blocks = sorted({c.blocks for c in cells})
+    threads = sorted({c.threads for c in cells})
+    size = (cell_size * len(threads) + 80, cell_size * len(blocks) + 80)
+    widget = _offscreen_widget(size)
+    try:
+        ok = [c for c in cells if c.result is not None]
+        top = _shared_top(ok, map_name)
+        first = ok[0].result.request if ok else None
+        title = (f"{first.kernel_label} {first.m}x{first.k}x{first.n}: {MAP_CHOICES[map_name][0]}"
+                 " (blocks down, threads per block across)") if first else "sweep"
+        widget.ci.addLabel(title, row=0, col=0, colspan=len(threads), size="11pt")
+        for cell in cells:
+            row = 1 + blocks.index(cell.blocks)
+            col = threads.index(cell.threads)
+            plot = HeatmapPlot(widget.ci, row=row, col=col, colour_bar=False, axes=False)
+            if cell.result is None:
+                plot.plot.setTitle(f"{cell.blocks} x {cell.threads}: error", size="8pt")
+                continue
+            image = make_map(cell.result, map_name, shared_top=top)
+            plot.show(image, cell_title(cell))
+            plot.plot.titleLabel.setText(cell_title(cell), size="8pt")
+        return _write_scene(widget, Path(path), size)
+    finally:
+        widget.close()
+        widget.deleteLater()
+
+
+def cell_title(cell: SweepCell) -> str:
+    """``"4 x 256 PASS 1.2 ms"`` (time labelled emu / sim when not a GPU time)."""
+    if cell.result is None:
+        return f"{cell.blocks} x {cell.threads} error"
+    timing = cell.result.kernel_timing or cell.result.timing("instrumented kernel")
+    when = ""
+    if timing is not None:
+        from kernels.result import format_seconds
+        tag = "" if timing.is_gpu_time else {"cpu": " emu", "sim": " sim"}.get(timing.backend, "")
+        when = f" {format_seconds(timing.seconds)}{tag}"
+    return f"{cell.blocks} x {cell.threads} {cell.result.verdict.word}{when}"
+
+
+def _shared_top(cells: list[SweepCell], map_name: str) -> float | None:
+    """One colour scale for every cell of a sweep."""
+    if not cells:
+        return None
+    if map_name == "count":
+        return float(max(max(int(c.result.maps.writes.max()), 1) for c in cells))
+    if map_name == "iteration":
+        return float(max(int(c.result.maps.iteration.max()) for c in cells))
+    if map_name in ("oob", "stores"):
+        attr = "oob_per_thread" if map_name == "oob" else "stores_per_thread"
+        return float(max(int(getattr(c.result.maps, attr).max(initial=0)) for c in cells))
+    return None
+
+
+def shared_top(cells: list[SweepCell], map_name: str) -> float | None:
+    return _shared_top([c for c in cells if c.result is not None], map_name)
+
+
+def cli_exporter(result: RunResult, png: str | None = None, svg: str | None = None,
+                 map_name: str = "count", size: tuple[int, int] = (1200, 900)) -> None:
+    """The ``--png`` / ``--svg`` options of ``threadmap run``."""
+    for path in (png, svg):
+        if path:
+            export_heatmap(result, path, map_name, size)

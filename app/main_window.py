@@ -1,0 +1,562 @@
+"""ThreadMap's main window: controls, heatmaps, results table, sweep, export."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import resources
+from kernels import RunRequest, ThreadMapError, __version__
+from kernels.engine import gpu_available, gpu_status, resolve_backend
+from kernels.estimate import SLOW_SIMULATOR_SECONDS, describe_seconds, simulator_seconds
+from kernels.loader import load_plan
+from kernels.request import check_request
+from kernels.result import RunResult
+from kernels.source import read_module
+from kernels.sweep import SweepCell, parse_list, sweep_requests, write_sweep
+
+from .controls import ControlPanel
+from .export import export_contact_sheet, export_heatmap, run_title
+from .heatmap import HeatmapWidget
+from .maps import MAP_CHOICES, WRITER_KINDS, make_map
+from .qt import QtCore, QtGui, QtWidgets
+from .results_table import ResultsModel
+from .settings import Settings
+from .sweep_view import SweepView
+from .worker import RunController
+
+APP_NAME = "ThreadMap"
+
+
+def backend_availability() -> dict[str, str | None]:
+    """None for usable backends, else why not (shown as the item's tooltip)."""
+    return {"auto": None, "cpu": None, "sim": None,
+            "gpu": None if gpu_available() else
+            "no CUDA device here (numba.cuda.is_available() is False)"}
+
+
+class MainWindow(QtWidgets.QMainWindow):
+    """The app's one window."""
+
+    def __init__(self, synchronous: bool | None = None, settings: Settings | None = None,
+                 confirm=None):
+        super().__init__()
+        self.settings = settings or Settings()
+        #: asks the user a yes/no question (replaced in tests)
+        self.confirm = confirm or self._confirm_dialog
+        self.setWindowTitle(f"{APP_NAME} - which CUDA thread computes which element")
+        self.setWindowIcon(QtGui.QIcon(str(resources.path(resources.ICON))))
+        self.controller = RunController(self, synchronous=synchronous)
+        self.current: RunResult | None = None
+        self.sweep_cells: list[SweepCell] = []
+
+        self.controls = ControlPanel(backend_availability())
+        controls_dock = QtWidgets.QDockWidget("Run", self)
+        controls_dock.setObjectName("controls-dock")
+        scroll = QtWidgets.QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.controls)
+        controls_dock.setWidget(scroll)
+        controls_dock.setFeatures(QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable)
+        self.addDockWidget(QtCore.Qt.DockWidgetArea.LeftDockWidgetArea, controls_dock)
+
+        self.tabs = QtWidgets.QTabWidget()
+        self.tabs.addTab(self._build_maps_tab(), "Maps")
+        self.sweep_view = SweepView()
+        self.tabs.addTab(self.sweep_view, "Sweep")
+        self.setCentralWidget(self.tabs)
+
+        self.results = ResultsModel(self)
+        self.table = QtWidgets.QTableView()
+        self.table.setObjectName("results-table")
+        self.table.setModel(self.results)
+        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.verticalHeader().hide()
+        self.table.selectionModel().currentRowChanged.connect(self._on_table_row_changed)
+        table_dock = QtWidgets.QDockWidget("Results", self)
+        table_dock.setObjectName("results-dock")
+        table_dock.setWidget(self.table)
+        table_dock.setFeatures(QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable)
+        self.addDockWidget(QtCore.Qt.DockWidgetArea.BottomDockWidgetArea, table_dock)
+
+        self._build_status_bar()
+        self._build_actions()
+        self._connect()
+        self._load_settings()
+        self._on_busy_changed(False)
+
+    # -- building -----------------------------------------------------------------------
+
+    def _build_maps_tab(self) -> QtWidgets.QWidget:
+        tab = QtWidgets.QWidget()
+        layout = QtWidgets.QVBoxLayout(tab)
+        bar = QtWidgets.QHBoxLayout()
+        self.map_combo = QtWidgets.QComboBox()
+        self.map_combo.setObjectName("map")
+        for name, (label, description) in MAP_CHOICES.items():
+            self.map_combo.addItem(label, name)
+            self.map_combo.setItemData(self.map_combo.count() - 1, description,
+                                       QtCore.Qt.ItemDataRole.ToolTipRole)
+        self.writer_combo = QtWidgets.QComboBox()
+        self.writer_combo.setObjectName("writer-kind")
+        self.writer_combo.addItems(WRITER_KINDS)
+        self.export_width = QtWidgets.QSpinBox()
+        self.export_height = QtWidgets.QSpinBox()
+        for spin, value in ((self.export_width, 1200), (self.export_height, 900)):
+            spin.setRange(16, 16384)
+            spin.setValue(value)
+            spin.setSuffix(" px")
+        self.export_button = QtWidgets.QPushButton("Export...")
+        self.export_button.setToolTip("Ctrl+E: PNG or SVG, with title and colour bar")
+        bar.addWidget(QtWidgets.QLabel("Map"))
+        bar.addWidget(self.map_combo)
+        self.writer_label = QtWidgets.QLabel("by")
+        bar.addWidget(self.writer_label)
+        bar.addWidget(self.writer_combo)
+        bar.addStretch(1)
+        bar.addWidget(QtWidgets.QLabel("Export size"))
+        bar.addWidget(self.export_width)
+        bar.addWidget(QtWidgets.QLabel("x"))
+        bar.addWidget(self.export_height)
+        bar.addWidget(self.export_button)
+        layout.addLayout(bar)
+        self.verdict_label = QtWidgets.QLabel("No run yet: choose a kernel and a launch, then Run "
+                                              "(Ctrl+R).")
+        self.verdict_label.setObjectName("verdict")
+        self.verdict_label.setWordWrap(True)
+        self.verdict_label.setTextFormat(QtCore.Qt.TextFormat.RichText)
+        layout.addWidget(self.verdict_label)
+        self.error_label = QtWidgets.QLabel()
+        self.error_label.setObjectName("error")
+        self.error_label.setWordWrap(True)
+        self.error_label.setTextInteractionFlags(
+            QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_label.setStyleSheet("color: #b71c1c; background: #fdecea; padding: 4px")
+        self.error_label.hide()
+        layout.addWidget(self.error_label)
+        self.heatmap = HeatmapWidget()
+        self.heatmap.setObjectName("heatmap")
+        layout.addWidget(self.heatmap, 1)
+        self.legend_label = QtWidgets.QLabel()
+        self.legend_label.setWordWrap(True)
+        layout.addWidget(self.legend_label)
+        self.hover_label = QtWidgets.QLabel("Hover over the map to see who wrote an element.")
+        self.hover_label.setObjectName("hover")
+        self.hover_label.setFont(QtGui.QFontDatabase.systemFont(
+            QtGui.QFontDatabase.SystemFont.FixedFont))
+        self.hover_label.setMinimumHeight(4 * self.hover_label.fontMetrics().height())
+        self.hover_label.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
+        layout.addWidget(self.hover_label)
+        self.details_label = QtWidgets.QLabel()
+        self.details_label.setObjectName("details")
+        self.details_label.setWordWrap(True)
+        self.details_label.setTextInteractionFlags(
+            QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.details_label)
+        return tab
+
+    def _build_status_bar(self) -> None:
+        status = self.statusBar()
+        self.backend_status = QtWidgets.QLabel(gpu_status())
+        self.backend_status.setObjectName("backend-status")
+        status.addPermanentWidget(self.backend_status)
+        self.progress_bar = QtWidgets.QProgressBar()
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setMaximumWidth(260)
+        self.progress_bar.hide()
+        status.addPermanentWidget(self.progress_bar)
+        self.cancel_button = QtWidgets.QPushButton("Cancel")
+        self.cancel_button.setToolTip("Esc")
+        self.cancel_button.hide()
+        status.addPermanentWidget(self.cancel_button)
+
+    def _build_actions(self) -> None:
+        menu = self.menuBar()
+        file_menu = menu.addMenu("&File")
+        self.open_action = file_menu.addAction("&Open kernel file...")
+        self.open_action.setShortcut(QtGui.QKeySequence.StandardKey.Open)
+        self.export_action = file_menu.addAction("&Export heatmap...")
+        self.export_action.setShortcut(QtGui.QKeySequence("Ctrl+E"))
+        file_menu.addSeparator()
+        quit_action = file_menu.addAction("&Quit")
+        quit_action.setShortcut(QtGui.QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(self.close)
+        run_menu = menu.addMenu("&Run")
+        self.run_action = run_menu.addAction("&Run")
+        self.run_action.setShortcut(QtGui.QKeySequence("Ctrl+R"))
+        self.cancel_action = run_menu.addAction("&Cancel")
+        self.cancel_action.setShortcut(QtGui.QKeySequence(QtCore.Qt.Key.Key_Escape))
+        self.cancel_action.setShortcutContext(QtCore.Qt.ShortcutContext.ApplicationShortcut)
+        help_menu = menu.addMenu("&Help")
+        about = help_menu.addAction("&About ThreadMap")
+        about.triggered.connect(self.show_about)
+
+    def _connect(self) -> None:
+        self.controls.run_requested.connect(self._on_run_triggered)
+        self.controls.open_file_requested.connect(self._on_open_file_triggered)
+        self.run_action.triggered.connect(self._on_run_triggered)
+        self.cancel_action.triggered.connect(self.controller.cancel)
+        self.cancel_button.clicked.connect(self.controller.cancel)
+        self.open_action.triggered.connect(self._on_open_file_triggered)
+        self.export_action.triggered.connect(self._on_export_triggered)
+        self.export_button.clicked.connect(self._on_export_triggered)
+        self.map_combo.currentIndexChanged.connect(lambda _: self._show_current_map(False))
+        self.writer_combo.currentIndexChanged.connect(lambda _: self._show_current_map(False))
+        self.heatmap.hovered.connect(self._on_heatmap_hovered)
+        self.controller.busy_changed.connect(self._on_busy_changed)
+        self.controller.progress.connect(self._on_progress)
+        self.controller.run_finished.connect(self._on_run_finished)
+        self.controller.failed.connect(self._on_failed)
+        self.controller.cancelled.connect(self._on_cancelled)
+        self.controller.sweep_cell.connect(self._on_sweep_cell)
+        self.controller.sweep_finished.connect(self._on_sweep_finished)
+        self.sweep_view.run_requested.connect(self._on_sweep_triggered)
+        self.sweep_view.cell_opened.connect(self._on_sweep_cell_opened)
+        self.sweep_view.export_sheet_requested.connect(self._on_export_sheet_triggered)
+        self.sweep_view.export_folder_requested.connect(self._on_export_folder_triggered)
+
+    # -- settings -------------------------------------------------------------------------
+
+    def _load_settings(self) -> None:
+        s = self.settings
+        for path in s.kernel_files():
+            try:
+                module = read_module(path)
+            except ThreadMapError:
+                continue
+            self.controls.add_kernel_file(path, tuple(k.name for k in module.kernels))
+        request = s.request()
+        if request is not None:
+            self.controls.set_request(request)
+        geometry = s.value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1400, 900)
+        blocks, threads = s.sweep_lists()
+        if blocks:
+            self.sweep_view.blocks_edit.setText(blocks)
+        if threads:
+            self.sweep_view.threads_edit.setText(threads)
+        width, height = s.export_size()
+        self.export_width.setValue(width)
+        self.export_height.setValue(height)
+
+    def save_settings(self) -> None:
+        s = self.settings
+        try:
+            s.set_request(self.controls.request())
+        except ThreadMapError:
+            pass
+        s.setValue("window/geometry", self.saveGeometry())
+        s.set_sweep_lists(self.sweep_view.blocks_edit.text(), self.sweep_view.threads_edit.text())
+        s.set_export_size(self.export_width.value(), self.export_height.value())
+        s.set_kernel_files(self.controls.kernel_files)
+        s.sync()
+
+    def closeEvent(self, event: QtGui.QCloseEvent) -> None:  # noqa: N802 (Qt API)
+        self.save_settings()
+        self.controller.cancel()
+        self.controller.wait()
+        super().closeEvent(event)
+
+    # -- running ----------------------------------------------------------------------------
+
+    def _checked_request(self, request: RunRequest) -> tuple[str, str] | None:
+        """Check a request before it runs; show why not.  Returns (backend, why)."""
+        try:
+            check_request(request)
+            plan = load_plan(request)
+            backend, why = resolve_backend(request, plan)
+        except ThreadMapError as exc:
+            self.show_error(str(exc))
+            return None
+        return backend, why
+
+    def _on_run_triggered(self) -> None:
+        if self.controller.busy:
+            return
+        self.controls.show_message("")
+        try:
+            request = self.controls.request()
+        except ThreadMapError as exc:
+            self.show_error(str(exc))
+            return
+        resolved = self._checked_request(request)
+        if resolved is None:
+            return
+        if resolved[0] == "sim" and not self._simulator_ok(request.with_(backend="sim"), 1):
+            return
+        self.hide_error()
+        self.statusBar().showMessage(f"running on {resolved[0]}: {resolved[1]}")
+        self.controller.start_run(request)
+
+    def _simulator_ok(self, request: RunRequest, configurations: int) -> bool:
+        seconds = simulator_seconds(request) * configurations
+        if seconds <= SLOW_SIMULATOR_SECONDS:
+            return True
+        return self.confirm(
+            "Slow simulator run",
+            f"The CUDA simulator runs one Python thread per CUDA thread: this "
+            f"{'sweep' if configurations > 1 else 'run'} ({request.total_threads:,} threads"
+            f"{' in its largest configuration' if configurations > 1 else ''}, "
+            f"{request.m}x{request.k}x{request.n}) will take at least "
+            f"{describe_seconds(seconds)}. You can cancel it at any time. Run it?")
+
+    def _confirm_dialog(self, title: str, text: str) -> bool:
+        answer = QtWidgets.QMessageBox.question(self, title, text)
+        return answer == QtWidgets.QMessageBox.StandardButton.Yes
+
+    def _on_busy_changed(self, busy: bool) -> None:
+        self.controls.run_button.setEnabled(not busy)
+        self.run_action.setEnabled(not busy)
+        self.sweep_view.run_button.setEnabled(not busy)
+        self.cancel_action.setEnabled(busy)
+        self.cancel_button.setVisible(busy)
+        self.progress_bar.setVisible(busy)
+        if busy:
+            self.progress_bar.setValue(0)
+
+    def _on_progress(self, fraction: float, message: str) -> None:
+        self.progress_bar.setValue(int(1000 * max(0.0, min(1.0, fraction))))
+        self.progress_bar.setFormat(f"{fraction:.0%}")
+        self.statusBar().showMessage(message)
+
+    def _on_run_finished(self, result: RunResult) -> None:
+        self.add_result(result)
+        self.statusBar().showMessage(f"done: {run_title(result)}", 10000)
+
+    def _on_failed(self, message: str) -> None:
+        self.show_error(message)
+        self.statusBar().showMessage("the run failed; the previous results are still shown",
+                                     10000)
+
+    def _on_cancelled(self) -> None:
+        self.statusBar().showMessage("cancelled; the previous results are still shown", 10000)
+
+    def show_error(self, message: str) -> None:
+        """Show an error above the map; whatever was shown stays."""
+        self.error_label.setText(message)
+        self.error_label.show()
+        self.controls.show_message(message.splitlines()[0] if message else "")
+
+    def hide_error(self) -> None:
+        self.error_label.hide()
+        self.controls.show_message("")
+
+    # -- results ------------------------------------------------------------------------------
+
+    def add_result(self, result: RunResult) -> None:
+        row = self.results.add(result)
+        self.table.selectRow(row)
+        self.show_result(result)
+
+    def _on_table_row_changed(self, current: QtCore.QModelIndex, _previous) -> None:
+        if current.isValid():
+            self.show_result(self.results.results[current.row()])
+
+    def show_result(self, result: RunResult) -> None:
+        reset = self.current is None or self.current.c.shape != result.c.shape
+        self.current = result
+        verdict = result.verdict
+        colour = "#1a7f37" if verdict.passed else "#c62828"
+        reasons = "".join(f"<li>{r}</li>" for r in verdict.reasons)
+        self.verdict_label.setText(
+            f"<b style='color:{colour}; font-size:14pt'>{verdict.word}</b> &nbsp; "
+            f"{run_title(result)}<br>backend: {result.backend_note}"
+            + (f"<ul style='margin:0'>{reasons}</ul>" if reasons else
+               "<br>every element written once by one thread, no out-of-bounds access, "
+               f"relative error {verdict.errors.rel_error:.2e} within tolerance "
+               f"{verdict.errors.rel_tolerance:.2e}"))
+        lines = [t.describe() for t in result.timings] + [f"note: {n}" for n in result.notes]
+        self.details_label.setText("\n".join(lines))
+        self._show_current_map(reset)
+
+    def _show_current_map(self, reset_view: bool = True) -> None:
+        name = self.map_combo.currentData()
+        self.writer_combo.setVisible(name == "writer")
+        self.writer_label.setVisible(name == "writer")
+        if self.current is None:
+            return
+        image = make_map(self.current, name, self.writer_combo.currentText())
+        self.heatmap.show_map(self.current, image, reset_view=reset_view)
+        self.legend_label.setText(image.legend)
+
+    def _on_heatmap_hovered(self, text: str) -> None:
+        if text:
+            self.hover_label.setText(text)
+
+    # -- kernel files ---------------------------------------------------------------------------
+
+    def _on_open_file_triggered(self) -> None:
+        previous = self.controls.kernel_choice()
+        path, _ = QtWidgets.QFileDialog.getOpenFileName(
+            self, "Open a numba CUDA kernel file", str(Path.home()), "Python files (*.py)")
+        if not path:
+            self.controls.select_previous_kernel(previous)
+            return
+        self.open_kernel_file(path)
+
+    def open_kernel_file(self, path: str) -> bool:
+        """Add a kernel file (parsed, never run); show why not if it has no kernel."""
+        try:
+            module = read_module(path)
+            if not module.kernels:
+                module.kernel(None)  # raises "no CUDA kernel found"
+        except ThreadMapError as exc:
+            self.show_error(str(exc))
+            return False
+        self.hide_error()
+        self.controls.add_kernel_file(path, tuple(k.name for k in module.kernels))
+        launch = module.kernels[0].launch
+        if launch is not None:
+            self.controls.apply_launch(launch.grid, launch.block)
+            self.statusBar().showMessage(f"{Path(path).name}: its own launch {launch} is the "
+                                         "default", 10000)
+        return True
+
+    # -- export ---------------------------------------------------------------------------------
+
+    def export_current(self, path: str | Path) -> Path:
+        """Export the shown map (no dialog: the dialog only picks the name)."""
+        if self.current is None:
+            raise ThreadMapError("nothing to export yet: run something first")
+        return export_heatmap(self.current, path, self.map_combo.currentData(),
+                              (self.export_width.value(), self.export_height.value()),
+                              self.writer_combo.currentText())
+
+    def _on_export_triggered(self) -> None:
+        if self.current is None:
+            self.show_error("nothing to export yet: run something first")
+            return
+        r = self.current.request
+        suggestion = f"{r.kernel_label}_{r.m}x{r.k}x{r.n}_{self.map_combo.currentData()}.png"
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(
+            self, "Export heatmap", str(Path.home() / suggestion.replace(":", "_")),
+            "PNG image (*.png);;SVG image (*.svg)")
+        if not path:
+            return
+        if not Path(path).suffix:
+            path += ".png"
+        try:
+            written = self.export_current(path)
+        except (ThreadMapError, ValueError, OSError) as exc:
+            self.show_error(f"export failed: {exc}")
+            return
+        self.statusBar().showMessage(f"exported {written}", 10000)
+
+    # -- sweep ----------------------------------------------------------------------------------
+
+    def sweep_lists(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return (parse_list(self.sweep_view.blocks_edit.text(), "blocks"),
+                parse_list(self.sweep_view.threads_edit.text(), "threads per block"))
+
+    def _on_sweep_triggered(self) -> None:
+        if self.controller.busy:
+            return
+        try:
+            base = self.controls.request()
+            blocks, threads = self.sweep_lists()
+            requests = sweep_requests(base, blocks, threads)
+        except ThreadMapError as exc:
+            self.show_error(str(exc))
+            return
+        resolved = self._checked_request(requests[-1])
+        if resolved is None:
+            return
+        largest = max(requests, key=lambda r: r.total_threads)
+        if resolved[0] == "sim" and not self._simulator_ok(largest.with_(backend="sim"),
+                                                            len(requests)):
+            return
+        self.hide_error()
+        self.sweep_cells = []
+        self.sweep_view.clear()
+        self.tabs.setCurrentWidget(self.sweep_view)
+        self.controller.start_sweep(base, blocks, threads)
+
+    def _on_sweep_cell(self, cell: SweepCell) -> None:
+        self.sweep_cells.append(cell)
+        self.sweep_view.add_cell(cell)
+
+    def _on_sweep_finished(self) -> None:
+        self.statusBar().showMessage(f"sweep done: {len(self.sweep_cells)} configurations", 10000)
+
+    def _on_sweep_cell_opened(self, cell: SweepCell) -> None:
+        if cell.result is None:
+            return
+        if cell.result not in self.results.results:
+            self.add_result(cell.result)
+        else:
+            self.table.selectRow(self.results.results.index(cell.result))
+        self.tabs.setCurrentIndex(0)
+
+    def _on_export_sheet_triggered(self) -> None:
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(
+            self, "Export the sweep as one image", str(Path.home() / "sweep.png"),
+            "PNG image (*.png)")
+        if path:
+            self._guarded(lambda: export_contact_sheet(self.sweep_cells, path,
+                                                       self.sweep_view.map_name))
+
+    def _on_export_folder_triggered(self) -> None:
+        folder = QtWidgets.QFileDialog.getExistingDirectory(self, "Export the sweep to a folder",
+                                                            str(Path.home()))
+        if folder:
+            self._guarded(lambda: self.export_sweep_folder(folder))
+
+    def export_sweep_folder(self, folder: str | Path) -> None:
+        """summary.csv, summary.json, one .npz and .png per configuration."""
+        map_name = self.sweep_view.map_name
+        write_sweep(self.sweep_cells, Path(folder),
+                    image_writer=lambda result, path: export_heatmap(result, path, map_name,
+                                                                     (800, 600)))
+        export_contact_sheet(self.sweep_cells, Path(folder) / "contact_sheet.png", map_name)
+
+    def _guarded(self, action) -> None:
+        try:
+            result = action()
+        except (ThreadMapError, ValueError, OSError) as exc:
+            self.show_error(f"export failed: {exc}")
+            return
+        self.statusBar().showMessage(f"exported {result or ''}", 10000)
+
+    # -- about ------------------------------------------------------------------------------------
+
+    def show_about(self) -> None:
+        QtWidgets.QMessageBox.about(self, "About ThreadMap", about_text())
+
+
+def about_text() -> str:
+    """ThreadMap's version and those of the libraries it stands on."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def v(package: str) -> str:
+        try:
+            return version(package)
+        except PackageNotFoundError:
+            return "not installed"
+
+    import numpy
+    import PySide6
+
+    from .qt import pg
+    lines = [
+        f"<b>ThreadMap {__version__}</b>: which CUDA thread computes which element of C = A @ B.",
+        f"numba {v('numba')}<br>numba-cuda {v('numba-cuda')}<br>numpy {numpy.__version__}"
+        f"<br>PySide6 {PySide6.__version__} (Qt {QtCore.qVersion()})<br>pyqtgraph {pg.__version__}"
+        f"<br>Python {sys.version.split()[0]}",
+        gpu_status(),
+    ]
+    return "<p>" + "</p><p>".join(lines) + "</p>"
+
+
+def run_app(argv: list[str] | None = None) -> int:
+    """Start the GUI; returns the exit status."""
+    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(argv or sys.argv)
+    app.setApplicationName(APP_NAME)
+    app.setOrganizationName(APP_NAME)
+    app.setWindowIcon(QtGui.QIcon(str(resources.path(resources.ICON))))
+    window = MainWindow()
+    window.show()
+    return app.exec()

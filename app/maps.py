@@ -1,0 +1,229 @@
+"""What each heatmap shows, computed from a run result (numpy only, no Qt).
+
+Every map is a 2-D image plus how to colour it and a legend.  Maps of C have
+C's shape (row 0 at the top).  Maps of the grid's threads put one warp per
+row and its 32 lanes across: row = block * warps_per_block + warp, so the
+rows of one block are together; lanes past the end of a block are blank.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernels.result import RunResult
+
+WARP = 32
+#: Categorical palette for thread / block / warp ids (20 colours, neighbours distinct).
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
+    "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2",
+    "#dbdb8d", "#9edae5", "#7f7f7f", "#393b79",
+)
+MISSING_COLOUR = "#000000"
+ONCE_COLOUR = "#1a9850"
+MANY_COLOURS = ("#fdae61", "#d73027", "#67001f")
+
+
+@dataclass(frozen=True)
+class Colouring:
+    """How to colour a map: ``kind`` is "count", "categorical", "zero" (0 is
+    special, the rest a gradient) or "sequential"; ``top`` is the largest value."""
+
+    kind: str
+    top: float
+    bottom: float = 0.0
+
+
+@dataclass(frozen=True, eq=False)
+class MapImage:
+    """One heatmap ready to draw."""
+
+    name: str
+    title: str
+    data: np.ndarray
+    colouring: Colouring
+    legend: str
+    x_label: str
+    y_label: str
+    #: "C", "A", "B" or "threads": what a pixel is
+    domain: str
+
+    @property
+    def levels(self) -> tuple[float, float]:
+        c = self.colouring
+        if c.kind == "count":
+            return (-0.5, c.top + 0.5)
+        if c.kind == "categorical":
+            return (-1.5, len(PALETTE) - 0.5)
+        if c.kind == "zero":
+            return (-0.5, max(c.top, 1) + 0.5)
+        return (c.bottom, c.top if c.top > c.bottom else c.bottom + 1)
+
+
+#: name -> (menu label, description)
+MAP_CHOICES = {
+    "count": ("Write count", "how many times each element of C was stored"),
+    "writer": ("Writer", "which thread, block or warp stored each element (lowest id)"),
+    "iteration": ("Grid-stride iteration", "the writing thread's store number"),
+    "error": ("Error vs reference", "|C - reference| for each element"),
+    "oob": ("Out-of-bounds per thread", "out-of-bounds accesses of each thread"),
+    "stores": ("Stores per thread", "elements each thread stored (load balance)"),
+    "reads_a": ("Reads of A", "how many times each element of A was read"),
+    "reads_b": ("Reads of B", "how many times each element of B was read"),
+}
+WRITER_KINDS = ("thread", "block", "warp")
+
+
+@dataclass(frozen=True)
+class ThreadId:
+    """A global thread id decoded into the launch's coordinates."""
+
+    gtid: int
+    block: int
+    thread: int
+    warp: int
+    block_xy: tuple[int, int]
+    thread_xy: tuple[int, int]
+
+    def describe(self) -> str:
+        bx, by = self.block_xy
+        tx, ty = self.thread_xy
+        return (f"thread {self.gtid} = block {self.block} ({bx},{by}), thread {self.thread} "
+                f"({tx},{ty}), warp {self.warp}")
+
+    def short(self) -> str:
+        return f"(block {self.block}, thread {self.thread}, warp {self.warp})"
+
+
+def decode_thread(result: RunResult, gtid: int) -> ThreadId:
+    request = result.request
+    tpb = request.threads_per_block
+    gdx, _ = request.grid2
+    bdx, _ = request.block2
+    block, thread = divmod(int(gtid), tpb)
+    return ThreadId(int(gtid), block, thread, thread // WARP, (block % gdx, block // gdx),
+                    (thread % bdx, thread // bdx))
+
+
+def writer_ids(result: RunResult, kind: str, writers: np.ndarray | None = None) -> np.ndarray:
+    """Writer thread ids turned into thread / block / global warp ids (-1 stays)."""
+    writers = result.maps.min_writer if writers is None else writers
+    request = result.request
+    tpb = request.threads_per_block
+    if kind == "thread":
+        return writers
+    block = np.where(writers >= 0, writers // tpb, -1)
+    if kind == "block":
+        return block
+    if kind == "warp":
+        warps_per_block = -(-tpb // WARP)
+        return np.where(writers >= 0, block * warps_per_block + (writers % tpb) // WARP, -1)
+    raise ValueError(f"unknown writer kind {kind!r}")
+
+
+def thread_layout(result: RunResult, per_thread: np.ndarray) -> np.ndarray:
+    """Per-thread values as a (warps, 32) image, one warp per row (NaN padding)."""
+    request = result.request
+    tpb = request.threads_per_block
+    warps_per_block = -(-tpb // WARP)
+    image = np.full((request.blocks * warps_per_block, WARP), np.nan)
+    values = per_thread.astype(np.float64).reshape(request.blocks, tpb)
+    padded = np.full((request.blocks, warps_per_block * WARP), np.nan)
+    padded[:, :tpb] = values
+    image[:] = padded.reshape(request.blocks * warps_per_block, WARP)
+    return image
+
+
+def thread_at(result: RunResult, row: int, lane: int) -> int | None:
+    """Global thread id at a pixel of a thread map (None on padding)."""
+    tpb = result.request.threads_per_block
+    warps_per_block = -(-tpb // WARP)
+    block, warp = divmod(row, warps_per_block)
+    thread = warp * WARP + lane
+    if not (0 <= block < result.request.blocks and 0 <= lane < WARP and thread < tpb):
+        return None
+    return block * tpb + thread
+
+
+def make_map(result: RunResult, name: str, writer_kind: str = "thread",
+             shared_top: float | None = None) -> MapImage:
+    """The image for map ``name`` of ``result``.  ``shared_top`` puts several
+    maps (a sweep) on one colour scale."""
+    maps = result.maps
+    c_labels = ("column of C", "row of C")
+    if name == "count":
+        top = float(shared_top if shared_top is not None else max(int(maps.writes.max()), 1))
+        return MapImage(name, "Write count", maps.writes.astype(np.float64),
+                        Colouring("count", top),
+                        "black = never written, green = written once, orange to dark red = "
+                        "written more than once (a collision when by several threads)",
+                        *c_labels, "C")
+    if name == "writer":
+        ids = writer_ids(result, writer_kind)
+        data = np.where(ids >= 0, ids % len(PALETTE), -1).astype(np.float64)
+        return MapImage(name, f"Writer ({writer_kind} id, lowest writer)", data,
+                        Colouring("categorical", len(PALETTE) - 1),
+                        f"colour = {writer_kind} id mod {len(PALETTE)}; black = never written",
+                        *c_labels, "C")
+    if name == "iteration":
+        data = np.where(maps.iteration >= 0, maps.iteration, np.nan).astype(np.float64)
+        top = float(shared_top if shared_top is not None else np.nanmax(data, initial=0))
+        return MapImage(name, "Grid-stride iteration", data, Colouring("sequential", top),
+                        "colour = how many stores the writing thread had made before; "
+                        "blank = never written", *c_labels, "C")
+    if name == "error":
+        error = np.abs(result.c.astype(np.float64) - result.reference)
+        top = float(np.nanmax(error, initial=0)) if np.isfinite(error).any() else 1.0
+        return MapImage(name, "|C - reference|", error, Colouring("sequential", top),
+                        "colour = absolute error; blank = not a number (never written)",
+                        *c_labels, "C")
+    if name in ("oob", "stores"):
+        per_thread = maps.oob_per_thread if name == "oob" else maps.stores_per_thread
+        data = thread_layout(result, per_thread)
+        top = float(shared_top if shared_top is not None else max(per_thread.max(initial=0), 1))
+        legend = ("black = no out-of-bounds access; colour = how many" if name == "oob"
+                  else "black = idle thread (stored nothing); colour = elements stored")
+        return MapImage(name, MAP_CHOICES[name][0], data, Colouring("zero", top), legend,
+                        "lane (thread within the warp)", "warp (block by block)", "threads")
+    if name in ("reads_a", "reads_b"):
+        reads = maps.reads_a if name == "reads_a" else maps.reads_b
+        which = "A" if name == "reads_a" else "B"
+        top = float(max(reads.max(initial=0), 1))
+        return MapImage(name, f"Reads of {which}", reads.astype(np.float64),
+                        Colouring("zero", top), "black = never read; colour = reads",
+                        f"column of {which}", f"row of {which}", which)
+    raise ValueError(f"unknown map {name!r}")
+
+
+def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | None:
+    """What to say about the pixel (row, col) of ``image`` (None outside it)."""
+    if not (0 <= row < image.data.shape[0] and 0 <= col < image.data.shape[1]):
+        return None
+    maps = result.maps
+    if image.domain == "C":
+        count = int(maps.count[row, col])
+        lines = [f"C[{row}, {col}]: stored {count} time{'s' if count != 1 else ''}"
+                 + (f" (+{int(maps.atomics[row, col])} atomic)" if maps.atomics[row, col] else "")]
+        if maps.writes[row, col]:
+            low = decode_thread(result, int(maps.min_writer[row, col]))
+            high = decode_thread(result, int(maps.max_writer[row, col]))
+            if low.gtid == high.gtid:
+                lines.append(f"writer: {low.describe()}")
+            else:
+                lines.append(f"writers: lowest {low.describe()}")
+                lines.append(f"         highest {high.describe()}  (collision)")
+            lines.append(f"iteration: {int(maps.iteration[row, col])}")
+        else:
+            lines.append("never written")
+        lines.append(f"C = {result.c[row, col]:.7g}   reference = {result.reference[row, col]:.7g}")
+        return "\n".join(lines)
+    if image.domain == "threads":
+        gtid = thread_at(result, row, col)
+        if gtid is None:
+            return None
+        thread = decode_thread(result, gtid)
+        return (f"{thread.describe()}\nstores: {int(maps.stores_per_thread[gtid])}   "
+                f"out-of-bounds accesses: {int(maps.oob_per_thread[gtid])}")
+    reads = maps.reads_a if image.domain == "A" else maps.reads_b
+    return f"{image.domain}[{row}, {col}]: read {int(reads[row, col])} times"

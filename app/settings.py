@@ -1,0 +1,77 @@
+"""What the app remembers between sessions (QSettings)."""
+from __future__ import annotations
+
+from kernels import RunRequest
+from kernels.request import BACKENDS, DTYPES, PATTERNS
+
+from .qt import QtCore
+
+_REQUEST_INTS = ("m", "k", "n", "seed")
+
+
+class Settings(QtCore.QSettings):
+    """QSettings with typed accessors; ``Settings(path)`` uses an ini file (tests)."""
+
+    def __init__(self, path: str | None = None):
+        if path is None:
+            super().__init__("ThreadMap", "ThreadMap")
+        else:
+            super().__init__(path, QtCore.QSettings.Format.IniFormat)
+
+    def request(self) -> RunRequest | None:
+        if not self.contains("request/m"):
+            return None
+        try:
+            values = {name: int(self.value(f"request/{name}")) for name in _REQUEST_INTS}
+            grid = tuple(int(x) for x in str(self.value("request/grid")).split("x"))
+            block = tuple(int(x) for x in str(self.value("request/block")).split("x"))
+        except (TypeError, ValueError):
+            return None
+        dtype = str(self.value("request/dtype", "float32"))
+        pattern = str(self.value("request/pattern", "random"))
+        backend = str(self.value("request/backend", "auto"))
+        kernel_file = self.value("request/kernel_file") or None
+        return RunRequest(
+            kernel=str(self.value("request/kernel", "grid-stride")) or None,
+            kernel_file=str(kernel_file) if kernel_file else None,
+            dtype=dtype if dtype in DTYPES else "float32",
+            pattern=pattern if pattern in PATTERNS else "random",
+            backend=backend if backend in BACKENDS else "auto",
+            grid=grid, block=block, **values)
+
+    def set_request(self, request: RunRequest) -> None:
+        for name in _REQUEST_INTS:
+            self.setValue(f"request/{name}", getattr(request, name))
+        self.setValue("request/kernel", request.kernel or "")
+        self.setValue("request/kernel_file", request.kernel_file or "")
+        self.setValue("request/dtype", request.dtype)
+        self.setValue("request/pattern", request.pattern)
+        self.setValue("request/backend", request.backend)
+        self.setValue("request/grid", "x".join(map(str, request.grid)))
+        self.setValue("request/block", "x".join(map(str, request.block)))
+
+    def sweep_lists(self) -> tuple[str | None, str | None]:
+        return self.value("sweep/blocks"), self.value("sweep/threads")
+
+    def set_sweep_lists(self, blocks: str, threads: str) -> None:
+        self.setValue("sweep/blocks", blocks)
+        self.setValue("sweep/threads", threads)
+
+    def export_size(self) -> tuple[int, int]:
+        try:
+            return int(self.value("export/width", 1200)), int(self.value("export/height", 900))
+        except (TypeError, ValueError):
+            return 1200, 900
+
+    def set_export_size(self, width: int, height: int) -> None:
+        self.setValue("export/width", width)
+        self.setValue("export/height", height)
+
+    def kernel_files(self) -> list[str]:
+        value = self.value("kernel_files", [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in value or []]
+
+    def set_kernel_files(self, paths: list[str]) -> None:
+        self.setValue("kernel_files", paths)

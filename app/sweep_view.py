@@ -1,0 +1,168 @@
+"""The sweep tab: a matrix of small heatmaps (blocks x threads per block) on one
+shared colour scale, each marked PASS/FAIL with its time, and time against
+total threads."""
+from __future__ import annotations
+
+import numpy as np
+
+from kernels.result import BACKEND_LABELS
+from kernels.sweep import SweepCell
+
+from .colors import colour_map
+from .export import cell_title, shared_top
+from .heatmap import HeatmapPlot
+from .maps import MAP_CHOICES, make_map
+from .qt import QtCore, QtWidgets, pg
+
+DEFAULT_BLOCKS = "1,2,4,8,16,32"
+DEFAULT_THREADS = "32,64,128,256,512,1024"
+SWEEP_MAPS = ("count", "iteration", "stores", "oob", "writer")
+
+
+class SweepView(QtWidgets.QWidget):
+    """Shows the cells of a sweep as they arrive; emits ``cell_opened`` on a click."""
+
+    run_requested = QtCore.Signal()
+    cell_opened = QtCore.Signal(object)  # SweepCell
+    export_sheet_requested = QtCore.Signal()
+    export_folder_requested = QtCore.Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.cells: list[SweepCell] = []
+        self._plots: list[tuple[HeatmapPlot, SweepCell]] = []
+        layout = QtWidgets.QVBoxLayout(self)
+        form = QtWidgets.QHBoxLayout()
+        self.blocks_edit = QtWidgets.QLineEdit(DEFAULT_BLOCKS)
+        self.blocks_edit.setObjectName("sweep-blocks")
+        self.blocks_edit.setToolTip("numbers of blocks, separated by commas")
+        self.threads_edit = QtWidgets.QLineEdit(DEFAULT_THREADS)
+        self.threads_edit.setObjectName("sweep-threads")
+        self.threads_edit.setToolTip("threads per block, separated by commas (at most 1024)")
+        self.map_combo = QtWidgets.QComboBox()
+        for name in SWEEP_MAPS:
+            self.map_combo.addItem(MAP_CHOICES[name][0], name)
+        self.map_combo.currentIndexChanged.connect(lambda _: self.redraw())
+        self.run_button = QtWidgets.QPushButton("Run sweep")
+        self.run_button.setObjectName("run-sweep")
+        self.run_button.clicked.connect(self.run_requested.emit)
+        self.sheet_button = QtWidgets.QPushButton("Export contact sheet...")
+        self.sheet_button.clicked.connect(self.export_sheet_requested.emit)
+        self.folder_button = QtWidgets.QPushButton("Export all to folder...")
+        self.folder_button.clicked.connect(self.export_folder_requested.emit)
+        for label, widget in (("Blocks", self.blocks_edit), ("Threads per block", self.threads_edit),
+                              ("Map", self.map_combo)):
+            form.addWidget(QtWidgets.QLabel(label))
+            form.addWidget(widget, 1 if isinstance(widget, QtWidgets.QLineEdit) else 0)
+        form.addWidget(self.run_button)
+        form.addWidget(self.sheet_button)
+        form.addWidget(self.folder_button)
+        layout.addLayout(form)
+        self.status = QtWidgets.QLabel("Choose lists of blocks and threads per block, then "
+                                       "Run sweep. Click a cell to open it in the Maps tab.")
+        self.status.setWordWrap(True)
+        layout.addWidget(self.status)
+        splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
+        self.matrix = pg.GraphicsLayoutWidget()
+        self.matrix.setObjectName("sweep-matrix")
+        self.matrix.scene().sigMouseClicked.connect(self._on_matrix_clicked)
+        splitter.addWidget(self.matrix)
+        self.time_plot = pg.PlotWidget()
+        self.time_plot.setLogMode(x=True, y=True)
+        self.time_plot.setLabel("bottom", "total threads (blocks x threads per block)")
+        self.time_plot.setLabel("left", "kernel time (s)")
+        self.time_plot.addLegend()
+        splitter.addWidget(self.time_plot)
+        splitter.setSizes([600, 250])
+        layout.addWidget(splitter, 1)
+        self._set_export_enabled()
+
+    @property
+    def map_name(self) -> str:
+        return self.map_combo.currentData()
+
+    def clear(self) -> None:
+        self.cells = []
+        self.redraw()
+
+    def add_cell(self, cell: SweepCell) -> None:
+        self.cells.append(cell)
+        self.redraw()
+
+    def _set_export_enabled(self) -> None:
+        has = any(c.result is not None for c in self.cells)
+        self.sheet_button.setEnabled(has)
+        self.folder_button.setEnabled(has)
+
+    def redraw(self) -> None:
+        self.matrix.clear()
+        self._plots = []
+        self._set_export_enabled()
+        if not self.cells:
+            self.time_plot.clear()
+            return
+        blocks = sorted({c.blocks for c in self.cells})
+        threads = sorted({c.threads for c in self.cells})
+        top = shared_top(self.cells, self.map_name)
+        images = {}
+        for col, t in enumerate(threads):
+            self.matrix.addLabel(f"{t} threads", row=0, col=col + 1)
+        for row, b in enumerate(blocks):
+            self.matrix.addLabel(f"{b} block{'s' if b > 1 else ''}", row=row + 1, col=0,
+                                 angle=-90)
+        for cell in self.cells:
+            row, col = blocks.index(cell.blocks) + 1, threads.index(cell.threads) + 1
+            plot = HeatmapPlot(self.matrix.ci, row=row, col=col, colour_bar=False, axes=False)
+            plot.plot.setMouseEnabled(x=False, y=False)
+            plot.plot.hideButtons()
+            colour = "#1a7f37" if cell.result and cell.result.verdict.passed else "#c62828"
+            if cell.result is None:
+                plot.plot.setTitle(f"<span style='color:{colour}'>error</span>", size="8pt")
+                plot.plot.getViewBox().setToolTip(cell.error or "")
+            else:
+                image = make_map(cell.result, self.map_name, shared_top=top)
+                images[id(cell)] = image
+                plot.show(image, "")
+                plot.plot.setTitle(f"<span style='color:{colour}'>{cell_title(cell)}</span>",
+                                   size="8pt")
+            self._plots.append((plot, cell))
+        if images:
+            first = next(iter(images.values()))
+            bar = pg.ColorBarItem(values=first.levels, colorMap=colour_map(first.colouring),
+                                  interactive=False, width=14)
+            self.matrix.addItem(bar, row=1, col=len(threads) + 1, rowspan=len(blocks))
+        self._draw_times()
+        done = [c for c in self.cells if c.result is not None]
+        passed = sum(1 for c in done if c.result.verdict.passed)
+        self.status.setText(f"{len(self.cells)} configurations: {passed} PASS, "
+                            f"{len(done) - passed} FAIL, {len(self.cells) - len(done)} errors. "
+                            "One colour scale for all cells. Click a cell to open it.")
+
+    def _draw_times(self) -> None:
+        self.time_plot.clear()
+        points = {"PASS": [], "FAIL": []}
+        backends = set()
+        for cell in self.cells:
+            if cell.result is None:
+                continue
+            timing = cell.result.kernel_timing or cell.result.timing("instrumented kernel")
+            if timing is None:
+                continue
+            backends.add(timing.backend)
+            points[cell.result.verdict.word].append((cell.total_threads, timing.seconds))
+        for word, colour in (("PASS", "#1a7f37"), ("FAIL", "#c62828")):
+            if points[word]:
+                xs, ys = np.array(points[word], dtype=float).T
+                self.time_plot.plot(xs, ys, pen=None, symbol="o", symbolBrush=colour,
+                                    symbolPen=None, name=word)
+        if backends:
+            label = "; ".join(BACKEND_LABELS[b] for b in sorted(backends))
+            self.time_plot.setLabel("left", f"kernel time (s): {label}")
+
+    def _on_matrix_clicked(self, event) -> None:
+        pos = event.scenePos()
+        for plot, cell in self._plots:
+            if plot.plot.sceneBoundingRect().contains(pos):
+                if cell.result is not None:
+                    self.cell_opened.emit(cell)
+                return

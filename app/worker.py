@@ -1,0 +1,152 @@
+"""Run requests and sweeps off the GUI thread, with progress and cancel.
+
+A job runs in a QThread and talks to the GUI only through queued signals;
+it never touches a widget.  Cancel sets a flag the engine checks between
+chunks of threads (within ~50 ms), and ends the child process of a simulator
+or kernel-file run at once.  ``synchronous=True`` (or THREADMAP_SYNCHRONOUS=1)
+runs jobs in the calling thread instead, for deterministic tests.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import traceback
+from typing import Callable
+
+from kernels import RunCancelled, RunRequest, ThreadMapError, run
+from kernels.sweep import run_sweep
+
+from .qt import QtCore
+
+#: Time limit for runs of a user's kernel file (it may loop forever).
+KERNEL_FILE_TIME_LIMIT = 300.0
+
+
+def run_options(request: RunRequest) -> dict:
+    """Kernel files run in a child process with a time limit: an endless loop
+    there cannot be interrupted from a thread."""
+    if request.kernel_file:
+        return {"isolate": True, "time_limit": KERNEL_FILE_TIME_LIMIT}
+    return {}
+
+
+class _Job(QtCore.QThread):
+    """One unit of work; its body calls ``emit_*`` which become queued signals."""
+
+    progressed = QtCore.Signal(float, str)
+    produced = QtCore.Signal(object)
+    failed = QtCore.Signal(str)
+    was_cancelled = QtCore.Signal()
+
+    def __init__(self, body: Callable[["_Job"], None]):
+        super().__init__()
+        self.body = body
+        self.cancel_event = threading.Event()
+
+    def run(self) -> None:  # QThread entry point
+        try:
+            self.body(self)
+        except RunCancelled:
+            self.was_cancelled.emit()
+        except ThreadMapError as exc:
+            self.failed.emit(str(exc))
+        except Exception as exc:  # a bug of ours: report it, keep the app alive
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            self.failed.emit(f"unexpected error: {detail}")
+
+
+class RunController(QtCore.QObject):
+    """Starts one job at a time and relays its signals to the GUI thread."""
+
+    busy_changed = QtCore.Signal(bool)
+    progress = QtCore.Signal(float, str)
+    run_finished = QtCore.Signal(object)  # RunResult
+    sweep_cell = QtCore.Signal(object)  # SweepCell
+    sweep_finished = QtCore.Signal()
+    failed = QtCore.Signal(str)
+    cancelled = QtCore.Signal()
+
+    def __init__(self, parent=None, synchronous: bool | None = None):
+        super().__init__(parent)
+        if synchronous is None:
+            synchronous = os.environ.get("THREADMAP_SYNCHRONOUS") == "1"
+        self.synchronous = synchronous
+        self._job: _Job | None = None
+        self._succeeded = True
+        self._success_signal = None
+
+    @property
+    def busy(self) -> bool:
+        return self._job is not None
+
+    def start_run(self, request: RunRequest) -> None:
+        def body(job: _Job) -> None:
+            result = run(request, progress=job.progressed.emit, cancel=job.cancel_event.is_set,
+                         **run_options(request))
+            job.produced.emit(result)
+
+        self._start(body, self.run_finished, None)
+
+    def start_sweep(self, base: RunRequest, blocks: tuple[int, ...],
+                    threads: tuple[int, ...]) -> None:
+        def run_one(request: RunRequest, progress, cancel):
+            return run(request, progress=progress, cancel=cancel, **run_options(request))
+
+        def body(job: _Job) -> None:
+            for cell in run_sweep(base, blocks, threads, progress=job.progressed.emit,
+                                  cancel=job.cancel_event.is_set, run_one=run_one):
+                job.produced.emit(cell)
+
+        self._start(body, self.sweep_cell, self.sweep_finished)
+
+    def cancel(self) -> None:
+        if self._job is not None:
+            self._job.cancel_event.set()
+
+    def wait(self, msecs: int = 30000) -> bool:
+        """Block until the current job ends (for tests and shutdown)."""
+        job = self._job
+        return True if job is None else job.wait(msecs)
+
+    def _start(self, body, item_signal, success_signal) -> None:
+        if self._job is not None:
+            raise RuntimeError("a run is already in progress")
+        job = _Job(body)
+        self._job = job
+        self._succeeded = True
+        self._success_signal = success_signal
+        # Signal-to-signal and method connections whose receiver (self) lives
+        # in the GUI thread: queued, so they run there whatever thread emits.
+        queued = QtCore.Qt.ConnectionType.QueuedConnection if not self.synchronous \
+            else QtCore.Qt.ConnectionType.DirectConnection
+        job.progressed.connect(self.progress, queued)
+        job.produced.connect(item_signal, queued)
+        job.failed.connect(self._on_job_failed, queued)
+        job.was_cancelled.connect(self._on_job_cancelled, queued)
+        self.busy_changed.emit(True)
+        if self.synchronous:
+            job.run()
+            self._on_job_finished()
+        else:
+            job.finished.connect(self._on_job_finished, queued)
+            job.start()
+
+    @QtCore.Slot(str)
+    def _on_job_failed(self, message: str) -> None:
+        self._succeeded = False
+        self.failed.emit(message)
+
+    @QtCore.Slot()
+    def _on_job_cancelled(self) -> None:
+        self._succeeded = False
+        self.cancelled.emit()
+
+    @QtCore.Slot()
+    def _on_job_finished(self) -> None:
+        job, self._job = self._job, None
+        if job is not None:
+            job.wait()
+            job.deleteLater()
+        self.busy_changed.emit(False)
+        if self._succeeded and self._success_signal is not None:
+            self._success_signal.emit()

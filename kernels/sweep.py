@@ -1,0 +1,145 @@
+"""Run one kernel across many launch configurations (blocks x threads per block).
+
+Qt-free: the GUI's sweep tab and ``threadmap sweep`` both use it.  Results
+come one configuration at a time (a generator), so callers can show progress
+and stop between configurations; a configuration that fails is reported and
+the sweep goes on.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+from .errors import RunCancelled, ThreadMapError
+from .request import RunRequest, check_request
+from .result import RunResult
+
+
+@dataclass(frozen=True, eq=False)
+class SweepCell:
+    """One configuration of a sweep and what it gave."""
+
+    blocks: int
+    threads: int
+    request: RunRequest
+    result: RunResult | None
+    error: str | None = None
+
+    @property
+    def total_threads(self) -> int:
+        return self.blocks * self.threads
+
+    def row(self) -> dict:
+        """A flat summary row (for summary.csv / summary.json)."""
+        row = {"blocks": self.blocks, "threads_per_block": self.threads,
+               "total_threads": self.total_threads}
+        if self.result is None:
+            row.update(verdict="ERROR", error=self.error)
+            return row
+        result = self.result
+        kernel = result.kernel_timing or result.timing("instrumented kernel")
+        row.update(
+            verdict=result.verdict.word, reasons="; ".join(result.verdict.reasons),
+            unwritten=result.verdict.unwritten, collided=result.verdict.collided,
+            out_of_bounds=result.verdict.out_of_bounds,
+            rel_error=result.verdict.errors.rel_error,
+            idle_threads=result.maps.idle_threads,
+            max_stores_per_thread=int(result.maps.stores_per_thread.max(initial=0)),
+            backend=result.backend,
+            kernel_seconds=kernel.seconds if kernel else None,
+            kernel_time_what=kernel.what if kernel else None,
+            kernel_time_is_gpu=kernel.is_gpu_time if kernel else None,
+            gflops=kernel.gflops if kernel else None,
+        )
+        return row
+
+
+def parse_list(text: str, what: str) -> tuple[int, ...]:
+    """``"1,2,4"`` -> ``(1, 2, 4)``."""
+    try:
+        values = tuple(int(part) for part in text.replace(" ", "").split(",") if part)
+    except ValueError:
+        raise ThreadMapError(f"{what} must be whole numbers separated by commas, not {text!r}") from None
+    if not values:
+        raise ThreadMapError(f"{what} is empty")
+    return values
+
+
+def sweep_requests(base: RunRequest, blocks: tuple[int, ...],
+                   threads: tuple[int, ...]) -> list[RunRequest]:
+    """Every 1-D launch blocks x threads, checked up front (bad input is refused
+    before anything runs)."""
+    requests = []
+    for b in blocks:
+        for t in threads:
+            request = base.with_(grid=(b,), block=(t,))
+            check_request(request)
+            requests.append(request)
+    return requests
+
+
+def run_sweep(base: RunRequest, blocks: tuple[int, ...], threads: tuple[int, ...],
+              progress: Callable[[float, str], None] | None = None,
+              cancel: Callable[[], bool] | None = None,
+              run_one: Callable[..., RunResult] | None = None) -> Iterator[SweepCell]:
+    """Yield a :class:`SweepCell` per configuration, row by row (blocks outer)."""
+    from .engine import run
+
+    run_one = run_one or run
+    progress = progress or (lambda fraction, message: None)
+    cancel = cancel or (lambda: False)
+    requests = sweep_requests(base, blocks, threads)
+    total = len(requests)
+    for index, request in enumerate(requests):
+        if cancel():
+            raise RunCancelled("sweep cancelled")
+        b, t = request.grid[0], request.block[0]
+        label = f"configuration {index + 1} of {total}: {b} x {t}"
+
+        def inner(fraction: float, message: str, index=index, label=label) -> None:
+            progress((index + fraction) / total, f"{label}: {message}")
+
+        progress(index / total, label)
+        try:
+            result = run_one(request, progress=inner, cancel=cancel)
+        except RunCancelled:
+            raise
+        except ThreadMapError as exc:
+            yield SweepCell(b, t, request, None, str(exc))
+            continue
+        yield SweepCell(b, t, request, result)
+    progress(1.0, f"sweep done: {total} configurations")
+
+
+def write_sweep(cells: list[SweepCell], out: Path,
+                image_writer: Callable[[RunResult, Path], None] | None = None) -> None:
+    """``summary.csv``, ``summary.json`` and one ``.npz`` (and ``.png`` when an
+    image writer is given) per configuration, into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [cell.row() for cell in cells]
+    fields: list[str] = []
+    for row in rows:
+        fields += [key for key in row if key not in fields]
+    with open(out / "summary.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    base = cells[0].request if cells else None
+    (out / "summary.json").write_text(json.dumps({
+        "kernel": base.kernel_label if base else None,
+        "shape": list(base.shape) if base else None,
+        "backend_asked": base.backend if base else None,
+        "configurations": rows,
+    }, indent=2))
+    for cell in cells:
+        if cell.result is None:
+            continue
+        stem = f"grid{cell.blocks}_block{cell.threads}"
+        np.savez(out / f"{stem}.npz", **cell.result.maps_arrays())
+        if image_writer is not None:
+            image_writer(cell.result, out / f"{stem}.png")

@@ -1,0 +1,252 @@
+"""The desktop app, driven through its widgets (offscreen)."""
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from app.qt import QtCore, QtGui, QtWidgets
+from kernels.catalogue import CATALOGUE
+
+
+@pytest.fixture
+def settings(tmp_path):
+    from app.settings import Settings
+    return Settings(str(tmp_path / "settings.ini"))
+
+
+@pytest.fixture
+def window(qtbot, settings):
+    from app.main_window import MainWindow
+    win = MainWindow(synchronous=True, settings=settings, confirm=lambda title, text: True)
+    qtbot.addWidget(win)
+    win.resize(1400, 900)
+    win.show()
+    return win
+
+
+def run_preset(window, kernel, preset="seed", backend="cpu"):
+    window.controls.select_kernel("builtin", kernel)
+    window.controls.apply_preset(preset)
+    window.controls.backend_combo.setCurrentText(backend)
+    window._on_run_triggered()
+
+
+def test_window_title_and_backend_status(window):
+    assert window.windowTitle().startswith("ThreadMap")
+    from kernels.engine import gpu_available
+    if not gpu_available():
+        assert "no CUDA device" in window.backend_status.text()
+        gpu_index = window.controls.backend_combo.findData("gpu")
+        assert not window.controls.backend_combo.model().item(gpu_index).isEnabled()
+
+
+def test_seed_preset_runs_and_passes(window):
+    run_preset(window, "grid-stride")
+    assert window.results.rowCount() == 1
+    verdict_column = 5
+    assert window.results.cell_text(0, verdict_column) == "PASS"
+    assert window.results.cell_text(0, 3) == "1 x 1024"
+    assert "CPU emulation" in window.results.cell_text(0, 8)
+    drawn = window.heatmap.heatmap.image.image
+    assert drawn.shape == (128, 128)
+    np.testing.assert_array_equal(drawn, 1)  # every element written once
+    assert "PASS" in window.verdict_label.text()
+
+
+def test_tid_rows_shows_collisions_in_the_count_map(window):
+    run_preset(window, "tid-rows")
+    result = window.current
+    assert window.results.cell_text(0, 5) == "FAIL"
+    assert "collisions" in window.results.cell_text(0, 6)
+    drawn = window.heatmap.heatmap.image.image
+    np.testing.assert_array_equal(drawn, result.maps.writes)
+    assert drawn.max() == 1024  # every thread of the block stored every element
+
+
+def test_hover_names_the_writer_of_a_known_element(window, qtbot):
+    run_preset(window, "grid-stride")
+    # C is 128 x 128, 1024 threads: element (3, 5) is linear 389, thread 389, iteration 0.
+    plot = window.heatmap.heatmap.plot
+    scene_pos = plot.vb.mapViewToScene(QtCore.QPointF(5, 3))
+    window.heatmap._on_scene_mouse_moved(scene_pos)
+    text = window.hover_label.text()
+    assert "C[3, 5]" in text
+    assert "thread 389 = block 0 (0,0), thread 389 (389,0), warp 12" in text
+    assert "iteration: 0" in text
+    assert f"{window.current.c[3, 5]:.7g}" in text
+
+
+def test_bad_input_keeps_the_previous_results(window):
+    run_preset(window, "grid-stride")
+    previous = window.current
+    window.controls.block_edit.setText("2048")
+    window._on_run_triggered()
+    assert window.error_label.isVisible()
+    assert "past CUDA's limit of 1024" in window.error_label.text()
+    assert window.results.rowCount() == 1 and window.current is previous
+    window.controls.block_edit.setText("abc")
+    window._on_run_triggered()
+    assert "block must be N or NxM" in window.error_label.text()
+    assert window.results.rowCount() == 1
+
+
+def test_a_kernel_that_fails_keeps_the_previous_results(window, tmp_path):
+    run_preset(window, "grid-stride")
+    previous = window.current
+    bad = tmp_path / "bad.py"
+    bad.write_text("from numba import cuda\n@cuda.jit\ndef k(A, B, C):\n"
+                   "    i = cuda.grid(1)\n    C[i, 0] = A[i, 0] + undefined_name\n")
+    assert window.open_kernel_file(str(bad))
+    window._on_run_triggered()
+    assert window.error_label.isVisible()
+    assert window.current is previous and window.results.rowCount() == 1
+
+
+def test_selecting_a_row_shows_that_run_again(window):
+    run_preset(window, "grid-stride")
+    run_preset(window, "tid-rows")
+    assert window.current.request.kernel == "tid-rows"
+    window.table.selectRow(0)
+    assert window.current.request.kernel == "grid-stride"
+    np.testing.assert_array_equal(window.heatmap.heatmap.image.image, 1)
+
+
+def test_every_map_draws(window):
+    run_preset(window, "one-block-chunks", preset="ragged")
+    for index in range(window.map_combo.count()):
+        window.map_combo.setCurrentIndex(index)
+        image = window.heatmap.image
+        assert image is not None and image.data.size > 0
+    window.map_combo.setCurrentIndex(window.map_combo.findData("writer"))
+    for kind in ("thread", "block", "warp"):
+        window.writer_combo.setCurrentText(kind)
+        assert kind in window.heatmap.heatmap.plot.titleLabel.text
+
+
+def test_export_png_size_and_pixels_and_svg_parses(window, tmp_path):
+    run_preset(window, "tid-rows")
+    window.export_width.setValue(640)
+    window.export_height.setValue(480)
+    png = window.export_current(tmp_path / "count.png")
+    image = QtGui.QImage(str(png))
+    assert (image.width(), image.height()) == (640, 480)
+    colours = {image.pixel(x, y) for x in range(0, 640, 7) for y in range(0, 480, 7)}
+    assert len(colours) > 10  # title, heatmap, colour bar: not blank
+    svg = window.export_current(tmp_path / "count.svg")
+    root = ET.parse(svg).getroot()
+    assert root.tag.endswith("svg")
+
+
+def test_settings_are_remembered(qtbot, settings):
+    from app.main_window import MainWindow
+    first = MainWindow(synchronous=True, settings=settings)
+    qtbot.addWidget(first)
+    first.controls.m_spin.setValue(77)
+    first.controls.grid_edit.setText("3x2")
+    first.sweep_view.blocks_edit.setText("1,3")
+    first.close()
+    second = MainWindow(synchronous=True, settings=settings)
+    qtbot.addWidget(second)
+    assert second.controls.m_spin.value() == 77
+    assert second.controls.grid_edit.text() == "3x2"
+    assert second.sweep_view.blocks_edit.text() == "1,3"
+
+
+def test_shortcuts_and_about(window):
+    assert window.run_action.shortcut().toString() == "Ctrl+R"
+    assert window.export_action.shortcut().toString() == "Ctrl+E"
+    assert window.cancel_action.shortcut().toString() == "Esc"
+    from app.main_window import about_text
+    text = about_text()
+    for name in ("numba", "numba-cuda", "numpy", "PySide6", "pyqtgraph"):
+        assert name in text
+    assert not window.windowIcon().isNull()
+
+
+def test_slow_simulator_run_asks_first(window, monkeypatch):
+    asked = []
+    window.confirm = lambda title, text: asked.append(text) or False
+    window.controls.select_kernel("builtin", "grid-stride")
+    window.controls.apply_preset("seed")
+    window.controls.backend_combo.setCurrentText("sim")
+    window._on_run_triggered()
+    assert asked and "at least" in asked[0] and "1,024 threads" in asked[0]
+    assert window.results.rowCount() == 0
+
+
+def test_sweep_fills_the_matrix_and_opens_a_cell(window):
+    window.controls.select_kernel("builtin", "grid-stride")
+    window.controls.m_spin.setValue(20)
+    window.controls.k_spin.setValue(4)
+    window.controls.n_spin.setValue(30)
+    window.controls.backend_combo.setCurrentText("cpu")
+    window.sweep_view.blocks_edit.setText("1,2")
+    window.sweep_view.threads_edit.setText("32,64,96")
+    window._on_sweep_triggered()
+    cells = window.sweep_cells
+    assert [(c.blocks, c.threads) for c in cells] == [(1, 32), (1, 64), (1, 96), (2, 32),
+                                                       (2, 64), (2, 96)]
+    assert all(c.result.verdict.passed for c in cells)
+    assert len(window.sweep_view._plots) == 6
+    window.sweep_view.cell_opened.emit(cells[4])
+    assert window.current is cells[4].result
+    assert window.tabs.currentIndex() == 0
+
+
+def test_sweep_exports(window, tmp_path):
+    window.controls.select_kernel("builtin", "one-block-chunks")
+    window.controls.m_spin.setValue(10)
+    window.controls.k_spin.setValue(3)
+    window.controls.n_spin.setValue(7)
+    window.controls.backend_combo.setCurrentText("cpu")
+    window.sweep_view.blocks_edit.setText("1,2")
+    window.sweep_view.threads_edit.setText("16,32")
+    window._on_sweep_triggered()
+    window.export_sweep_folder(tmp_path / "sweep")
+    names = {p.name for p in (tmp_path / "sweep").iterdir()}
+    assert {"summary.csv", "summary.json", "contact_sheet.png", "grid2_block16.npz",
+            "grid2_block16.png"} <= names
+    import json
+    summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    verdicts = {(r["blocks"], r["threads_per_block"]): r["verdict"]
+                for r in summary["configurations"]}
+    assert verdicts[(1, 16)] == "FAIL"  # 70 elements / 16 threads: chunk 5 overruns C
+    assert verdicts[(2, 32)] == "FAIL"  # two blocks redo the same work: collisions
+
+
+def test_cancel_mid_sweep(qtbot, settings):
+    from app.main_window import MainWindow
+    win = MainWindow(synchronous=False, settings=settings, confirm=lambda title, text: True)
+    qtbot.addWidget(win)
+    win.controls.select_kernel("builtin", "grid-stride")
+    win.controls.m_spin.setValue(400)
+    win.controls.k_spin.setValue(200)
+    win.controls.n_spin.setValue(400)
+    win.controls.backend_combo.setCurrentText("cpu")
+    win.sweep_view.blocks_edit.setText("1,2,3,4,5,6,7,8")
+    win.sweep_view.threads_edit.setText("32,64,128,256")
+    with qtbot.waitSignal(win.controller.sweep_cell, timeout=60000):
+        win._on_sweep_triggered()
+    assert win.controller.busy
+    with qtbot.waitSignal(win.controller.cancelled, timeout=10000):
+        win.cancel_action.trigger()
+    qtbot.waitUntil(lambda: not win.controller.busy, timeout=10000)
+    assert 1 <= len(win.sweep_cells) < 32
+    assert win.controls.run_button.isEnabled()
+    assert "cancelled" in win.statusBar().currentMessage()
+
+
+def test_run_off_the_gui_thread_reports_progress(qtbot, settings):
+    from app.main_window import MainWindow
+    win = MainWindow(synchronous=False, settings=settings)
+    qtbot.addWidget(win)
+    win.controls.select_kernel("builtin", "grid-stride")
+    win.controls.apply_preset("seed")
+    win.controls.backend_combo.setCurrentText("cpu")
+    seen = []
+    win.controller.progress.connect(lambda f, m: seen.append(f))
+    with qtbot.waitSignal(win.controller.run_finished, timeout=60000):
+        win._on_run_triggered()
+    qtbot.waitUntil(lambda: not win.controller.busy)
+    assert seen and max(seen) == 1.0
+    assert win.results.rowCount() == 1
