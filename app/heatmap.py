@@ -42,7 +42,7 @@ class HeatmapPlot:
         self.plot.invertY(True)
         self.plot.setAspectLocked(False)
         self.plot.showGrid(x=False, y=False)
-        self.image = pg.ImageItem(autoDownsample=True)
+        self.image = pg.ImageItem(autoDownsample=False)
         self.plot.addItem(self.image)
         self.colour_bar: pg.ColorBarItem | None = None
         if colour_bar:

@@ -195,6 +195,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def _connect(self) -> None:
         self.controls.run_requested.connect(self._on_run_triggered)
         self.controls.open_file_requested.connect(self._on_open_file_triggered)
+        self.controls.kernel_changed.connect(self._on_kernel_changed)
         self.run_action.triggered.connect(self._on_run_triggered)
         self.cancel_action.triggered.connect(self.controller.cancel)
         self.cancel_button.clicked.connect(self.controller.cancel)
@@ -409,12 +410,22 @@ class MainWindow(QtWidgets.QMainWindow):
             return False
         self.hide_error()
         self.controls.add_kernel_file(path, tuple(k.name for k in module.kernels))
-        launch = module.kernels[0].launch
-        if launch is not None:
-            self.controls.apply_launch(launch.grid, launch.block)
-            self.statusBar().showMessage(f"{Path(path).name}: its own launch {launch} is the "
-                                         "default", 10000)
         return True
+
+    def _on_kernel_changed(self) -> None:
+        """A kernel file's own literal launch (kernel[grid, block](...)) becomes the launch."""
+        kind, path = self.controls.kernel_choice()
+        if kind != "file":
+            return
+        try:
+            module = read_module(path)
+            kernel = module.kernel(self.controls.function_combo.currentText() or None)
+        except ThreadMapError:
+            return
+        if kernel.launch is not None:
+            self.controls.apply_launch(kernel.launch.grid, kernel.launch.block)
+            self.statusBar().showMessage(f"{kernel.name}: the file's own launch {kernel.launch}",
+                                         10000)
 
     # -- export ---------------------------------------------------------------------------------
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.result import BACKEND_LABELS
+from kernels.result import BACKEND_LABELS, BACKEND_SHORT
 from kernels.sweep import SweepCell
 
 from .colors import colour_map
 from .export import cell_title, shared_top
-from .heatmap import HeatmapPlot
+from .heatmap import HeatmapPlot, colour_bar_ticks
 from .maps import MAP_CHOICES, make_map
 from .qt import QtCore, QtWidgets, pg
 
@@ -130,6 +130,7 @@ class SweepView(QtWidgets.QWidget):
             first = next(iter(images.values()))
             bar = pg.ColorBarItem(values=first.levels, colorMap=colour_map(first.colouring),
                                   interactive=False, width=14)
+            bar.axis.setTicks(colour_bar_ticks(first))
             self.matrix.addItem(bar, row=1, col=len(threads) + 1, rowspan=len(blocks))
         self._draw_times()
         done = [c for c in self.cells if c.result is not None]
@@ -156,8 +157,15 @@ class SweepView(QtWidgets.QWidget):
                 self.time_plot.plot(xs, ys, pen=None, symbol="o", symbolBrush=colour,
                                     symbolPen=None, name=word)
         if backends:
-            label = "; ".join(BACKEND_LABELS[b] for b in sorted(backends))
-            self.time_plot.setLabel("left", f"kernel time (s): {label}")
+            label = ", ".join(BACKEND_SHORT[b] for b in sorted(backends))
+            gpu = backends <= {"gpu"}
+            self.time_plot.setLabel("left", f"kernel time (s), {label}"
+                                    + ("" if gpu else ": not GPU"))
+            self.time_plot.setToolTip("; ".join(BACKEND_LABELS[b] for b in sorted(backends)))
+        # Ticks at the configurations' own thread counts (log axis: log10 values).
+        totals = sorted({c.total_threads for c in self.cells})
+        self.time_plot.getAxis("bottom").setTicks(
+            [[(float(np.log10(t)), f"{t:,}") for t in totals]])
 
     def _on_matrix_clicked(self, event) -> None:
         pos = event.scenePos()

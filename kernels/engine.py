@@ -13,7 +13,7 @@ from .backends.common import CancelCallback, KernelJob, ProgressCallback, _never
 from .correctness import compare, reference
 from .errors import BackendUnavailable, RunCancelled
 from .inputs import make_inputs
-from .loader import load_plan, scalar_arguments
+from .loader import load_plan, resolve_scalars, scalar_arguments
 from .plan import KernelPlan
 from .records import read_back
 from .request import RunRequest, check_request
@@ -132,7 +132,8 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
                      "counts still show elements it never wrote")
     if scalars:
         notes.append("scalar arguments: " + ", ".join(
-            f"{name} = {value}" for name, value in zip(plan.scalars, scalars)))
+            f"{name} = {value} ({source})" for name, value, source
+            in resolve_scalars(plan, request)))
     timings = list(output.timings) + [_time_reference(a, b, request.backend == "gpu")]
     progress(1.0, "done")
     return RunResult(

@@ -48,8 +48,8 @@ def _builtin_plan(name: str) -> KernelPlan:
     return make_plan(module, module.kernel(None))
 
 
-def scalar_arguments(plan: KernelPlan, request: RunRequest) -> tuple[float | int, ...]:
-    """Values of the kernel's scalar parameters, in order.
+def resolve_scalars(plan: KernelPlan, request: RunRequest) -> list[tuple[str, float, str]]:
+    """(name, value, where it came from) for each scalar parameter, in order.
 
     A value given in the request wins.  Otherwise a parameter whose name says
     which dimension it is (``m``/``k``/``n``, ``rows``/``cols``, ...) takes it;
@@ -62,21 +62,26 @@ def scalar_arguments(plan: KernelPlan, request: RunRequest) -> tuple[float | int
         raise RequestError(f"kernel {plan.name!r} has no scalar parameter "
                            f"{', '.join(sorted(unknown))} (its scalars: "
                            f"{', '.join(plan.scalars) or 'none'})")
-    values = []
+    resolved = []
     dims = {"m": request.m, "k": request.k, "n": request.n}
     square = request.m == request.k == request.n
     for name in plan.scalars:
         if name in given:
-            values.append(given[name])
+            resolved.append((name, given[name], "given"))
             continue
         meaning = _DIMENSION_NAMES.get(name, "?")
         if meaning in dims:
-            values.append(dims[meaning])
+            resolved.append((name, dims[meaning], f"{meaning.upper()}, from its name"))
         elif meaning is None and square:
-            values.append(request.n)
+            resolved.append((name, request.n, "M = K = N"))
         else:
             raise RequestError(
                 f"kernel {plan.name!r} takes a scalar parameter {name!r} whose value "
-                "ThreadMap cannot derive from the shapes; give it (e.g. --scalar "
-                f"{name}=VALUE)")
-    return tuple(values)
+                "ThreadMap cannot derive from the shapes; give its value (the Scalars field, "
+                f"or --scalar {name}=VALUE)")
+    return resolved
+
+
+def scalar_arguments(plan: KernelPlan, request: RunRequest) -> tuple[float | int, ...]:
+    """Values of the kernel's scalar parameters, in order (see resolve_scalars)."""
+    return tuple(value for _, value, _ in resolve_scalars(plan, request))

@@ -143,6 +143,7 @@ class _Planner:
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
             raise self.fail("only plain positional parameters are supported", self.node)
         self._check_constructs()
+        self._check_names()
         arities = self._array_arities()
         stored, loaded_arrays = self._stores_and_loads(arities)
         arrays = tuple(p for p in self.params if p in arities)
@@ -192,6 +193,38 @@ class _Planner:
                                 "parameter to keep naming its argument", node)
             if isinstance(node, ast.Call):
                 self._check_call(node)
+
+    def _check_names(self) -> None:
+        """Every name the kernel reads must exist: a parameter, a local, a kept
+        import, a simple module constant or a builtin.  (numba would say only
+        "name is not defined", without a line.)"""
+        assigned = set(self.params)
+        for node in self._walk():
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                assigned.add(node.id)
+        known = assigned | set(self.aliases) | set(self.module.constants) | _BUILTIN_NAMES
+        for node in self._walk():
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
+                    and node.id not in known:
+                defined_elsewhere = any(
+                    isinstance(top, (ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.ClassDef))
+                    and node.id in {t.id for t in ast.walk(top) if isinstance(t, ast.Name)}
+                    | ({top.name} if isinstance(top, (ast.FunctionDef, ast.ClassDef)) else set())
+                    for top in self.module.tree.body)
+                why = (" (it is defined in the file, but not as a simple constant: kernels see "
+                       "only the file's numpy/math/numba imports and constants such as TPB = 16)"
+                       if defined_elsewhere else "")
+                raise self.fail(f"name {node.id!r} is not defined{why}", node)
+        for node in self._walk():
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) \
+                    and node.value.id in self.params:
+                for target in node.targets:
+                    alias = target.id if isinstance(target, ast.Name) else None
+                    if alias and any(isinstance(sub, ast.Subscript)
+                                     and isinstance(sub.value, ast.Name)
+                                     and sub.value.id == alias for sub in self._walk()):
+                        raise self.fail(f"array {node.value.id!r} is aliased to {alias!r}; "
+                                        "index the parameter directly", node)
 
     def _check_call(self, node: ast.Call) -> None:
         func = node.func

@@ -102,7 +102,7 @@ class OutOfBounds:
     first_index: tuple[int, ...] | None
 
     def describe(self) -> str:
-        text = f"{self.count} out-of-bounds {self.direction}s of {self.array}"
+        text = f"{self.count:,} out-of-bounds {self.direction}s of {self.array}"
         if self.first_thread >= 0:
             text += f" (first: thread {self.first_thread}"
             if self.first_index is not None:

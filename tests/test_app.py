@@ -250,3 +250,41 @@ def test_run_off_the_gui_thread_reports_progress(qtbot, settings):
     qtbot.waitUntil(lambda: not win.controller.busy)
     assert seen and max(seen) == 1.0
     assert win.results.rowCount() == 1
+
+
+def test_open_a_kernel_file_with_two_kernels_and_run_one(window, tmp_path):
+    from tests.test_custom_kernels import TWO_KERNELS, write
+    run_preset(window, "grid-stride")
+    path = write(tmp_path, "two.py", TWO_KERNELS)
+    assert window.open_kernel_file(str(path))
+    controls = window.controls
+    assert controls.kernel_combo.currentText() == "two.py"
+    assert controls.layout().isRowVisible(controls.function_combo)
+    assert [controls.function_combo.itemText(i) for i in range(controls.function_combo.count())] \
+        == ["add_kernel", "matmul_n"]
+    controls.function_combo.setCurrentText("matmul_n")
+    # The file's own launch, matmul_n[(2, 2), (TPB, TPB)], became the launch.
+    assert (controls.grid_edit.text(), controls.block_edit.text()) == ("2x2", "16x16")
+    for spin in (controls.m_spin, controls.k_spin, controls.n_spin):
+        spin.setValue(20)
+    controls.backend_combo.setCurrentText("cpu")
+    window._on_run_triggered()
+    assert window.results.rowCount() == 2
+    assert window.current.kernel_name == "matmul_n" and window.current.verdict.passed
+    assert window.results.cell_text(1, 1) == "two.py:matmul_n"
+
+
+def test_a_file_that_does_not_parse_is_refused_and_nothing_is_lost(window, tmp_path):
+    run_preset(window, "grid-stride")
+    previous = window.current
+    bad = tmp_path / "broken.py"
+    bad.write_text("from numba import cuda\n@cuda.jit\ndef k(A, B, C:\n    pass\n")
+    assert not window.open_kernel_file(str(bad))
+    assert "does not parse" in window.error_label.text() and "broken.py:3" in \
+        window.error_label.text()
+    assert window.current is previous
+    assert window.controls.kernel_choice() == ("builtin", "grid-stride")
+    empty = tmp_path / "empty.py"
+    empty.write_text("x = 1\n")
+    assert not window.open_kernel_file(str(empty))
+    assert "no CUDA kernel found" in window.error_label.text()

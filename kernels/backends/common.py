@@ -95,24 +95,65 @@ class BackendOutput:
     notes: list[str] = field(default_factory=list)
 
 
+_NOISE = ("During:", "This error may have been", "For more information", "- Resolution failure",
+          "File \"<", "raised from", "There are ", "- Of which", "Overload of function",
+          "Operator Overload in function", "With argument(s)", "No match", "* (", "Failed in",
+          "Rejected as the implementation", "Overload in function")
+
+
 def shorten_numba_error(message: str, relocate: Callable[[str], str] | None = None,
                         max_lines: int = 14) -> str:
-    """Keep what matters of a numba error: drop its boilerplate and tracebacks."""
+    """Keep what matters of a numba error: what failed, and where in the user's
+    file (numba's candidate lists, tracebacks and colours are dropped)."""
+    message = re.sub(r"\x1b\[[0-9;]*m", "", message)  # numba's terminal colours
     if relocate:
         message = relocate(message)
-    kept = []
-    for line in message.splitlines():
+    lines = message.splitlines()
+    what: list[str] = []
+    where: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index].rstrip()
         stripped = line.strip()
-        if not stripped or stripped.startswith(("During:", "This error may have been",
-                                                "For more information", "- Resolution failure",
-                                                "File \"<", "raised from")):
+        index += 1
+        if "(generated code)" in line:
+            # The derived code's listing means nothing to the user: skip to its caret.
+            while index < len(lines) and not re.match(r"^\s*\^+\s*$", lines[index]):
+                index += 1
+            index += 1
             continue
-        if re.match(r"^\s*\^+\s*$", line):
+        if stripped.startswith('File "'):
+            where.append(stripped)
+            # numba follows the location with its listing of the (derived) code;
+            # show the user's own line instead.
+            while index < len(lines) and lines[index].strip() and \
+                    not lines[index].strip().startswith(("File", "During")):
+                index += 1
+            source_line = _source_line(stripped)
+            if source_line:
+                where.append("    " + source_line)
             continue
-        kept.append(line.rstrip())
-    if len(kept) > max_lines:
-        kept = kept[:max_lines] + ["..."]
-    return "\n".join(kept)
+        if not stripped or stripped.startswith(_NOISE) or re.match(r"^\s*\^+\s*$", line):
+            continue
+        if stripped not in what:
+            what.append(stripped)
+    kept = what[:max(3, max_lines - len(where))] + list(dict.fromkeys(where))
+    return "\n".join(kept[:max_lines])
+
+
+def _source_line(location: str) -> str | None:
+    """The text of ``File "path", line N`` from the file itself."""
+    match = re.match(r'File "([^"]+)", line (\d+)', location)
+    if not match:
+        return None
+    try:
+        with open(match.group(1), encoding="utf-8") as handle:
+            for number, text in enumerate(handle, start=1):
+                if number == int(match.group(2)):
+                    return text.strip()
+    except OSError:
+        return None
+    return None
 
 
 def median_time(run: Callable[[], float], repeats: int, budget: float = 2.0) -> tuple[float, int]:
