@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .maps import MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR, PALETTE, Colouring, MapImage
+from .maps import (DIFF_COLOURS, MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR, PALETTE, Colouring,
+                   MapImage)
 from .qt import QtGui, pg
 
 
@@ -43,6 +44,9 @@ def colour_map(colouring: Colouring) -> pg.ColorMap:
             rgb = _rgb(colour)
             bins.append((i / n, (i + 1) / n, rgb, rgb))
         return _stepped(bins)
+    if colouring.kind == "diff":
+        n = len(DIFF_COLOURS)
+        return _stepped([(i / n, (i + 1) / n, _rgb(c), _rgb(c)) for i, c in enumerate(DIFF_COLOURS)])
     if colouring.kind == "zero":
         bins_total = max(colouring.top, 1) + 1
         unit = 1.0 / bins_total

@@ -12,7 +12,7 @@ from kernels.source import format_dims
 from kernels.sweep import SweepCell
 
 from .heatmap import HeatmapPlot
-from .maps import MAP_CHOICES, make_map
+from .maps import MAP_CHOICES, MapImage, make_map, replay_map
 from .qt import QtCore, QtWidgets, pg
 
 
@@ -96,10 +96,12 @@ def _write_svg(widget: pg.GraphicsLayoutWidget, path: Path, size: tuple[int, int
 
 
 def export_heatmap(result: RunResult, path: str | Path, map_name: str = "count",
-                   size: tuple[int, int] = (1200, 900), writer_kind: str = "thread") -> Path:
-    """Write map ``map_name`` of ``result`` to ``path`` (.png or .svg): its
-    title names kernel, shape, launch, backend and verdict; with its colour bar."""
-    if map_name not in MAP_CHOICES:
+                   size: tuple[int, int] = (1200, 900), writer_kind: str = "thread",
+                   image: MapImage | None = None) -> Path:
+    """Write map ``map_name`` of ``result`` (or a ready ``image``) to ``path``
+    (.png or .svg): titled with kernel, shape, launch, backend and verdict,
+    with its colour bar."""
+    if image is None and map_name not in MAP_CHOICES:
         raise ValueError(f"unknown map {map_name!r}; maps: {', '.join(MAP_CHOICES)}")
     width, height = size
     if not (16 <= width <= 16384 and 16 <= height <= 16384):
@@ -108,7 +110,7 @@ def export_heatmap(result: RunResult, path: str | Path, map_name: str = "count",
     try:
         widget.ci.addLabel(run_title(result, html=True), row=0, col=0, size="11pt")
         plot = HeatmapPlot(widget.ci, row=1, col=0)
-        image = make_map(result, map_name, writer_kind)
+        image = image if image is not None else make_map(result, map_name, writer_kind)
         plot.show(image)
         widget.ci.addLabel(_wrapped(image.legend, width - 40), row=2, col=0, size="9pt")
         return _write_scene(widget, Path(path), size)
@@ -146,6 +148,39 @@ def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str
     finally:
         widget.close()
         widget.deleteLater()
+
+
+def export_replay(result: RunResult, folder: str | Path, size: tuple[int, int] = (800, 600),
+                  gif: bool = True, frame_ms: int = 500) -> list[Path]:
+    """One PNG per grid-stride iteration (``replay_000.png``, ...) and, with
+    Pillow installed, ``replay.gif`` playing them.  Returns the files written."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    iterations = int(result.maps.iteration.max()) + 1
+    if iterations <= 0:
+        raise ValueError("no element was written: nothing to replay")
+    written = []
+    widget = _offscreen_widget(size)
+    try:
+        widget.ci.addLabel(run_title(result, html=True), row=0, col=0, size="11pt")
+        plot = HeatmapPlot(widget.ci, row=1, col=0)
+        for iteration in range(iterations):
+            plot.show(replay_map(result, iteration))
+            written.append(_write_scene(widget, folder / f"replay_{iteration:03d}.png", size))
+    finally:
+        widget.close()
+        widget.deleteLater()
+    if gif:
+        try:
+            from PIL import Image
+        except ImportError:
+            return written
+        frames = [Image.open(path).convert("P", palette=Image.Palette.ADAPTIVE) for path in written]
+        target = folder / "replay.gif"
+        frames[0].save(target, save_all=True, append_images=frames[1:], duration=frame_ms,
+                       loop=0)
+        written.append(target)
+    return written
 
 
 def cell_title(cell: SweepCell) -> str:

@@ -13,6 +13,8 @@ from .qt import QtCore, pg
 def colour_bar_ticks(image: MapImage) -> list | None:
     """Integer ticks for maps of counts and ids (None: let pyqtgraph choose)."""
     colouring = image.colouring
+    if colouring.kind == "diff":
+        return [[(0, "same"), (1, "value"), (2, "writer"), (3, "count")]]
     if colouring.kind == "categorical":
         return [[(-1, "none")] + [(v, str(v)) for v in range(0, int(colouring.top) + 1, 5)]]
     if colouring.kind in ("count", "zero"):

@@ -15,9 +15,11 @@ from kernels.source import read_module
 from kernels.sweep import SweepCell, parse_list, sweep_requests, write_sweep
 
 from .controls import ControlPanel
-from .export import export_contact_sheet, export_heatmap, run_title
+from .export import export_contact_sheet, export_heatmap, export_replay, run_title
 from .heatmap import HeatmapWidget
-from .maps import MAP_CHOICES, WRITER_KINDS, make_map
+from .analysis import AnalysisPanel
+from .maps import (ANALYSIS_MAPS, MAP_CHOICES, WRITER_KINDS, diff_map, make_map, replay_map,
+                   sectors_map)
 from .qt import QtCore, QtGui, QtWidgets
 from .results_table import ResultsModel
 from .settings import Settings
@@ -47,6 +49,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.setWindowIcon(QtGui.QIcon(str(resources.path(resources.ICON))))
         self.controller = RunController(self, synchronous=synchronous)
         self.current: RunResult | None = None
+        self.diff_pair: tuple[RunResult, RunResult] | None = None
         self.sweep_cells: list[SweepCell] = []
 
         self.controls = ControlPanel(backend_availability())
@@ -70,7 +73,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.table.setObjectName("results-table")
         self.table.setModel(self.results)
         self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
+        # Extended: Ctrl+click a second run to compare the two (Diff).
+        self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.verticalHeader().hide()
         self.table.selectionModel().currentRowChanged.connect(self._on_table_row_changed)
@@ -98,6 +102,9 @@ class MainWindow(QtWidgets.QMainWindow):
             self.map_combo.addItem(label, name)
             self.map_combo.setItemData(self.map_combo.count() - 1, description,
                                        QtCore.Qt.ItemDataRole.ToolTipRole)
+        self.map_combo.insertSeparator(self.map_combo.count())
+        for name, label in ANALYSIS_MAPS.items():
+            self.map_combo.addItem(label, name)
         self.writer_combo = QtWidgets.QComboBox()
         self.writer_combo.setObjectName("writer-kind")
         self.writer_combo.addItems(WRITER_KINDS)
@@ -137,7 +144,13 @@ class MainWindow(QtWidgets.QMainWindow):
         layout.addWidget(self.error_label)
         self.heatmap = HeatmapWidget()
         self.heatmap.setObjectName("heatmap")
-        layout.addWidget(self.heatmap, 1)
+        self.analysis = AnalysisPanel()
+        splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
+        splitter.addWidget(self.heatmap)
+        splitter.addWidget(self.analysis)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        layout.addWidget(splitter, 1)
         self.legend_label = QtWidgets.QLabel()
         self.legend_label.setWordWrap(True)
         layout.addWidget(self.legend_label)
@@ -216,6 +229,11 @@ class MainWindow(QtWidgets.QMainWindow):
         self.sweep_view.cell_opened.connect(self._on_sweep_cell_opened)
         self.sweep_view.export_sheet_requested.connect(self._on_export_sheet_triggered)
         self.sweep_view.export_folder_requested.connect(self._on_export_folder_triggered)
+        self.analysis.site_selected.connect(lambda _: self._select_map("sectors"))
+        self.analysis.replay_changed.connect(lambda _: self._select_map("replay"))
+        self.analysis.diff_requested.connect(self._on_diff_triggered)
+        self.analysis.export_replay_requested.connect(self._on_export_replay_triggered)
+        self.analysis.occupancy_settings_changed.connect(self._on_occupancy_settings_changed)
 
     # -- settings -------------------------------------------------------------------------
 
@@ -291,7 +309,7 @@ class MainWindow(QtWidgets.QMainWindow):
             return
         self.hide_error()
         self.statusBar().showMessage(f"running on {resolved[0]}: {resolved[1]}")
-        self.controller.start_run(request)
+        self.controller.start_run(request, self.analysis.assumed_registers)
 
     def _simulator_ok(self, request: RunRequest, configurations: int) -> bool:
         seconds = simulator_seconds(request) * configurations
@@ -372,17 +390,87 @@ class MainWindow(QtWidgets.QMainWindow):
                f"{verdict.errors.rel_tolerance:.2e}"))
         lines = [t.describe() for t in result.timings] + [f"note: {n}" for n in result.notes]
         self.details_label.setText("\n".join(lines))
+        self.diff_pair = None
+        self.analysis.show_result(result)
+        if self.map_combo.currentData() in ANALYSIS_MAPS:
+            self._select_map("count")
         self._show_current_map(reset)
+
+    def _select_map(self, name: str) -> None:
+        index = self.map_combo.findData(name)
+        if self.map_combo.currentIndex() == index:
+            self._show_current_map(False)
+        else:
+            self.map_combo.setCurrentIndex(index)
+
+    def current_image(self):
+        """The MapImage the map selector and the analysis panel ask for."""
+        name = self.map_combo.currentData()
+        if name == "sectors":
+            rows = self.analysis.coalescing_table.selectionModel().selectedRows()
+            if not self.current.coalescing:
+                raise ThreadMapError("this run has no access to A, B or C to analyse")
+            return sectors_map(self.current, rows[0].row() if rows else 0)
+        if name == "replay":
+            return replay_map(self.current, self.analysis.replay_slider.value())
+        if name == "diff":
+            if self.diff_pair is None:
+                raise ThreadMapError("select two runs in the results table (Ctrl+click), "
+                                     "then Compare in the Diff tab")
+            return diff_map(*self.diff_pair)
+        return make_map(self.current, name, self.writer_combo.currentText())
 
     def _show_current_map(self, reset_view: bool = True) -> None:
         name = self.map_combo.currentData()
         self.writer_combo.setVisible(name == "writer")
         self.writer_label.setVisible(name == "writer")
+        if self.current is None or name is None:
+            return
+        try:
+            image = self.current_image()
+        except ThreadMapError as exc:
+            self.legend_label.setText(str(exc))
+            return
+        shown = self.diff_pair[0] if name == "diff" else self.current
+        self.heatmap.show_map(shown, image, reset_view=reset_view)
+        self.legend_label.setText(image.legend)
+
+    def selected_results(self) -> list[RunResult]:
+        rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
+        return [self.results.results[row] for row in rows]
+
+    def _on_diff_triggered(self) -> None:
+        chosen = self.selected_results()
+        if len(chosen) != 2:
+            self.show_error(f"select exactly two runs in the results table to compare "
+                            f"({len(chosen)} selected)")
+            return
+        try:
+            image = diff_map(*chosen)
+        except ThreadMapError as exc:
+            self.show_error(str(exc))
+            return
+        self.hide_error()
+        self.diff_pair = (chosen[0], chosen[1])
+        self.analysis.diff_label.setText(
+            f"run {self.results.results.index(chosen[0]) + 1} vs run "
+            f"{self.results.results.index(chosen[1]) + 1}: {image.context[1].summary()}")
+        self._select_map("diff")
+
+    def _on_occupancy_settings_changed(self) -> None:
+        self.analysis.show_result(self.current)
+        self.sweep_view.assumed_registers = self.analysis.assumed_registers
+        self.sweep_view.redraw()
+
+    def _on_export_replay_triggered(self) -> None:
         if self.current is None:
             return
-        image = make_map(self.current, name, self.writer_combo.currentText())
-        self.heatmap.show_map(self.current, image, reset_view=reset_view)
-        self.legend_label.setText(image.legend)
+        folder = QtWidgets.QFileDialog.getExistingDirectory(
+            self, "Export the replay frames to a folder", str(Path.home()))
+        if folder:
+            self._guarded(lambda: export_replay(self.current, folder,
+                                                (self.export_width.value(),
+                                                 self.export_height.value()))[-1])
 
     def _on_heatmap_hovered(self, text: str) -> None:
         if text:
@@ -433,9 +521,10 @@ class MainWindow(QtWidgets.QMainWindow):
         """Export the shown map (no dialog: the dialog only picks the name)."""
         if self.current is None:
             raise ThreadMapError("nothing to export yet: run something first")
-        return export_heatmap(self.current, path, self.map_combo.currentData(),
-                              (self.export_width.value(), self.export_height.value()),
-                              self.writer_combo.currentText())
+        image = self.current_image()
+        shown = self.diff_pair[0] if image.name == "diff" else self.current
+        return export_heatmap(shown, path, image=image,
+                              size=(self.export_width.value(), self.export_height.value()))
 
     def _on_export_triggered(self) -> None:
         if self.current is None:
@@ -484,7 +573,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.sweep_cells = []
         self.sweep_view.clear()
         self.tabs.setCurrentWidget(self.sweep_view)
-        self.controller.start_sweep(base, blocks, threads)
+        self.controller.start_sweep(base, blocks, threads, self.analysis.assumed_registers)
 
     def _on_sweep_cell(self, cell: SweepCell) -> None:
         self.sweep_cells.append(cell)

@@ -46,8 +46,10 @@ class MapImage:
     legend: str
     x_label: str
     y_label: str
-    #: "C", "A", "B" or "threads": what a pixel is
+    #: "C", "A", "B", "threads", "warps" or "diff": what a pixel is
     domain: str
+    #: what hover needs beyond the result (the site, the other run of a diff)
+    context: object = None
 
     @property
     def levels(self) -> tuple[float, float]:
@@ -58,6 +60,8 @@ class MapImage:
             return (-1.5, len(PALETTE) - 0.5)
         if c.kind == "zero":
             return (-0.5, max(c.top, 1) + 0.5)
+        if c.kind == "diff":
+            return (-0.5, 3.5)
         return (c.bottom, c.top if c.top > c.bottom else c.bottom + 1)
 
 
@@ -73,6 +77,13 @@ MAP_CHOICES = {
     "reads_b": ("Reads of B", "how many times each element of B was read"),
 }
 WRITER_KINDS = ("thread", "block", "warp")
+#: Maps that need more than a run (shown from the analysis panel).
+ANALYSIS_MAPS = {
+    "sectors": "Sectors per warp request",
+    "replay": "Replay of grid-stride iterations",
+    "diff": "Difference of two runs",
+}
+DIFF_COLOURS = ("#e0e0e0", "#fdd835", "#fb8c00", "#c62828")
 
 
 @dataclass(frozen=True)
@@ -196,6 +207,48 @@ def make_map(result: RunResult, name: str, writer_kind: str = "thread",
     raise ValueError(f"unknown map {name!r}")
 
 
+def sectors_map(result: RunResult, site_index: int) -> MapImage:
+    """Sectors of each warp's request at one access site (warps x occurrences)."""
+    site = result.coalescing[site_index]
+    data = site.per_warp.astype(np.float64)
+    top = float(max(32, np.nanmax(data, initial=1)))
+    return MapImage("sectors", f"Sectors per warp request: {site.site.label()}", data,
+                    Colouring("sequential", top, 1.0),
+                    f"colour = distinct 32-byte sectors one warp's request touches (ideal "
+                    f"{site.ideal_sectors:g} for {site.element_bytes}-byte elements, 1 = all "
+                    "lanes on one address); blank = the warp did not get there",
+                    "occurrence (the thread's 1st, 2nd, ... time at this line)",
+                    "warp (block by block)", "warps", context=site)
+
+
+def replay_map(result: RunResult, iteration: int) -> MapImage:
+    """Which warp writes each element at one grid-stride iteration; earlier
+    iterations in black, elements still to come blank."""
+    maps = result.maps
+    warp = writer_ids(result, "warp")
+    data = np.full(maps.iteration.shape, np.nan)
+    data[(maps.iteration >= 0) & (maps.iteration < iteration)] = -1
+    now = maps.iteration == iteration
+    data[now] = warp[now] % len(PALETTE)
+    written = int(np.count_nonzero(now))
+    return MapImage("replay", f"Iteration {iteration}: {written:,} elements written",
+                    data, Colouring("categorical", len(PALETTE) - 1),
+                    f"colour = warp writing the element at iteration {iteration} (warp id mod "
+                    f"{len(PALETTE)}); black = written at an earlier iteration; blank = not yet",
+                    "column of C", "row of C", "C", context=iteration)
+
+
+def diff_map(first: RunResult, second: RunResult) -> MapImage:
+    from kernels.diff import diff_runs
+
+    diff = diff_runs(first, second)
+    return MapImage("diff", "Difference of two runs", diff.category.astype(np.float64),
+                    Colouring("diff", 3),
+                    "grey = same, yellow = value changed, orange = writer changed, red = write "
+                    f"count changed. {diff.summary()}", "column of C", "row of C", "diff",
+                    context=(second, diff))
+
+
 def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | None:
     """What to say about the pixel (row, col) of ``image`` (None outside it)."""
     if not (0 <= row < image.data.shape[0] and 0 <= col < image.data.shape[1]):
@@ -218,6 +271,25 @@ def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | 
             lines.append("never written")
         lines.append(f"C = {result.c[row, col]:.7g}   reference = {result.reference[row, col]:.7g}")
         return "\n".join(lines)
+    if image.domain == "warps":
+        site = image.context
+        tpb = result.request.threads_per_block
+        warps_per_block = -(-tpb // WARP)
+        block, warp = divmod(row, warps_per_block)
+        value = image.data[row, col]
+        if np.isnan(value):
+            return f"warp {row} (block {block}, warp {warp}): not at this line a {col + 1}th time"
+        return (f"warp {row} (block {block}, warp {warp}), occurrence {col}: "
+                f"{int(value)} sectors (ideal {site.ideal_sectors:g})")
+    if image.domain == "diff":
+        second, diff = image.context
+        from kernels.diff import CATEGORY_NAMES
+        a, b = result.maps, second.maps
+        return (f"C[{row}, {col}]: {CATEGORY_NAMES[int(diff.category[row, col])]}\n"
+                f"first:  stored {int(a.writes[row, col])}x, writers {int(a.min_writer[row, col])}"
+                f"..{int(a.max_writer[row, col])}, C = {result.c[row, col]:.7g}\n"
+                f"second: stored {int(b.writes[row, col])}x, writers {int(b.min_writer[row, col])}"
+                f"..{int(b.max_writer[row, col])}, C = {second.c[row, col]:.7g}")
     if image.domain == "threads":
         gtid = thread_at(result, row, col)
         if gtid is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernels.occupancy import ASSUMED_REGISTERS, GPU_MODELS
 from kernels.result import BACKEND_LABELS, BACKEND_SHORT
 from kernels.sweep import SweepCell
 
@@ -43,6 +44,15 @@ class SweepView(QtWidgets.QWidget):
         for name in SWEEP_MAPS:
             self.map_combo.addItem(MAP_CHOICES[name][0], name)
         self.map_combo.currentIndexChanged.connect(lambda _: self.redraw())
+        self.gpu_combo = QtWidgets.QComboBox()
+        self.gpu_combo.setObjectName("sweep-gpu")
+        self.gpu_combo.setToolTip("GPU model for the occupancy and waves shown in each cell")
+        for name, model in GPU_MODELS.items():
+            self.gpu_combo.addItem(name)
+            self.gpu_combo.setItemData(self.gpu_combo.count() - 1, model.source,
+                                       QtCore.Qt.ItemDataRole.ToolTipRole)
+        self.gpu_combo.currentIndexChanged.connect(lambda _: self.redraw())
+        self.assumed_registers = ASSUMED_REGISTERS
         self.run_button = QtWidgets.QPushButton("Run sweep")
         self.run_button.setObjectName("run-sweep")
         self.run_button.clicked.connect(self.run_requested.emit)
@@ -51,7 +61,7 @@ class SweepView(QtWidgets.QWidget):
         self.folder_button = QtWidgets.QPushButton("Export all to folder...")
         self.folder_button.clicked.connect(self.export_folder_requested.emit)
         for label, widget in (("Blocks", self.blocks_edit), ("Threads per block", self.threads_edit),
-                              ("Map", self.map_combo)):
+                              ("Map", self.map_combo), ("Occupancy on", self.gpu_combo)):
             form.addWidget(QtWidgets.QLabel(label))
             form.addWidget(widget, 1 if isinstance(widget, QtWidgets.QLineEdit) else 0)
         form.addWidget(self.run_button)
@@ -72,7 +82,15 @@ class SweepView(QtWidgets.QWidget):
         self.time_plot.setLabel("bottom", "total threads (blocks x threads per block)")
         self.time_plot.setLabel("left", "kernel time (s)")
         self.time_plot.addLegend()
-        splitter.addWidget(self.time_plot)
+        plots = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
+        plots.addWidget(self.time_plot)
+        self.idle_plot = pg.PlotWidget()
+        self.idle_plot.setLogMode(x=True, y=False)
+        self.idle_plot.setLabel("bottom", "total threads")
+        self.idle_plot.setLabel("left", "idle threads (%)")
+        self.idle_plot.setYRange(0, 100)
+        plots.addWidget(self.idle_plot)
+        splitter.addWidget(plots)
         splitter.setSizes([600, 250])
         layout.addWidget(splitter, 1)
         self._set_export_enabled()
@@ -123,8 +141,8 @@ class SweepView(QtWidgets.QWidget):
                 image = make_map(cell.result, self.map_name, shared_top=top)
                 images[id(cell)] = image
                 plot.show(image, "")
-                plot.plot.setTitle(f"<span style='color:{colour}'>{cell_title(cell)}</span>",
-                                   size="8pt")
+                plot.plot.setTitle(f"<span style='color:{colour}'>{cell_title(cell)}</span>"
+                                   f"<br>{self.occupancy_text(cell)}", size="8pt")
             self._plots.append((plot, cell))
         if images:
             first = next(iter(images.values()))
@@ -139,8 +157,23 @@ class SweepView(QtWidgets.QWidget):
                             f"{len(done) - passed} FAIL, {len(self.cells) - len(done)} errors. "
                             "One colour scale for all cells. Click a cell to open it.")
 
+    def occupancy_text(self, cell: SweepCell) -> str:
+        """``"H100: occ 75%, 2 waves, 71% of last idle; 12% threads idle"``."""
+        from kernels.loader import load_plan
+        from kernels.occupancy import launch_occupancy
+
+        idle = cell.result.maps.idle_threads / max(cell.total_threads, 1)
+        try:
+            occ = launch_occupancy(cell.request, load_plan(cell.request),
+                                   self.gpu_combo.currentText(), self.assumed_registers)
+        except Exception:  # the kernel file changed since: occupancy unknown
+            return f"{idle:.0%} threads idle"
+        return (f"occ {occ.occupancy:.0%}, {occ.waves} wave{'s' if occ.waves != 1 else ''} "
+                f"({occ.last_wave_idle:.0%} of last idle), {idle:.0%} threads idle")
+
     def _draw_times(self) -> None:
         self.time_plot.clear()
+        self.idle_plot.clear()
         points = {"PASS": [], "FAIL": []}
         backends = set()
         for cell in self.cells:
@@ -162,10 +195,16 @@ class SweepView(QtWidgets.QWidget):
             self.time_plot.setLabel("left", f"kernel time (s), {label}"
                                     + ("" if gpu else ": not GPU"))
             self.time_plot.setToolTip("; ".join(BACKEND_LABELS[b] for b in sorted(backends)))
+        idle = np.array([(c.total_threads, 100 * c.result.maps.idle_threads / c.total_threads)
+                         for c in self.cells if c.result is not None], dtype=float)
+        if idle.size:
+            self.idle_plot.plot(idle[:, 0], idle[:, 1], pen=None, symbol="s",
+                                symbolBrush="#4c72b0", symbolPen=None)
         # Ticks at the configurations' own thread counts (log axis: log10 values).
         totals = sorted({c.total_threads for c in self.cells})
-        self.time_plot.getAxis("bottom").setTicks(
-            [[(float(np.log10(t)), f"{t:,}") for t in totals]])
+        ticks = [[(float(np.log10(t)), f"{t:,}") for t in totals]]
+        self.time_plot.getAxis("bottom").setTicks(ticks)
+        self.idle_plot.getAxis("bottom").setTicks(ticks)
 
     def _on_matrix_clicked(self, event) -> None:
         pos = event.scenePos()

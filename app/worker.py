@@ -30,6 +30,18 @@ def run_options(request: RunRequest) -> dict:
     return {}
 
 
+def warm_occupancy(request: RunRequest, assumed_registers: int) -> None:
+    """Measure registers (ptxas, ~1 s per GPU model, once per kernel) here, in the
+    worker, so the occupancy tables never make the GUI wait."""
+    from kernels.loader import load_plan
+    from kernels.occupancy import warm
+
+    try:
+        warm(load_plan(request), request.dtype, assumed_registers)
+    except ThreadMapError:
+        pass
+
+
 class _Job(QtCore.QThread):
     """One unit of work; its body calls ``emit_*`` which become queued signals."""
 
@@ -79,20 +91,23 @@ class RunController(QtCore.QObject):
     def busy(self) -> bool:
         return self._job is not None
 
-    def start_run(self, request: RunRequest) -> None:
+    def start_run(self, request: RunRequest, assumed_registers: int = 32) -> None:
         def body(job: _Job) -> None:
             result = run(request, progress=job.progressed.emit, cancel=job.cancel_event.is_set,
                          **run_options(request))
+            job.progressed.emit(1.0, "measuring the kernel's registers for the occupancy figures")
+            warm_occupancy(request, assumed_registers)
             job.produced.emit(result)
 
         self._start(body, self.run_finished, None)
 
     def start_sweep(self, base: RunRequest, blocks: tuple[int, ...],
-                    threads: tuple[int, ...]) -> None:
+                    threads: tuple[int, ...], assumed_registers: int = 32) -> None:
         def run_one(request: RunRequest, progress, cancel):
             return run(request, progress=progress, cancel=cancel, **run_options(request))
 
         def body(job: _Job) -> None:
+            warm_occupancy(base, assumed_registers)
             for cell in run_sweep(base, blocks, threads, progress=job.progressed.emit,
                                   cancel=job.cancel_event.is_set, run_one=run_one):
                 job.produced.emit(cell)

@@ -46,6 +46,10 @@ def compare_maps(kernel: str, shape: tuple[int, int, int], target: str) -> dict:
                   if not np.array_equal(getattr(device.maps, f), getattr(baseline.maps, f))]
     if device.maps.out_of_bounds != baseline.maps.out_of_bounds:
         mismatched.append("out_of_bounds")
+    if kernel in RACE_FREE and any(
+            not np.array_equal(a.per_warp, b.per_warp)
+            for a, b in zip(device.coalescing, baseline.coalescing)):
+        mismatched.append("coalescing trace")
     kernel_time = device.kernel_timing
     return {
         "kernel": kernel, "shape": "x".join(map(str, shape)), "launch": str(launch),

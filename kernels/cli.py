@@ -38,6 +38,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="value of a kernel's scalar parameter (repeatable)")
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                         help="end the run (in a child process) if it takes longer")
+    parser.add_argument("--gpu-model", default="H100 SXM",
+                        help="GPU model for the occupancy figures (H100 SXM, H200, A100, "
+                             "RTX 4090, T4)")
+    parser.add_argument("--registers", type=int, default=None,
+                        help="registers per thread to assume when neither a GPU nor ptxas "
+                             "can measure them (default 32)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,12 +126,31 @@ def default_launch(request: RunRequest) -> tuple[tuple[int, ...], tuple[int, ...
     return request.grid, request.block
 
 
-def write_outputs(result, out: Path) -> None:
+def check_gpu_model(name: str) -> None:
+    from .occupancy import GPU_MODELS
+    if name not in GPU_MODELS:
+        raise ThreadMapError(f"unknown GPU model {name!r}; models: {', '.join(GPU_MODELS)}")
+
+
+def occupancy_for(result, args: argparse.Namespace) -> dict:
+    """The occupancy figures of a result's launch on ``--gpu-model``."""
+    from .loader import load_plan
+    from .occupancy import ASSUMED_REGISTERS, GPU_MODELS, launch_occupancy
+
+    assumed = args.registers or ASSUMED_REGISTERS
+    figures = launch_occupancy(result.request, load_plan(result.request), args.gpu_model, assumed)
+    return dict(figures.summary(), gpu_source=GPU_MODELS[args.gpu_model].source)
+
+
+def write_outputs(result, out: Path, occupancy: dict | None = None) -> None:
     """``result.json`` and ``maps.npz`` into ``out``."""
     import numpy as np
 
     out.mkdir(parents=True, exist_ok=True)
-    (out / "result.json").write_text(json.dumps(result.summary(), indent=2))
+    summary = result.summary()
+    if occupancy is not None:
+        summary["occupancy"] = occupancy
+    (out / "result.json").write_text(json.dumps(summary, indent=2))
     np.savez(out / "maps.npz", **result.maps_arrays())
 
 
@@ -153,9 +178,10 @@ def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
         raise ThreadMapError("--png/--svg need the app package (PySide6, pyqtgraph); "
                              "run through the 'threadmap' command")
     request = request_from_args(args, args.grid, args.block)
+    check_gpu_model(args.gpu_model)
     result = run(request, time_limit=args.time_limit)
     out = Path(args.out)
-    write_outputs(result, out)
+    write_outputs(result, out, occupancy_for(result, args))
     if exporter is not None and (args.png or args.svg):
         size = parse_dims(args.size, "--size")
         if len(size) != 2:
@@ -172,6 +198,7 @@ def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
     base = request_from_args(args, "1", "32")
     grids = parse_list(args.grids, "--grids")
     blocks = parse_list(args.blocks, "--blocks")
+    check_gpu_model(args.gpu_model)
 
     def report(fraction: float, message: str) -> None:
         pass
@@ -182,7 +209,7 @@ def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
         status = cell.result.verdict.summary() if cell.result else f"ERROR: {cell.error}"
         print(f"{cell.blocks:>8} x {cell.threads:<5} {status}", flush=True)
     out = Path(args.out)
-    write_sweep(cells, out)
+    write_sweep(cells, out, occupancy=lambda cell: occupancy_for(cell.result, args))
     if sweep_exporter is not None and not args.no_images:
         sweep_exporter(cells, out, args.map)
     print(f"wrote {out / 'summary.csv'}, {out / 'summary.json'} and {len(cells)} configurations")

@@ -109,11 +109,23 @@ def _tm_oob_hit(oob, oobmin, oobt, oobf, sl, d, g, i, j):
         oobf[g, d, 2] = j
     oobt[g] += 1
 """)
-    rec = "sl, oob, oobmin, oobt, oobf, g"
+        # Per thread and access site: how many times the thread got there, and
+        # the element offset of its first few accesses (-1: out of bounds).
+        # Each thread writes only its own entries: no atomics needed.
+        emit("""
+def _tm_trace(tcnt, taddr, site, g, offset):
+    if site >= 0:
+        occurrence = tcnt[site, g]
+        if occurrence < taddr.shape[1]:
+            taddr[site, occurrence, g] = offset
+        tcnt[site, g] = occurrence + 1
+""")
+    rec = "sl, site, oob, oobmin, oobt, oobf, tcnt, taddr, g"
     for nd in (1, 2):
         idx = "i, j" if nd == 2 else "i"
         tup = "(i, j)" if nd == 2 else "i"
         jv = "j" if nd == 2 else "0"
+        offset = "i * x.shape[1] + j" if nd == 2 else "i"
         out_of_bounds = ("i < 0 or i >= x.shape[0] or j < 0 or j >= x.shape[1]" if nd == 2
                          else "i < 0 or i >= x.shape[0]")
         if mode == "plain":
@@ -137,22 +149,24 @@ def _tm_at{op}{nd}(x, {idx}, v):
 {_atomic_update(target, op, tup)}
 """)
             continue
-        hit_read = f"_tm_oob_hit(oob, oobmin, oobt, oobf, sl, 0, g, i, {jv})"
-        hit_write = f"_tm_oob_hit(oob, oobmin, oobt, oobf, sl, 1, g, i, {jv})"
+        miss = "        _tm_trace(tcnt, taddr, site, g, -1)\n"
+        hit = f"    _tm_trace(tcnt, taddr, site, g, {offset})\n"
+        hit_read = miss + f"        _tm_oob_hit(oob, oobmin, oobt, oobf, sl, 0, g, i, {jv})"
+        hit_write = miss + f"        _tm_oob_hit(oob, oobmin, oobt, oobf, sl, 1, g, i, {jv})"
         emit(f"""
 def _tm_ld{nd}_in(x, {idx}, reads, {rec}):
     if {out_of_bounds}:
-        {hit_read}
+{hit_read}
         return _TM_ZERO
-    {atomic("add", "reads", tup, 1)}
+{hit}    {atomic("add", "reads", tup, 1)}
     return x[{idx}]
 """)
         emit(f"""
 def _tm_ld{nd}_x(x, {idx}, {rec}):
     if {out_of_bounds}:
-        {hit_read}
+{hit_read}
         return _TM_ZERO
-    return x[{idx}]
+{hit}    return x[{idx}]
 """)
         record_write = f"""
     s = stores[g]
@@ -161,34 +175,36 @@ def _tm_ld{nd}_x(x, {idx}, {rec}):
     {atomic("min", "minw", tup, "g")}
     {atomic("max", "maxw", tup, "g")}
     {atomic("min", "itr", tup, "s")}"""
+        writer_args = "sl, site, cnt, minw, maxw, itr, stores, oob, oobmin, oobt, oobf, tcnt, taddr, g"
         emit(f"""
-def _tm_st{nd}_out(x, {idx}, v, sl, cnt, minw, maxw, itr, stores, oob, oobmin, oobt, oobf, g):
+def _tm_st{nd}_out(x, {idx}, v, {writer_args}):
     if {out_of_bounds}:
-        {hit_write}
+{hit_write}
         return
-    x[{idx}] = v{record_write}
+{hit}    x[{idx}] = v{record_write}
 """)
         emit(f"""
 def _tm_st{nd}_x(x, {idx}, v, {rec}):
     if {out_of_bounds}:
-        {hit_write}
+{hit_write}
         return
-    x[{idx}] = v
+{hit}    x[{idx}] = v
 """)
         for op in RECORDED_ATOMICS:
             emit(f"""
-def _tm_at{op}{nd}_out(x, {idx}, v, sl, cnt, minw, maxw, itr, stores, oob, oobmin, oobt, oobf, g):
+def _tm_at{op}{nd}_out(x, {idx}, v, {writer_args}):
     if {out_of_bounds}:
-        {hit_write}
-        return _TM_ZERO{record_write}
+{hit_write}
+        return _TM_ZERO
+{hit.rstrip()}{record_write}
 {_atomic_update(target, op, tup)}
 """)
             emit(f"""
 def _tm_at{op}{nd}_x(x, {idx}, v, {rec}):
     if {out_of_bounds}:
-        {hit_write}
+{hit_write}
         return _TM_ZERO
-{_atomic_update(target, op, tup)}
+{hit}{_atomic_update(target, op, tup)}
 """)
     return "\n\n".join(out)
 

@@ -15,7 +15,8 @@ from .errors import BackendUnavailable, RunCancelled
 from .inputs import make_inputs
 from .loader import load_plan, resolve_scalars, scalar_arguments
 from .plan import KernelPlan
-from .records import read_back
+from .coalescing import analyse
+from .records import TRACE_ADDR, TRACE_COUNT, read_back
 from .request import RunRequest, check_request
 from .result import RunResult, Timing, make_verdict
 
@@ -122,6 +123,9 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
     m, k, n = request.shape
     slots = tuple((s.name, _slot_role(plan, s.name), s.ndim) for s in job.slots)
     maps = read_back(output.raw_records, ((m, k), (k, n), (m, n)), slots)
+    coalescing = analyse(output.raw_records[TRACE_ADDR], job.sites, request.blocks,
+                         request.threads_per_block, np.dtype(request.dtype).itemsize)
+    output.raw_records[TRACE_ADDR] = output.raw_records[TRACE_COUNT] = None  # large; done
     c = output.c_plain if output.c_plain is not None else output.c_record
     errors = compare(c, ref)
     verdict = make_verdict(maps, errors)
@@ -140,7 +144,8 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         request=request, kernel_name=plan.name, backend_note=backend_note,
         c=c, c_source="plain kernel" if output.c_plain is not None else "instrumented kernel",
         reference=ref.c, maps=maps, verdict=verdict, timings=tuple(timings),
-        notes=tuple(notes), output_init="zeros" if plan.reads_output else "nan", slots=slots)
+        notes=tuple(notes), output_init="zeros" if plan.reads_output else "nan", slots=slots,
+        coalescing=coalescing)
 
 
 def _slot_role(plan: KernelPlan, name: str) -> str:

@@ -1,39 +1,29 @@
 """Compile a kernel to PTX without a GPU (NVVM from numba-cuda[cu13])."""
 from __future__ import annotations
 
+import numpy as np
+
 from .plan import KernelPlan
-from .records import RECORD_PARAMS
+from .records import allocate_records
+from .transform import access_sites, array_slots
 
 
-def signature(plan: KernelPlan, dtype: str, recording: bool) -> tuple:
-    """numba argument types of the kernel (or its recording form)."""
-    from numba import types
+def signature(plan: KernelPlan, dtype: str, recording: bool, n_threads: int = 1024) -> tuple:
+    """numba argument types of the kernel (or its recording form), taken from
+    arrays laid out exactly as a run allocates them."""
+    from numba import typeof, types
 
-    element = getattr(types, dtype)
-    args = []
-    for name in plan.kernel.params:
-        if name in plan.arrays:
-            args.append(types.Array(element, plan.ndim[name], "C"))
-        else:
-            args.append(types.int64)
+    def matrix(name: str) -> np.ndarray:
+        return np.zeros((1,) * plan.ndim[name], dtype)
+
+    args = [typeof(matrix(name)) if name in plan.arrays else types.int64
+            for name in plan.kernel.params]
     if recording:
-        out_ndim = plan.ndim[plan.output]
-        per_element = {"_tm_count": types.int32, "_tm_atomics": types.int32,
-                       "_tm_min_writer": types.int64, "_tm_max_writer": types.int64,
-                       "_tm_iteration": types.int32}
-        for name in RECORD_PARAMS:
-            if name in per_element:
-                args.append(types.Array(per_element[name], out_ndim, "C"))
-            elif name == "_tm_stores":
-                args.append(types.Array(types.int32, 1, "C"))
-            elif name == "_tm_oob_thread":
-                args.append(types.Array(types.int64, 1, "C"))
-            elif name == "_tm_oob_first":
-                args.append(types.Array(types.int64, 3, "C"))
-            else:
-                args.append(types.Array(types.int64, 2, "C"))
-        for name in plan.inputs:
-            args.append(types.Array(types.int64, plan.ndim[name], "C"))
+        shape = lambda name: (1,) * plan.ndim[name]  # noqa: E731
+        records = allocate_records(shape(plan.output), tuple(shape(a) for a in plan.inputs),
+                                   len(array_slots(plan)), n_threads,
+                                   n_sites=len(access_sites(plan)))
+        args += [typeof(r) for r in records]
     return tuple(args)
 
 

@@ -35,17 +35,24 @@ INT64_MAX = np.iinfo(np.int64).max
 READ, WRITE = 0, 1
 DIRECTIONS = ("read", "write")
 
-#: Per-element and per-slot arrays (indices into RECORD_PARAMS) that each
-#: worker of a parallel emulation keeps privately, and how they are merged.
-PRIVATE_RECORDS = {0: "sum", 1: "sum", 2: "min", 3: "max", 4: "min", 6: "sum", 7: "min"}
-#: Per-thread arrays (stores, oob_thread, oob_first): threads are disjoint, shared.
-SHARED_RECORDS = (5, 8, 9)
-
 #: Recording arrays in the order the derived kernels take them, after the
 #: kernel's own parameters; then one read-count array per input (reads_param).
 RECORD_PARAMS = ("_tm_count", "_tm_atomics", "_tm_min_writer", "_tm_max_writer",
                  "_tm_iteration", "_tm_stores", "_tm_oob", "_tm_oob_min_thread",
-                 "_tm_oob_thread", "_tm_oob_first")
+                 "_tm_oob_thread", "_tm_oob_first", "_tm_trace_count", "_tm_trace_addr")
+(COUNT, ATOMICS, MIN_WRITER, MAX_WRITER, ITERATION, STORES, OOB, OOB_MIN_THREAD, OOB_THREAD,
+ OOB_FIRST, TRACE_COUNT, TRACE_ADDR) = range(len(RECORD_PARAMS))
+#: Index of the first read-count array in a list of recording arrays.
+READS = len(RECORD_PARAMS)
+
+#: Per-element and per-slot arrays that each worker of a parallel emulation
+#: keeps privately, and how they are merged.
+PRIVATE_RECORDS = {COUNT: "sum", ATOMICS: "sum", MIN_WRITER: "min", MAX_WRITER: "max",
+                   ITERATION: "min", OOB: "sum", OOB_MIN_THREAD: "min"}
+#: Per-thread arrays: each thread belongs to one worker, so they are shared.
+SHARED_RECORDS = (STORES, OOB_THREAD, OOB_FIRST, TRACE_COUNT, TRACE_ADDR)
+#: Occurrences of each access site traced per thread (for coalescing figures).
+TRACE_OCCURRENCES = 4
 
 
 def reads_param(input_index: int) -> str:
@@ -59,17 +66,22 @@ def writer_dtype(n_threads: int) -> np.dtype:
     return np.dtype(np.int32) if n_threads < INT32_MAX else np.dtype(np.int64)
 
 
-def record_nbytes(output_size: int, input_sizes: tuple[int, int], n_threads: int) -> int:
+def record_nbytes(output_size: int, input_sizes: tuple[int, int], n_threads: int,
+                  n_sites: int = 3) -> int:
     """Bytes the recording arrays take (for the memory estimate)."""
     per_element = 4 + 4 + 2 * writer_dtype(n_threads).itemsize + 4
-    per_thread = 4 + 8 + 2 * 3 * 8
+    per_thread = 4 + 8 + 2 * 3 * 8 + n_sites * (4 + 8 * TRACE_OCCURRENCES)
     return output_size * per_element + n_threads * per_thread + 8 * sum(input_sizes)
 
 
 def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[int, ...], ...],
-                     n_slots: int, n_threads: int, writers: np.dtype | None = None
-                     ) -> list[np.ndarray]:
-    """Fresh recording arrays, initialised, in ``RECORD_PARAMS`` order + reads."""
+                     n_slots: int, n_threads: int, writers: np.dtype | None = None,
+                     n_sites: int = 1) -> list[np.ndarray]:
+    """Fresh recording arrays, initialised, in ``RECORD_PARAMS`` order + reads.
+
+    The trace keeps, for each access site and thread, how many times the
+    thread reached the site and the element offset of its first
+    TRACE_OCCURRENCES accesses there (-1: not reached, or out of bounds)."""
     writers = writer_dtype(n_threads) if writers is None else writers
     first = np.zeros((n_threads, 2, 3), np.int64)
     first[:, :, 0] = -1
@@ -84,6 +96,8 @@ def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[in
         np.full((n_slots, 2), INT64_MAX, np.int64),      # oob_min_thread
         np.zeros(n_threads, np.int64),                   # oob_thread
         first,                                           # oob_first
+        np.zeros((max(n_sites, 1), n_threads), np.int32),  # trace_count
+        np.full((max(n_sites, 1), TRACE_OCCURRENCES, n_threads), -1, np.int64),  # trace_addr
     ] + [np.zeros(shape, np.int64) for shape in input_shapes]
 
 
@@ -163,7 +177,7 @@ def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, int], ...],
     arrays are reshaped to them.  ``slots`` gives (name, role, ndim) per slot.
     """
     count, atomics, min_w, max_w, iteration, stores, oob, oob_min, oob_thread, first = raw[:10]
-    reads_a, reads_b = raw[10], raw[11]
+    reads_a, reads_b = raw[READS], raw[READS + 1]
     shape_a, shape_b, shape_c = matrix_shapes
     # In place: these maps can be hundreds of MB, and fresh pages are slow.
     min_w[min_w == np.iinfo(min_w.dtype).max] = -1

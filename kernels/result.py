@@ -133,6 +133,8 @@ class RunResult:
     #: "nan" (poisoned) or "zeros" (for kernels that accumulate into C)
     output_init: str
     slots: tuple[tuple[str, str, int], ...] = ()
+    #: sectors per warp request at each access site, in source order
+    coalescing: tuple = ()
 
     @property
     def backend(self) -> str:
@@ -177,6 +179,8 @@ class RunResult:
                 "idle_threads": self.maps.idle_threads,
             },
             "out_of_bounds": [asdict(o) for o in self.maps.out_of_bounds],
+            "coalescing": [c.summary() for c in self.coalescing],
+            "load_balance": load_balance(self.maps.stores_per_thread),
             "c_source": self.c_source,
             "output_init": self.output_init,
             "timings": [dict(asdict(t), label=BACKEND_LABELS.get(t.backend, t.backend),
@@ -186,10 +190,30 @@ class RunResult:
         }
 
     def maps_arrays(self) -> dict[str, np.ndarray]:
-        """The arrays written to ``maps.npz``."""
+        """The arrays written to ``maps.npz`` (``sectors_site<n>``: sectors of
+        each warp's request at access site n, warps x occurrences)."""
         m = self.maps
-        return {"count": m.count, "atomics": m.atomics, "min_writer": m.min_writer,
-                "max_writer": m.max_writer, "iteration": m.iteration,
-                "stores_per_thread": m.stores_per_thread, "oob_per_thread": m.oob_per_thread,
-                "reads_a": m.reads_a, "reads_b": m.reads_b, "C": self.c,
-                "reference": self.reference}
+        arrays = {"count": m.count, "atomics": m.atomics, "min_writer": m.min_writer,
+                  "max_writer": m.max_writer, "iteration": m.iteration,
+                  "stores_per_thread": m.stores_per_thread, "oob_per_thread": m.oob_per_thread,
+                  "reads_a": m.reads_a, "reads_b": m.reads_b, "C": self.c,
+                  "reference": self.reference}
+        for site in self.coalescing:
+            arrays[f"sectors_site{site.site.site}"] = site.per_warp
+        return arrays
+
+
+def load_balance(stores_per_thread: np.ndarray, bins: int = 16) -> dict:
+    """Elements stored per thread: idle threads, min / mean / max, a histogram."""
+    stores = np.asarray(stores_per_thread)
+    if stores.size == 0:
+        return {"threads": 0}
+    top = int(stores.max())
+    if top < bins:
+        edges = np.arange(top + 2)  # one bin per count
+    else:
+        edges = np.linspace(0, top + 1, bins + 1)
+    counts, edges = np.histogram(stores, bins=edges)
+    return {"threads": int(stores.size), "idle_threads": int(np.count_nonzero(stores == 0)),
+            "min": int(stores.min()), "mean": float(stores.mean()), "max": top,
+            "histogram": {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}}

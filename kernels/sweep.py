@@ -117,11 +117,20 @@ def run_sweep(base: RunRequest, blocks: tuple[int, ...], threads: tuple[int, ...
 
 
 def write_sweep(cells: list[SweepCell], out: Path,
-                image_writer: Callable[[RunResult, Path], None] | None = None) -> None:
+                image_writer: Callable[[RunResult, Path], None] | None = None,
+                occupancy: Callable[[SweepCell], dict] | None = None) -> None:
     """``summary.csv``, ``summary.json`` and one ``.npz`` (and ``.png`` when an
-    image writer is given) per configuration, into ``out``."""
+    image writer is given) per configuration, into ``out``; ``occupancy`` adds
+    the occupancy figures of each configuration."""
     out.mkdir(parents=True, exist_ok=True)
     rows = [cell.row() for cell in cells]
+    if occupancy is not None:
+        for cell, row in zip(cells, rows):
+            if cell.result is not None:
+                figures = occupancy(cell)
+                row.update({f"occupancy_{key}": figures[key] for key in (
+                    "gpu", "blocks_per_sm", "limited_by", "occupancy", "waves",
+                    "last_wave_idle", "registers_per_thread", "registers_source")})
     fields: list[str] = []
     for row in rows:
         fields += [key for key in row if key not in fields]

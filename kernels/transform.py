@@ -36,7 +36,8 @@ _COORDINATES = {
     "gridDim.x": "_tm_gdx", "gridDim.y": "_tm_gdy", "gridDim.z": 1,
     "warpsize": 32,
 }
-OOB_ARGS = ("_tm_oob", "_tm_oob_min_thread", "_tm_oob_thread", "_tm_oob_first", "_tm_gtid")
+OOB_ARGS = ("_tm_oob", "_tm_oob_min_thread", "_tm_oob_thread", "_tm_oob_first",
+            "_tm_trace_count", "_tm_trace_addr", "_tm_gtid")
 OUTPUT_STORE_ARGS = ("_tm_count", "_tm_min_writer", "_tm_max_writer", "_tm_iteration",
                      "_tm_stores") + OOB_ARGS
 OUTPUT_ATOMIC_ARGS = ("_tm_atomics", "_tm_min_writer", "_tm_max_writer", "_tm_iteration",
@@ -47,6 +48,23 @@ _CUDA_GTID = (
     "_tm_gtid = (_tm_numba.int64(_tm_cuda.blockIdx.y) * _tm_cuda.gridDim.x"
     " + _tm_cuda.blockIdx.x) * (_tm_cuda.blockDim.x * _tm_cuda.blockDim.y)"
     " + _tm_cuda.threadIdx.y * _tm_cuda.blockDim.x + _tm_cuda.threadIdx.x")
+
+
+@dataclass(frozen=True)
+class AccessSite:
+    """One place in the source where the kernel reads or writes a parameter
+    array: its warp-level accesses are traced for the coalescing figures."""
+
+    site: int
+    kind: str  # "load", "store" or "atomic"
+    array: str
+    role: str  # "A", "B" or "C"
+    line: int
+    column: int
+    text: str
+
+    def label(self) -> str:
+        return f"line {self.line}: {self.kind} {self.text}"
 
 
 @dataclass(frozen=True)
@@ -74,6 +92,16 @@ def array_slots(plan: KernelPlan) -> tuple[ArraySlot, ...]:
         if local.ndim in (1, 2):
             slots.append(ArraySlot(local.name, len(slots), local.ndim, "x"))
     return tuple(slots)
+
+
+def access_sites(plan: KernelPlan) -> tuple[AccessSite, ...]:
+    """The kernel's accesses to its parameter arrays, numbered as the derived
+    kernels number them, listed in source order."""
+    func = copy.deepcopy(plan.kernel.node)
+    slots = {s.name: s for s in array_slots(plan) if s.name in plan.arrays}
+    rewriter = _AccessRewriter(plan, slots, "record", "cpu")
+    rewriter.rewrite_body(func.body)
+    return tuple(sorted(rewriter.sites, key=lambda s: (s.line, s.column, s.site)))
 
 
 def derive(plan: KernelPlan, target: str, mode: str) -> ast.FunctionDef:
@@ -124,10 +152,21 @@ class _AccessRewriter(ast.NodeTransformer):
         self.mode = mode
         self.target = target
         self.temp_counter = 0
+        self.sites: list[AccessSite] = []
 
     def fail(self, message: str, node: ast.AST) -> UnsupportedConstruct:
         return UnsupportedConstruct(f"kernel {self.plan.name!r}: {message}",
                                     self.plan.module.path, getattr(node, "lineno", None))
+
+    def _site(self, slot: ArraySlot, kind: str, node: ast.AST, text: str) -> int:
+        """Number a parameter-array access site (-1 for shared / local arrays)."""
+        if slot.name not in self.plan.arrays:
+            return -1
+        role = "C" if slot.role == "out" else "AB"[slot.input_index]
+        site = len(self.sites)
+        self.sites.append(AccessSite(site, kind, slot.name, role, getattr(node, "lineno", 0),
+                                     getattr(node, "col_offset", 0), text))
+        return site
 
     def rewrite_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -152,35 +191,48 @@ class _AccessRewriter(ast.NodeTransformer):
                             f"with {slot.ndim}", node)
         return slot, [self.visit(i) for i in indices]
 
-    def _record_args(self, slot: ArraySlot, args: tuple[str, ...]) -> list[ast.expr]:
-        return [ast.Constant(slot.slot)] + [_name(a) for a in args]
+    @staticmethod
+    def _text(slot: ArraySlot, indices: list[ast.expr], node: ast.AST) -> str:
+        """The access as the user wrote it (``C[i][j]``, ``cuda.atomic.add(...)``)."""
+        if isinstance(node, (ast.Subscript, ast.Call)):
+            return ast.unparse(node)
+        return f"{slot.name}[{', '.join(ast.unparse(i) for i in indices)}]"
 
-    def _load(self, slot: ArraySlot, indices: list[ast.expr]) -> ast.Call:
+    @staticmethod
+    def _record_args(slot: ArraySlot, site: int, args: tuple[str, ...]) -> list[ast.expr]:
+        return [ast.Constant(slot.slot), ast.Constant(site)] + [_name(a) for a in args]
+
+    def _load(self, slot: ArraySlot, indices: list[ast.expr], node: ast.AST) -> ast.Call:
         base = [_name(slot.name)] + indices
         if self.mode == "plain":
             return _call(f"_tm_ld{slot.ndim}", base)
+        site = self._site(slot, "load", node, self._text(slot, indices, node))
         if slot.role == "in":
-            args = [_name(reads_param(slot.input_index))] + self._record_args(slot, OOB_ARGS)
+            args = [_name(reads_param(slot.input_index))] + self._record_args(slot, site, OOB_ARGS)
             return _call(f"_tm_ld{slot.ndim}_in", base + args)
-        return _call(f"_tm_ld{slot.ndim}_x", base + self._record_args(slot, OOB_ARGS))
+        return _call(f"_tm_ld{slot.ndim}_x", base + self._record_args(slot, site, OOB_ARGS))
 
-    def _store(self, slot: ArraySlot, indices: list[ast.expr], value: ast.expr) -> ast.Call:
+    def _store(self, slot: ArraySlot, indices: list[ast.expr], value: ast.expr,
+               node: ast.AST) -> ast.Call:
         base = [_name(slot.name)] + indices + [value]
         if self.mode == "plain":
             return _call(f"_tm_st{slot.ndim}", base)
+        site = self._site(slot, "store", node, self._text(slot, indices, node))
         if slot.role == "out":
-            return _call(f"_tm_st{slot.ndim}_out", base + self._record_args(slot, OUTPUT_STORE_ARGS))
-        return _call(f"_tm_st{slot.ndim}_x", base + self._record_args(slot, OOB_ARGS))
+            return _call(f"_tm_st{slot.ndim}_out",
+                         base + self._record_args(slot, site, OUTPUT_STORE_ARGS))
+        return _call(f"_tm_st{slot.ndim}_x", base + self._record_args(slot, site, OOB_ARGS))
 
     def _atomic(self, op: str, slot: ArraySlot, indices: list[ast.expr],
-                value: ast.expr) -> ast.Call:
+                value: ast.expr, node: ast.AST) -> ast.Call:
         base = [_name(slot.name)] + indices + [value]
         if self.mode == "plain":
             return _call(f"_tm_at{op}{slot.ndim}", base)
+        site = self._site(slot, "atomic", node, self._text(slot, indices, node))
         if slot.role == "out":
             return _call(f"_tm_at{op}{slot.ndim}_out",
-                         base + self._record_args(slot, OUTPUT_ATOMIC_ARGS))
-        return _call(f"_tm_at{op}{slot.ndim}_x", base + self._record_args(slot, OOB_ARGS))
+                         base + self._record_args(slot, site, OUTPUT_ATOMIC_ARGS))
+        return _call(f"_tm_at{op}{slot.ndim}_x", base + self._record_args(slot, site, OOB_ARGS))
 
     # -- visitors ---------------------------------------------------------------------
 
@@ -192,14 +244,14 @@ class _AccessRewriter(ast.NodeTransformer):
             raise self.fail(f"{ast.unparse(node)} is stored to in a way ThreadMap does not "
                             "support; use 'X[i, j] = value'", node)
         slot, indices = tracked
-        return ast.copy_location(self._load(slot, indices), node)
+        return ast.copy_location(self._load(slot, indices, node), node)
 
     def visit_Assign(self, node: ast.Assign) -> ast.stmt:
         if len(node.targets) == 1:
             tracked = self._tracked(node.targets[0])
             if tracked:
                 slot, indices = tracked
-                call = self._store(slot, indices, self.visit(node.value))
+                call = self._store(slot, indices, self.visit(node.value), node.targets[0])
                 return ast.copy_location(ast.Expr(call), node)
         return self.generic_visit(node)
 
@@ -207,8 +259,8 @@ class _AccessRewriter(ast.NodeTransformer):
         tracked = self._tracked(node.target)
         if tracked and node.value is not None:
             slot, indices = tracked
-            return ast.copy_location(ast.Expr(self._store(slot, indices, self.visit(node.value))),
-                                     node)
+            store = self._store(slot, indices, self.visit(node.value), node.target)
+            return ast.copy_location(ast.Expr(store), node)
         return self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt | list[ast.stmt]:
@@ -226,9 +278,9 @@ class _AccessRewriter(ast.NodeTransformer):
             statements.append(ast.copy_location(
                 ast.Assign(targets=[ast.Name(temp, ast.Store())], value=index), node))
             temps.append(temp)
-        loaded = self._load(slot, [_name(t) for t in temps])
+        loaded = self._load(slot, [_name(t) for t in temps], node.target)
         combined = ast.BinOp(left=loaded, op=node.op, right=self.visit(node.value))
-        store = self._store(slot, [_name(t) for t in temps], combined)
+        store = self._store(slot, [_name(t) for t in temps], combined, node.target)
         statements.append(ast.copy_location(ast.Expr(store), node))
         return statements
 
@@ -246,8 +298,8 @@ class _AccessRewriter(ast.NodeTransformer):
                                 f"an index of {slot.ndim} (a literal tuple for 2-D)", node)
             indices = [self.visit(i) for i in indices]
             op = what.split(".", 1)[1]
-            return ast.copy_location(self._atomic(op, slot, indices, self.visit(node.args[2])),
-                                     node)
+            return ast.copy_location(
+                self._atomic(op, slot, indices, self.visit(node.args[2]), node), node)
         return self.generic_visit(node)
 
     # Statements whose bodies hold further statements that may expand to lists.

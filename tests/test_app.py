@@ -113,10 +113,11 @@ def test_selecting_a_row_shows_that_run_again(window):
 
 def test_every_map_draws(window):
     run_preset(window, "one-block-chunks", preset="ragged")
-    for index in range(window.map_combo.count()):
-        window.map_combo.setCurrentIndex(index)
+    from app.maps import MAP_CHOICES
+    for name in MAP_CHOICES:
+        window.map_combo.setCurrentIndex(window.map_combo.findData(name))
         image = window.heatmap.image
-        assert image is not None and image.data.size > 0
+        assert image is not None and image.name == name and image.data.size > 0
     window.map_combo.setCurrentIndex(window.map_combo.findData("writer"))
     for kind in ("thread", "block", "warp"):
         window.writer_combo.setCurrentText(kind)
@@ -288,3 +289,114 @@ def test_a_file_that_does_not_parse_is_refused_and_nothing_is_lost(window, tmp_p
     empty.write_text("x = 1\n")
     assert not window.open_kernel_file(str(empty))
     assert "no CUDA kernel found" in window.error_label.text()
+
+
+def test_coalescing_table_and_per_warp_map(window):
+    run_preset(window, "grid-stride")
+    rows = window.analysis.coalescing_rows()
+    # 128 x 128 C, 1 x 1024: A broadcast (1 sector), B and C 4 sectors, 128 requests each.
+    assert [r[1] for r in rows] == ["load A[row, idx]", "load B[idx, col]", "store C[row, col]"]
+    assert [(r[3], r[4], r[5]) for r in rows] == [("1.00", "1", "4"), ("4.00", "4", "4"),
+                                                 ("4.00", "4", "4")]
+    assert rows[0][6] == "broadcast" and rows[2][6] == "100%"
+    window.analysis.coalescing_table.selectRow(2)
+    image = window.heatmap.image
+    assert image.name == "sectors" and image.data.shape == (32, 4)
+    np.testing.assert_array_equal(image.data, 4)
+    text = window.heatmap.text_at(5, 2)
+    assert text == "warp 5 (block 0, warp 5), occurrence 2: 4 sectors (ideal 4)"
+
+
+def test_load_balance_and_occupancy_tables(window):
+    window.controls.select_kernel("builtin", "grid-stride")
+    window.controls.m_spin.setValue(10)
+    window.controls.k_spin.setValue(4)
+    window.controls.n_spin.setValue(10)
+    window.controls.grid_edit.setText("2")
+    window.controls.block_edit.setText("64")
+    window.controls.backend_combo.setCurrentText("cpu")
+    window._on_run_triggered()
+    # 100 elements on 128 threads: 28 idle threads.
+    assert "128 threads: 28 idle (22%" in window.analysis.balance_label.text()
+    table = window.analysis.occupancy_table
+    models = [table.item(r, 0).text() for r in range(table.rowCount())]
+    assert models == ["H100 SXM", "H200", "A100", "RTX 4090", "T4"]
+    # 2 blocks on 132 SMs: one wave, nearly all of it idle.
+    assert table.item(0, 4).text() == "1" and table.item(0, 5).text() == "100%"
+
+
+def test_replay_steps_through_iterations(window):
+    window.controls.select_kernel("builtin", "grid-stride")
+    for spin, value in ((window.controls.m_spin, 8), (window.controls.k_spin, 2),
+                        (window.controls.n_spin, 8)):
+        spin.setValue(value)
+    window.controls.grid_edit.setText("1")
+    window.controls.block_edit.setText("32")
+    window.controls.backend_combo.setCurrentText("cpu")
+    window._on_run_triggered()
+    slider = window.analysis.replay_slider
+    assert slider.maximum() == 1  # 64 elements, 32 threads: iterations 0 and 1
+    slider.setValue(1)
+    image = window.heatmap.image
+    assert image.name == "replay"
+    assert np.all(image.data[:4] == -1)  # rows 0-3 written at iteration 0: black
+    assert not np.isnan(image.data[4:]).any() and (image.data[4:] >= 0).all()
+
+
+def test_replay_frames_export(window, tmp_path):
+    window.controls.select_kernel("builtin", "grid-stride")
+    for spin, value in ((window.controls.m_spin, 8), (window.controls.k_spin, 2),
+                        (window.controls.n_spin, 8)):
+        spin.setValue(value)
+    window.controls.grid_edit.setText("1")
+    window.controls.block_edit.setText("16")
+    window.controls.backend_combo.setCurrentText("cpu")
+    window._on_run_triggered()
+    from app.export import export_replay
+    files = export_replay(window.current, tmp_path, (320, 240))
+    names = [f.name for f in files]
+    assert names == ["replay_000.png", "replay_001.png", "replay_002.png", "replay_003.png",
+                     "replay.gif"]
+    from PIL import Image
+    with Image.open(files[-1]) as gif:
+        assert gif.n_frames == 4 and gif.size == (320, 240)
+
+
+def test_diff_of_two_runs(window):
+    run_preset(window, "grid-stride")
+    window.controls.grid_edit.setText("2")
+    window.controls.block_edit.setText("256")
+    window._on_run_triggered()
+    window.table.clearSelection()
+    window.table.selectionModel().select(
+        window.results.index(0, 0),
+        QtCore.QItemSelectionModel.SelectionFlag.Select | QtCore.QItemSelectionModel.SelectionFlag.Rows)
+    window.table.selectionModel().select(
+        window.results.index(1, 0),
+        QtCore.QItemSelectionModel.SelectionFlag.Select | QtCore.QItemSelectionModel.SelectionFlag.Rows)
+    window.analysis.diff_button.click()
+    image = window.heatmap.image
+    assert image.name == "diff"
+    # 1 x 1024 and 2 x 256 threads write element e with threads e % 1024 and
+    # e % 512: the same for the first 512 elements of every 1024, else not.
+    linear = np.arange(128 * 128).reshape(128, 128)
+    expected_writer_changed = (linear % 1024) != (linear % 512)
+    np.testing.assert_array_equal(image.data == 2, expected_writer_changed)
+    assert "8,192 with a different writer" in window.analysis.diff_label.text()
+
+
+def test_sweep_cells_show_occupancy_and_idle_threads(window):
+    window.controls.select_kernel("builtin", "grid-stride")
+    window.controls.m_spin.setValue(16)
+    window.controls.k_spin.setValue(2)
+    window.controls.n_spin.setValue(16)
+    window.controls.backend_combo.setCurrentText("cpu")
+    window.sweep_view.blocks_edit.setText("1,4")
+    window.sweep_view.threads_edit.setText("128")
+    window._on_sweep_triggered()
+    one, four = window.sweep_cells
+    # 256 elements: 1 x 128 keeps every thread busy; 4 x 128 leaves half idle.
+    assert window.sweep_view.occupancy_text(one).endswith("0% threads idle")
+    assert window.sweep_view.occupancy_text(four).endswith("50% threads idle")
+    window.sweep_view.gpu_combo.setCurrentText("T4")
+    assert "1 wave" in window.sweep_view.occupancy_text(four)

@@ -45,6 +45,10 @@ def test_race_free_kernels_agree_element_by_element(kernel, shape, grid, block):
         np.testing.assert_array_equal(getattr(cpu.maps, field), getattr(sim.maps, field),
                                       err_msg=field)
     assert cpu.maps.out_of_bounds == sim.maps.out_of_bounds
+    # The warp access traces agree too: same sectors per request at every site.
+    assert [c.site for c in cpu.coalescing] == [c.site for c in sim.coalescing]
+    for a, b in zip(cpu.coalescing, sim.coalescing):
+        np.testing.assert_array_equal(a.per_warp, b.per_warp)
     # The simulator sums in float32 where compiled code sums in float64 (numpy
     # 2 promotion rules), so C agrees to the tolerance, not bit for bit.
     assert cpu.verdict.word == sim.verdict.word
@@ -87,4 +91,6 @@ def test_gpu_agrees_with_the_emulation(kernel, shape, grid, block):
     for field in MAP_FIELDS:
         np.testing.assert_array_equal(getattr(cpu.maps, field), getattr(gpu.maps, field),
                                       err_msg=field)
+    for a, b in zip(cpu.coalescing, gpu.coalescing):
+        np.testing.assert_array_equal(a.per_warp, b.per_warp)
     assert gpu.verdict.word == cpu.verdict.word

@@ -12,7 +12,7 @@ from ..errors import RunCancelled
 from ..plan import KernelPlan
 from ..request import RunRequest
 from ..result import Timing
-from ..transform import ArraySlot, array_slots
+from ..transform import AccessSite, ArraySlot, access_sites, array_slots
 
 ProgressCallback = Callable[[float, str], None]
 CancelCallback = Callable[[], bool]
@@ -43,6 +43,10 @@ class KernelJob:
     @property
     def slots(self) -> tuple[ArraySlot, ...]:
         return array_slots(self.plan)
+
+    @property
+    def sites(self) -> tuple[AccessSite, ...]:
+        return access_sites(self.plan)
 
     @property
     def flops(self) -> float:

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..codegen import GeneratedModule, load_module
 from ..errors import KernelCompileError, KernelRuntimeError, RunCancelled
-from ..records import PRIVATE_RECORDS, SHARED_RECORDS, allocate_records
+from ..records import OOB, PRIVATE_RECORDS, READS, SHARED_RECORDS, allocate_records
 from ..request import available_memory
 from ..result import Timing
 from .common import BackendOutput, KernelJob, median_time, shorten_numba_error
@@ -144,7 +144,7 @@ def _merge(records: list[np.ndarray], private: list[list[np.ndarray]]) -> None:
                 np.minimum(records[index], copy[index], out=records[index])
             else:
                 np.maximum(records[index], copy[index], out=records[index])
-        for index in range(10, len(records)):  # read counts
+        for index in range(READS, len(records)):  # read counts
             records[index] += copy[index]
 
 
@@ -164,7 +164,8 @@ def run_cpu(job: KernelJob) -> BackendOutput:
     output_shape, input_shapes = job.record_shapes()
     total = request.total_threads
     launch = [*request.grid2, *request.block2]
-    records = allocate_records(output_shape, input_shapes, len(job.slots), total)
+    records = allocate_records(output_shape, input_shapes, len(job.slots), total,
+                               n_sites=len(job.sites))
     compile_seconds = _compile(gen, job, tuple(launch), records)
     timings = [Timing("compile", "cpu", compile_seconds,
                       "first call of the emulation (numba compile, or load from its cache)")]
@@ -186,7 +187,7 @@ def run_cpu(job: KernelJob) -> BackendOutput:
     del private, private_c
     timings.append(Timing("instrumented kernel", "cpu", spent, method, 1, job.flops))
 
-    oob = int(records[6].sum())
+    oob = int(records[OOB].sum())
     if oob:
         return BackendOutput(c_record, records, None, timings, [
             f"the plain kernel was not launched: the instrumented run found {oob:,} "
@@ -228,6 +229,6 @@ def run_cpu(job: KernelJob) -> BackendOutput:
 def _private_copy(records: list[np.ndarray], input_shapes, output_shape, total) -> list[np.ndarray]:
     """A worker's recording arrays: fresh private per-element arrays, shared
     per-thread ones (each thread belongs to exactly one worker)."""
-    fresh = allocate_records(output_shape, input_shapes, records[6].shape[0], 0,
+    fresh = allocate_records(output_shape, input_shapes, records[OOB].shape[0], 0,
                              writers=records[2].dtype)
     return [records[i] if i in SHARED_RECORDS else fresh[i] for i in range(len(records))]

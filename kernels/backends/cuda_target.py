@@ -12,7 +12,7 @@ import time
 
 from ..codegen import load_module
 from ..errors import KernelCompileError, KernelRuntimeError, RequestError
-from ..records import allocate_records
+from ..records import OOB, allocate_records
 from ..request import format_bytes
 from ..result import Timing
 from .common import BackendOutput, KernelJob, median_time, shorten_numba_error
@@ -93,7 +93,8 @@ def _run_simulated(job: KernelJob, gen) -> BackendOutput:
     record_kernel = gen.function(f"{job.plan.name}__tm_record")
     plain_kernel = gen.function(job.plan.name)
     output_shape, input_shapes = job.record_shapes()
-    records = allocate_records(output_shape, input_shapes, len(job.slots), request.total_threads)
+    records = allocate_records(output_shape, input_shapes, len(job.slots), request.total_threads,
+                               n_sites=len(job.sites))
     c_record = job.fresh_output()
     sequential = job.plan.emulable or not any("syncthreads" in what
                                               for what, _ in job.plan.emulation_blockers)
@@ -111,7 +112,7 @@ def _run_simulated(job: KernelJob, gen) -> BackendOutput:
         _raise_from_kernel(exc, job, gen, "simulator")
     timings = [Timing("instrumented kernel", "sim", time.perf_counter() - start, method, 1,
                       job.flops)]
-    oob = int(records[6].sum())
+    oob = int(records[OOB].sum())
     if oob:
         return BackendOutput(c_record, records, None, timings, [_not_launched(oob)])
     c_plain = job.fresh_output()
@@ -142,7 +143,8 @@ def _run_gpu(job: KernelJob, gen) -> BackendOutput:
     record_kernel = gen.function(f"{job.plan.name}__tm_record")
     plain_kernel = gen.function(job.plan.name)
     output_shape, input_shapes = job.record_shapes()
-    records = allocate_records(output_shape, input_shapes, len(job.slots), request.total_threads)
+    records = allocate_records(output_shape, input_shapes, len(job.slots), request.total_threads,
+                               n_sites=len(job.sites))
     c_record = job.fresh_output()
     needed = sum(r.nbytes for r in records) + job.a.nbytes + job.b.nbytes + 2 * c_record.nbytes
     free, _total = cuda.current_context().get_memory_info()
@@ -183,7 +185,7 @@ def _run_gpu(job: KernelJob, gen) -> BackendOutput:
         timings.append(Timing("instrumented kernel", "gpu", seconds, "CUDA events, one warm launch",
                               1, job.flops))
         job.progress(0.5, "instrumented kernel done")
-        oob = int(records[6].sum())
+        oob = int(records[OOB].sum())
         if oob:
             return BackendOutput(c_record, records, None, timings, [_not_launched(oob)])
 

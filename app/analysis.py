@@ -1,0 +1,258 @@
+"""The analysis panel beside the maps: coalescing, load balance, occupancy,
+replay of grid-stride iterations, and the difference of two runs."""
+from __future__ import annotations
+
+import numpy as np
+
+from kernels.occupancy import ASSUMED_REGISTERS, GPU_MODELS
+from kernels.result import RunResult, load_balance
+
+from .qt import QtCore, QtWidgets, pg
+
+COALESCING_COLUMNS = ("line", "access", "requests", "mean sectors", "max", "ideal", "efficiency")
+OCCUPANCY_COLUMNS = ("GPU", "blocks / SM", "limited by", "occupancy", "waves", "last wave idle")
+
+
+class AnalysisPanel(QtWidgets.QTabWidget):
+    """Shows the figures of the current run; asks the window for special maps."""
+
+    site_selected = QtCore.Signal(int)  # show the sectors map of this site
+    replay_changed = QtCore.Signal(int)  # show the replay map at this iteration
+    export_replay_requested = QtCore.Signal()
+    diff_requested = QtCore.Signal()
+    occupancy_settings_changed = QtCore.Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.result: RunResult | None = None
+        self.addTab(self._build_coalescing(), "Coalescing")
+        self.addTab(self._build_load_balance(), "Load balance")
+        self.addTab(self._build_occupancy(), "Occupancy")
+        self.addTab(self._build_replay(), "Replay")
+        self.addTab(self._build_diff(), "Diff")
+        self._timer = QtCore.QTimer(self)
+        self._timer.setInterval(400)
+        self._timer.timeout.connect(self._on_timer_timeout)
+
+    # -- coalescing ---------------------------------------------------------------------
+
+    def _build_coalescing(self) -> QtWidgets.QWidget:
+        page = QtWidgets.QWidget()
+        layout = QtWidgets.QVBoxLayout(page)
+        note = QtWidgets.QLabel(
+            "Distinct 32-byte sectors a warp's request touches at each access to A, B and C "
+            "(the first 4 times each thread gets there). Ideal: 4 for 32 consecutive float32, "
+            "8 for float64; 1 means all lanes read one address (a broadcast). Select a row for "
+            "its per-warp map.")
+        note.setWordWrap(True)
+        layout.addWidget(note)
+        self.coalescing_table = QtWidgets.QTableWidget(0, len(COALESCING_COLUMNS))
+        self.coalescing_table.setObjectName("coalescing-table")
+        self.coalescing_table.setHorizontalHeaderLabels(COALESCING_COLUMNS)
+        self.coalescing_table.verticalHeader().hide()
+        self.coalescing_table.setEditTriggers(
+            QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.coalescing_table.setSelectionBehavior(
+            QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.coalescing_table.setSelectionMode(
+            QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
+        self.coalescing_table.horizontalHeader().setStretchLastSection(True)
+        self.coalescing_table.itemSelectionChanged.connect(self._on_coalescing_selection_changed)
+        layout.addWidget(self.coalescing_table, 1)
+        return page
+
+    def _on_coalescing_selection_changed(self) -> None:
+        rows = self.coalescing_table.selectionModel().selectedRows()
+        if rows:
+            self.site_selected.emit(rows[0].row())
+
+    def coalescing_rows(self) -> list[list[str]]:
+        if self.result is None:
+            return []
+        rows = []
+        for c in self.result.coalescing:
+            efficiency = "broadcast" if c.efficiency > 1 else f"{c.efficiency:.0%}"
+            rows.append([str(c.site.line), f"{c.site.kind} {c.site.text}", f"{c.requests:,}",
+                         f"{c.mean_sectors:.2f}", str(c.max_sectors), f"{c.ideal_sectors:g}",
+                         efficiency if c.requests else "-"])
+        return rows
+
+    # -- load balance ---------------------------------------------------------------------
+
+    def _build_load_balance(self) -> QtWidgets.QWidget:
+        page = QtWidgets.QWidget()
+        layout = QtWidgets.QVBoxLayout(page)
+        self.balance_label = QtWidgets.QLabel()
+        self.balance_label.setObjectName("balance")
+        self.balance_label.setWordWrap(True)
+        layout.addWidget(self.balance_label)
+        self.balance_plot = pg.PlotWidget()
+        self.balance_plot.setLabel("bottom", "elements stored by a thread")
+        self.balance_plot.setLabel("left", "threads")
+        layout.addWidget(self.balance_plot, 1)
+        return page
+
+    # -- occupancy ------------------------------------------------------------------------
+
+    def _build_occupancy(self) -> QtWidgets.QWidget:
+        page = QtWidgets.QWidget()
+        layout = QtWidgets.QVBoxLayout(page)
+        form = QtWidgets.QHBoxLayout()
+        form.addWidget(QtWidgets.QLabel("Registers per thread when not measured"))
+        self.registers_spin = QtWidgets.QSpinBox()
+        self.registers_spin.setRange(1, 255)
+        self.registers_spin.setValue(ASSUMED_REGISTERS)
+        self.registers_spin.valueChanged.connect(lambda _: self.occupancy_settings_changed.emit())
+        form.addWidget(self.registers_spin)
+        form.addStretch(1)
+        layout.addLayout(form)
+        self.occupancy_label = QtWidgets.QLabel()
+        self.occupancy_label.setWordWrap(True)
+        layout.addWidget(self.occupancy_label)
+        self.occupancy_table = QtWidgets.QTableWidget(0, len(OCCUPANCY_COLUMNS))
+        self.occupancy_table.setObjectName("occupancy-table")
+        self.occupancy_table.setHorizontalHeaderLabels(OCCUPANCY_COLUMNS)
+        self.occupancy_table.verticalHeader().hide()
+        self.occupancy_table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.occupancy_table.horizontalHeader().setStretchLastSection(True)
+        layout.addWidget(self.occupancy_table, 1)
+        return page
+
+    @property
+    def assumed_registers(self) -> int:
+        return self.registers_spin.value()
+
+    def _show_occupancy(self) -> None:
+        from kernels.loader import load_plan
+        from kernels.occupancy import launch_occupancy
+
+        self.occupancy_table.setRowCount(0)
+        if self.result is None:
+            return
+        request = self.result.request
+        try:
+            plan = load_plan(request)
+        except Exception as exc:  # the kernel file changed or went away
+            self.occupancy_label.setText(f"cannot read the kernel again: {exc}")
+            return
+        sources = set()
+        for name in GPU_MODELS:
+            occ = launch_occupancy(request, plan, name, self.assumed_registers)
+            sources.add(f"{occ.registers_per_thread} registers ({occ.registers_source})")
+            row = self.occupancy_table.rowCount()
+            self.occupancy_table.insertRow(row)
+            values = (name, str(occ.blocks_per_sm), occ.limited_by, f"{occ.occupancy:.0%}",
+                      str(occ.waves), f"{occ.last_wave_idle:.0%}")
+            for column, value in enumerate(values):
+                item = QtWidgets.QTableWidgetItem(value)
+                item.setToolTip(GPU_MODELS[name].source)
+                self.occupancy_table.setItem(row, column, item)
+        self.occupancy_label.setText(
+            f"{request.blocks:,} blocks of {request.threads_per_block} threads; per thread: "
+            + "; ".join(sorted(sources))
+            + f"; shared memory per block: {occ.shared_per_block} bytes. Hover a model for "
+            "the source of its figures.")
+
+    # -- replay -----------------------------------------------------------------------------
+
+    def _build_replay(self) -> QtWidgets.QWidget:
+        page = QtWidgets.QWidget()
+        layout = QtWidgets.QVBoxLayout(page)
+        note = QtWidgets.QLabel("Step through the grid-stride iterations: which elements "
+                                "each warp writes at each step.")
+        note.setWordWrap(True)
+        layout.addWidget(note)
+        row = QtWidgets.QHBoxLayout()
+        self.play_button = QtWidgets.QPushButton("Play")
+        self.play_button.setCheckable(True)
+        self.play_button.toggled.connect(self._on_play_toggled)
+        self.replay_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
+        self.replay_slider.setObjectName("replay-slider")
+        self.replay_slider.valueChanged.connect(self._on_replay_slider_changed)
+        self.replay_label = QtWidgets.QLabel("iteration 0")
+        row.addWidget(self.play_button)
+        row.addWidget(self.replay_slider, 1)
+        row.addWidget(self.replay_label)
+        layout.addLayout(row)
+        self.export_frames_button = QtWidgets.QPushButton("Export frames (PNG + GIF)...")
+        self.export_frames_button.clicked.connect(self.export_replay_requested.emit)
+        layout.addWidget(self.export_frames_button)
+        layout.addStretch(1)
+        return page
+
+    @property
+    def iterations(self) -> int:
+        if self.result is None:
+            return 0
+        return int(self.result.maps.iteration.max()) + 1
+
+    def _on_replay_slider_changed(self, value: int) -> None:
+        self.replay_label.setText(f"iteration {value} of {max(self.iterations - 1, 0)}")
+        self.replay_changed.emit(value)
+
+    def _on_play_toggled(self, playing: bool) -> None:
+        self.play_button.setText("Pause" if playing else "Play")
+        if playing:
+            if self.replay_slider.value() >= self.replay_slider.maximum():
+                self.replay_slider.setValue(0)
+            self._timer.start()
+        else:
+            self._timer.stop()
+
+    def _on_timer_timeout(self) -> None:
+        value = self.replay_slider.value()
+        if value >= self.replay_slider.maximum():
+            self.play_button.setChecked(False)
+            return
+        self.replay_slider.setValue(value + 1)
+
+    # -- diff ---------------------------------------------------------------------------------
+
+    def _build_diff(self) -> QtWidgets.QWidget:
+        page = QtWidgets.QWidget()
+        layout = QtWidgets.QVBoxLayout(page)
+        note = QtWidgets.QLabel("Select two runs in the results table (Ctrl+click), then "
+                                "compare them element by element.")
+        note.setWordWrap(True)
+        layout.addWidget(note)
+        self.diff_button = QtWidgets.QPushButton("Compare the two selected runs")
+        self.diff_button.clicked.connect(self.diff_requested.emit)
+        layout.addWidget(self.diff_button)
+        self.diff_label = QtWidgets.QLabel()
+        self.diff_label.setObjectName("diff")
+        self.diff_label.setWordWrap(True)
+        layout.addWidget(self.diff_label)
+        layout.addStretch(1)
+        return page
+
+    # -- the current run ----------------------------------------------------------------------
+
+    def show_result(self, result: RunResult | None) -> None:
+        self.result = result
+        self.play_button.setChecked(False)
+        self.coalescing_table.setRowCount(0)
+        self.balance_plot.clear()
+        if result is None:
+            return
+        for row, values in enumerate(self.coalescing_rows()):
+            self.coalescing_table.insertRow(row)
+            for column, value in enumerate(values):
+                self.coalescing_table.setItem(row, column, QtWidgets.QTableWidgetItem(value))
+        self.coalescing_table.resizeColumnsToContents()
+        balance = load_balance(result.maps.stores_per_thread)
+        edges = np.array(balance["histogram"]["edges"])
+        counts = np.array(balance["histogram"]["counts"])
+        bars = pg.BarGraphItem(x0=edges[:-1], x1=edges[1:] - 0.1 * np.diff(edges), height=counts,
+                               brush="#4c72b0")
+        self.balance_plot.addItem(bars)
+        idle = balance["idle_threads"]
+        self.balance_label.setText(
+            f"{balance['threads']:,} threads: {idle:,} idle ({idle / balance['threads']:.0%}, "
+            f"stored nothing); stores per thread min {balance['min']}, mean "
+            f"{balance['mean']:.2f}, max {balance['max']}")
+        blocked = self.replay_slider.blockSignals(True)
+        self.replay_slider.setRange(0, max(self.iterations - 1, 0))
+        self.replay_slider.setValue(0)
+        self.replay_slider.blockSignals(blocked)
+        self.replay_label.setText(f"iteration 0 of {max(self.iterations - 1, 0)}")
+        self._show_occupancy()

@@ -1,0 +1,55 @@
+"""Where two runs differ: elements whose count, writer or value changed."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ThreadMapError
+from .result import RunResult
+
+SAME, VALUE, WRITER, COUNT = 0, 1, 2, 3
+CATEGORY_NAMES = {SAME: "same", VALUE: "value changed", WRITER: "writer changed",
+                  COUNT: "write count changed"}
+
+
+@dataclass(frozen=True, eq=False)
+class RunDiff:
+    """Per element of C, the biggest change: count > writer > value > same."""
+
+    category: np.ndarray  # int8, one of SAME / VALUE / WRITER / COUNT
+    count_changed: int
+    writer_changed: int
+    value_changed: int
+    elements: int
+    max_value_change: float
+
+    def summary(self) -> str:
+        return (f"{self.count_changed:,} elements with a different write count, "
+                f"{self.writer_changed:,} with a different writer, {self.value_changed:,} with "
+                f"a different value (largest change {self.max_value_change:.3g}), of "
+                f"{self.elements:,}")
+
+
+def diff_runs(first: RunResult, second: RunResult) -> RunDiff:
+    """Compare two runs of the same shape of C.  A value counts as changed when
+    the two differ at all (NaN equals NaN: both unwritten)."""
+    if first.c.shape != second.c.shape:
+        raise ThreadMapError(f"the runs have different shapes of C ({first.c.shape[0]} x "
+                             f"{first.c.shape[1]} and {second.c.shape[0]} x {second.c.shape[1]}): "
+                             "nothing to compare element by element")
+    a, b = first.maps, second.maps
+    count = a.writes != b.writes
+    # Writers are compared as global thread ids of each launch.
+    writer = (a.min_writer != b.min_writer) | (a.max_writer != b.max_writer)
+    c1, c2 = first.c.astype(np.float64), second.c.astype(np.float64)
+    both_nan = np.isnan(c1) & np.isnan(c2)
+    value = (c1 != c2) & ~both_nan
+    change = np.where(value, np.abs(c1 - c2), 0.0)
+    category = np.full(first.c.shape, SAME, np.int8)
+    category[value] = VALUE
+    category[writer] = WRITER
+    category[count] = COUNT
+    finite = change[np.isfinite(change)]
+    return RunDiff(category, int(count.sum()), int(writer.sum()), int(value.sum()),
+                   int(first.c.size), float(finite.max()) if finite.size else 0.0)

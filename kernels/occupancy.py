@@ -1,0 +1,301 @@
+"""Occupancy and waves of a launch on a chosen GPU model, without the GPU.
+
+Per configuration: how many blocks fit on one SM and what limits them
+(blocks, warps, registers or shared memory per SM), the theoretical
+occupancy, the number of waves of blocks over the SMs, and how idle the last
+wave leaves them.  The arithmetic is that of NVIDIA's occupancy calculator
+(CUDA C++ Programming Guide, "Occupancy Calculator" and the Compute
+Capabilities table).
+
+Registers per thread come from the compiled kernel: from numba on a GPU, else
+from ``ptxas -v`` on the kernel's PTX when the CUDA toolkit's ptxas is
+installed, else from an assumption the user can change (stated as such).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Default registers per thread when nothing measured them.
+ASSUMED_REGISTERS = 32
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """Per-SM limits of a GPU, with where each figure comes from."""
+
+    name: str
+    compute_capability: tuple[int, int]
+    sms: int
+    max_threads_per_sm: int
+    max_warps_per_sm: int
+    max_blocks_per_sm: int
+    registers_per_sm: int
+    max_registers_per_thread: int
+    shared_per_sm: int  # bytes usable by blocks
+    max_shared_per_block: int  # bytes, with the opt-in
+    reserved_shared_per_block: int  # bytes the system keeps per block
+    register_unit: int = 256  # registers are allocated per warp in units of this
+    shared_unit: int = 128  # shared memory allocation granularity (bytes)
+    source: str = ""
+
+
+_CC = ("CUDA C++ Programming Guide, Compute Capabilities table (technical "
+       "specifications per compute capability)")
+GPU_MODELS: dict[str, GpuModel] = {g.name: g for g in (
+    GpuModel("H100 SXM", (9, 0), 132, 2048, 64, 32, 65536, 255, 228 * 1024, 227 * 1024, 1024,
+             source="SMs: NVIDIA H100 Tensor Core GPU Architecture whitepaper (H100 SXM5: 132 "
+                    f"SMs); per-SM limits: {_CC}, 9.0; Hopper Tuning Guide (228 KB shared per SM)"),
+    GpuModel("H200", (9, 0), 132, 2048, 64, 32, 65536, 255, 228 * 1024, 227 * 1024, 1024,
+             source="NVIDIA H200 Tensor Core GPU datasheet (GH100, 132 SMs as H100 SXM); "
+                    f"per-SM limits: {_CC}, 9.0"),
+    GpuModel("A100", (8, 0), 108, 2048, 64, 32, 65536, 255, 164 * 1024, 163 * 1024, 1024,
+             source="SMs: NVIDIA A100 Tensor Core GPU Architecture whitepaper (108 SMs); "
+                    f"per-SM limits: {_CC}, 8.0; Ampere Tuning Guide (164 KB shared per SM)"),
+    GpuModel("RTX 4090", (8, 9), 128, 1536, 48, 24, 65536, 255, 100 * 1024, 99 * 1024, 1024,
+             source="SMs: NVIDIA Ada GPU Architecture whitepaper (AD102 in RTX 4090: 128 SMs); "
+                    f"per-SM limits: {_CC}, 8.9; Ada Tuning Guide (100 KB shared per SM)"),
+    GpuModel("T4", (7, 5), 40, 1024, 32, 16, 65536, 255, 64 * 1024, 64 * 1024, 0,
+             source="SMs: NVIDIA T4 datasheet / Turing architecture whitepaper (TU104 in T4: "
+                    f"40 SMs); per-SM limits: {_CC}, 7.5; Turing Tuning Guide"),
+)}
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """One launch on one GPU model."""
+
+    gpu: str
+    threads_per_block: int
+    blocks: int
+    registers_per_thread: int
+    registers_source: str
+    shared_per_block: int
+    warps_per_block: int
+    #: blocks resident on one SM, and the limit that sets it
+    blocks_per_sm: int
+    limited_by: str
+    #: every limit: "blocks", "warps", "registers", "shared memory" -> blocks per SM
+    limits: dict
+    occupancy: float  # active warps / max warps per SM
+    waves: int
+    #: of the last wave's block slots (blocks_per_sm x SMs), the share left idle
+    last_wave_idle: float
+
+    def describe(self) -> str:
+        if self.blocks_per_sm == 0:
+            return f"{self.gpu}: does not fit ({self.limited_by})"
+        return (f"{self.gpu}: {self.blocks_per_sm} blocks/SM ({self.limited_by}), occupancy "
+                f"{self.occupancy:.0%}, {self.waves} wave{'s' if self.waves != 1 else ''}, "
+                f"last wave {self.last_wave_idle:.0%} idle")
+
+    def summary(self) -> dict:
+        return {k: (v if not isinstance(v, float) else round(v, 4))
+                for k, v in self.__dict__.items()}
+
+
+def occupancy(gpu: GpuModel, blocks: int, threads_per_block: int, registers_per_thread: int,
+              shared_per_block: int = 0, registers_source: str = "assumed") -> Occupancy:
+    """Resident blocks per SM, occupancy and waves of ``blocks`` x ``threads_per_block``."""
+    warps_per_block = -(-threads_per_block // 32)
+    limits = {"blocks": gpu.max_blocks_per_sm,
+              "warps": gpu.max_warps_per_sm // warps_per_block}
+    if registers_per_thread > gpu.max_registers_per_thread:
+        limits["registers"] = 0
+    elif registers_per_thread > 0:
+        per_warp = math.ceil(registers_per_thread * 32 / gpu.register_unit) * gpu.register_unit
+        limits["registers"] = (gpu.registers_per_sm // per_warp) // warps_per_block
+    if shared_per_block > 0:
+        per_block = math.ceil((shared_per_block + gpu.reserved_shared_per_block)
+                              / gpu.shared_unit) * gpu.shared_unit
+        limits["shared memory"] = (0 if shared_per_block > gpu.max_shared_per_block
+                                   else gpu.shared_per_sm // per_block)
+    limited_by = min(limits, key=lambda k: (limits[k], list(limits).index(k)))
+    per_sm = limits[limited_by]
+    capacity = per_sm * gpu.sms
+    if per_sm == 0:
+        return Occupancy(gpu.name, threads_per_block, blocks, registers_per_thread,
+                         registers_source, shared_per_block, warps_per_block, 0, limited_by,
+                         limits, 0.0, 0, 1.0)
+    waves = -(-blocks // capacity)
+    remainder = blocks % capacity
+    idle = 0.0 if remainder == 0 else 1.0 - remainder / capacity
+    return Occupancy(gpu.name, threads_per_block, blocks, registers_per_thread, registers_source,
+                     shared_per_block, warps_per_block, per_sm, limited_by, limits,
+                     per_sm * warps_per_block / gpu.max_warps_per_sm, waves, idle)
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Registers per thread and static shared memory per block of a kernel."""
+
+    registers: int
+    shared_bytes: int
+    source: str
+
+
+@functools.lru_cache(maxsize=64)
+def ptxas_resources(ptx: str, compute_capability: tuple[int, int]) -> Resources | None:
+    """Ask the CUDA toolkit's ptxas what the kernel uses (no GPU needed)."""
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        return None
+    arch = f"sm_{compute_capability[0]}{compute_capability[1]}"
+    # The PTX targets sm_90 at most; point it at the model's own architecture.
+    text = re.sub(r"\.target\s+sm_\d+", f".target {arch}", ptx)
+    note = ""
+    output, ok = _run_ptxas(ptxas, text, arch)
+    older = re.search(r"Unsupported \.version (\d+\.\d+); current version is '(\d+\.\d+)'",
+                      output)
+    if not ok and older:
+        # numba-cuda's NVVM may be newer than the installed toolkit: a simple
+        # kernel assembles the same at the older PTX ISA version.
+        text = re.sub(r"\.version\s+\d+\.\d+", f".version {older.group(2)}", text)
+        note = f", PTX ISA {older.group(1)} read as {older.group(2)}"
+        output, ok = _run_ptxas(ptxas, text, arch)
+    registers = re.search(r"Used (\d+) registers", output)
+    if not ok or registers is None:
+        return None
+    shared = re.search(r"(\d+) bytes smem", output)
+    version = re.search(r"release (\d+\.\d+)", _ptxas_version(ptxas))
+    label = f"ptxas {version.group(1)} for {arch}" if version else f"ptxas for {arch}"
+    return Resources(int(registers.group(1)), int(shared.group(1)) if shared else 0,
+                     label + note)
+
+
+def _run_ptxas(ptxas: str, ptx: str, arch: str) -> tuple[str, bool]:
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "kernel.ptx"
+        source.write_text(ptx)
+        try:
+            proc = subprocess.run([ptxas, "-v", f"-arch={arch}", str(source), "-o",
+                                   str(Path(tmp) / "kernel.cubin")], capture_output=True,
+                                  text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return str(exc), False
+    return proc.stdout + proc.stderr, proc.returncode == 0
+
+
+@functools.lru_cache(maxsize=1)
+def _ptxas_version(ptxas: str) -> str:
+    try:
+        return subprocess.run([ptxas, "--version"], capture_output=True, text=True,
+                              timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def kernel_resources(plan, dtype: str, gpu: GpuModel, assumed_registers: int = ASSUMED_REGISTERS,
+                     dispatcher=None) -> Resources:
+    """Registers and shared memory of the plain kernel: numba's figure on a GPU
+    (when the compiled ``dispatcher`` is given), else ptxas, else the assumption."""
+    if dispatcher is not None:
+        try:
+            registers = max(dispatcher.get_regs_per_thread().values())
+            shared = max(dispatcher.get_shared_mem_per_block().values())
+            return Resources(int(registers), int(shared), "numba, compiled for this GPU")
+        except Exception:  # not compiled yet, or no GPU: fall through
+            pass
+    try:
+        from .codegen import load_module
+        from .ptx import compile_ptx_for
+
+        gen = load_module(plan, "cuda", dtype)
+        ptx = compile_ptx_for(plan, gen.function(plan.name), dtype, False,
+                              cc=min(gpu.compute_capability, (9, 0)))
+        measured = ptxas_resources(ptx, gpu.compute_capability)
+    except Exception:  # numba or the toolkit missing: use the assumption
+        measured = None
+    if measured is not None:
+        return measured
+    return Resources(assumed_registers, static_shared_bytes(plan, dtype),
+                     f"assumed {assumed_registers} registers (no GPU, no ptxas)")
+
+
+def static_shared_bytes(plan, dtype: str) -> int:
+    """Static shared memory per block, from the kernel's cuda.shared.array shapes."""
+    import ast
+
+    from .plan import cuda_attribute
+
+    item = 4 if dtype == "float32" else 8
+    total = 0
+    for node in ast.walk(plan.kernel.node):
+        if not (isinstance(node, ast.Call)
+                and cuda_attribute(node.func, plan.module.aliases) == "shared.array"):
+            continue
+        shape = node.args[0] if node.args else next(
+            (kw.value for kw in node.keywords if kw.arg == "shape"), None)
+        dims = _int_value(shape, plan.module.constants)
+        if dims is None:
+            continue  # a shape that is not a literal: unknown
+        total += item * (math.prod(dims) if isinstance(dims, tuple) else dims)
+    return total
+
+
+def _int_value(node, constants, depth: int = 0):
+    """An int or tuple of ints from literals, constants and + - * //; else None."""
+    import ast
+    import operator
+
+    if node is None or depth > 20:
+        return None
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.Name) and node.id in constants:
+        return _int_value(constants[node.id][0], constants, depth + 1)
+    if isinstance(node, ast.Tuple):
+        parts = [_int_value(e, constants, depth + 1) for e in node.elts]
+        return None if any(not isinstance(p, int) for p in parts) else tuple(parts)
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.FloorDiv: operator.floordiv}
+    if isinstance(node, ast.BinOp) and type(node.op) in ops:
+        left = _int_value(node.left, constants, depth + 1)
+        right = _int_value(node.right, constants, depth + 1)
+        if isinstance(left, int) and isinstance(right, int) and not (
+                isinstance(node.op, ast.FloorDiv) and right == 0):
+            return ops[type(node.op)](left, right)
+    return None
+
+
+_resource_cache: dict[tuple, Resources] = {}
+
+
+def cached_resources(plan, dtype: str, gpu: GpuModel,
+                     assumed_registers: int = ASSUMED_REGISTERS) -> Resources:
+    """kernel_resources, remembered per (kernel source, dtype, architecture)."""
+    key = (plan.module.path, plan.name, hash(plan.module.text), dtype, gpu.compute_capability,
+           assumed_registers)
+    if key not in _resource_cache:
+        dispatcher = None
+        try:
+            from .engine import gpu_available
+            if gpu_available():
+                from .codegen import load_module
+                dispatcher = load_module(plan, "cuda", dtype).function(plan.name)
+        except Exception:  # no usable GPU: ptxas or the assumption
+            dispatcher = None
+        _resource_cache[key] = kernel_resources(plan, dtype, gpu, assumed_registers, dispatcher)
+    return _resource_cache[key]
+
+
+def launch_occupancy(request, plan, gpu_name: str,
+                     assumed_registers: int = ASSUMED_REGISTERS) -> Occupancy:
+    """Occupancy and waves of ``request``'s launch on GPU model ``gpu_name``."""
+    gpu = GPU_MODELS[gpu_name]
+    resources = cached_resources(plan, request.dtype, gpu, assumed_registers)
+    return occupancy(gpu, request.blocks, request.threads_per_block, resources.registers,
+                     resources.shared_bytes, resources.source)
+
+
+def warm(plan, dtype: str, assumed_registers: int = ASSUMED_REGISTERS) -> None:
+    """Measure the kernel's registers for every model now (off the GUI thread),
+    so that showing occupancy later costs nothing."""
+    for gpu in GPU_MODELS.values():
+        cached_resources(plan, dtype, gpu, assumed_registers)
