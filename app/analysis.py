@@ -13,6 +13,16 @@ COALESCING_COLUMNS = ("line", "access", "requests", "mean sectors", "max", "idea
 OCCUPANCY_COLUMNS = ("GPU", "blocks / SM", "limited by", "occupancy", "waves", "last wave idle")
 
 
+def _read_only_table(name: str, columns: tuple[str, ...]) -> QtWidgets.QTableWidget:
+    table = QtWidgets.QTableWidget(0, len(columns))
+    table.setObjectName(name)
+    table.setHorizontalHeaderLabels(columns)
+    table.verticalHeader().hide()
+    table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.horizontalHeader().setStretchLastSection(True)
+    return table
+
+
 class AnalysisPanel(QtWidgets.QTabWidget):
     """Shows the figures of the current run; asks the window for special maps."""
 
@@ -46,17 +56,11 @@ class AnalysisPanel(QtWidgets.QTabWidget):
             "its per-warp map.")
         note.setWordWrap(True)
         layout.addWidget(note)
-        self.coalescing_table = QtWidgets.QTableWidget(0, len(COALESCING_COLUMNS))
-        self.coalescing_table.setObjectName("coalescing-table")
-        self.coalescing_table.setHorizontalHeaderLabels(COALESCING_COLUMNS)
-        self.coalescing_table.verticalHeader().hide()
-        self.coalescing_table.setEditTriggers(
-            QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.coalescing_table = _read_only_table("coalescing-table", COALESCING_COLUMNS)
         self.coalescing_table.setSelectionBehavior(
             QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
         self.coalescing_table.setSelectionMode(
             QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
-        self.coalescing_table.horizontalHeader().setStretchLastSection(True)
         self.coalescing_table.itemSelectionChanged.connect(self._on_coalescing_selection_changed)
         layout.addWidget(self.coalescing_table, 1)
         return page
@@ -109,12 +113,7 @@ class AnalysisPanel(QtWidgets.QTabWidget):
         self.occupancy_label = QtWidgets.QLabel()
         self.occupancy_label.setWordWrap(True)
         layout.addWidget(self.occupancy_label)
-        self.occupancy_table = QtWidgets.QTableWidget(0, len(OCCUPANCY_COLUMNS))
-        self.occupancy_table.setObjectName("occupancy-table")
-        self.occupancy_table.setHorizontalHeaderLabels(OCCUPANCY_COLUMNS)
-        self.occupancy_table.verticalHeader().hide()
-        self.occupancy_table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.occupancy_table.horizontalHeader().setStretchLastSection(True)
+        self.occupancy_table = _read_only_table("occupancy-table", OCCUPANCY_COLUMNS)
         layout.addWidget(self.occupancy_table, 1)
         return page
 
@@ -147,6 +146,7 @@ class AnalysisPanel(QtWidgets.QTabWidget):
                 item = QtWidgets.QTableWidgetItem(value)
                 item.setToolTip(GPU_MODELS[name].source)
                 self.occupancy_table.setItem(row, column, item)
+        self.occupancy_table.resizeColumnsToContents()
         self.occupancy_label.setText(
             f"{request.blocks:,} blocks of {request.threads_per_block} threads; per thread: "
             + "; ".join(sorted(sources))

@@ -71,6 +71,9 @@ class HeatmapPlot:
         if self.axes:
             self.plot.setLabel("bottom", image.x_label)
             self.plot.setLabel("left", image.y_label)
+            # Few columns (occurrences of a warp view): whole-number ticks only.
+            self.plot.getAxis("bottom").setTicks(
+                [[(c, str(c)) for c in range(cols)]] if cols <= 16 else None)
         if reset_view or shape_changed:
             self.plot.setRange(xRange=(-0.5, cols - 0.5), yRange=(-0.5, rows - 0.5), padding=0)
 

@@ -158,7 +158,7 @@ class SweepView(QtWidgets.QWidget):
                             "One colour scale for all cells. Click a cell to open it.")
 
     def occupancy_text(self, cell: SweepCell) -> str:
-        """``"H100: occ 75%, 2 waves, 71% of last idle; 12% threads idle"``."""
+        """``"occ 75%, 2 waves, last 71% idle<br>12% of threads idle"`` on the chosen GPU."""
         from kernels.loader import load_plan
         from kernels.occupancy import launch_occupancy
 
@@ -168,8 +168,8 @@ class SweepView(QtWidgets.QWidget):
                                    self.gpu_combo.currentText(), self.assumed_registers)
         except Exception:  # the kernel file changed since: occupancy unknown
             return f"{idle:.0%} threads idle"
-        return (f"occ {occ.occupancy:.0%}, {occ.waves} wave{'s' if occ.waves != 1 else ''} "
-                f"({occ.last_wave_idle:.0%} of last idle), {idle:.0%} threads idle")
+        return (f"occ {occ.occupancy:.0%}, {occ.waves} wave{'s' if occ.waves != 1 else ''}, "
+                f"last {occ.last_wave_idle:.0%} idle<br>{idle:.0%} of threads idle")
 
     def _draw_times(self) -> None:
         self.time_plot.clear()
@@ -202,6 +202,9 @@ class SweepView(QtWidgets.QWidget):
                                 symbolBrush="#4c72b0", symbolPen=None)
         # Ticks at the configurations' own thread counts (log axis: log10 values).
         totals = sorted({c.total_threads for c in self.cells})
+        if len(totals) > 7:  # keep the labels apart: about 7, evenly spread in log
+            picks = np.unique(np.round(np.linspace(0, len(totals) - 1, 7)).astype(int))
+            totals = [totals[i] for i in picks]
         ticks = [[(float(np.log10(t)), f"{t:,}") for t in totals]]
         self.time_plot.getAxis("bottom").setTicks(ticks)
         self.idle_plot.getAxis("bottom").setTicks(ticks)

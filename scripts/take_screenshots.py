@@ -71,6 +71,45 @@ def main(out: str) -> int:
         wait_idle(app, window)
         shoot(app, window, out_dir / f"{stem}_sweep.png")
         window.tabs.setCurrentIndex(0)
+    # Issue 5: the warp view (coalescing) of both grid-stride walks, replay, diff.
+    for kernel in ("grid-stride", "grid-stride-colmajor"):
+        controls.select_kernel("builtin", kernel)
+        controls.apply_preset("seed")
+        window._on_run_triggered()
+        wait_idle(app, window)
+        window.analysis.setCurrentIndex(0)
+        window.analysis.coalescing_table.selectRow(2)  # the store to C
+        shoot(app, window, out_dir / f"warp_view_{kernel}.png")
+    window.analysis.setCurrentIndex(1)
+    shoot(app, window, out_dir / "load_balance.png")
+    window.analysis.setCurrentIndex(2)
+    shoot(app, window, out_dir / "occupancy.png")
+    controls.select_kernel("builtin", "grid-stride")
+    controls.grid_edit.setText("2")
+    controls.block_edit.setText("512")
+    window._on_run_triggered()
+    wait_idle(app, window)
+    window.analysis.setCurrentIndex(3)
+    window.analysis.replay_slider.setValue(5)
+    shoot(app, window, out_dir / "replay.png")
+    rows = window.results.rowCount()
+    selection = window.table.selectionModel()
+    from app.qt import QtCore
+    flags = (QtCore.QItemSelectionModel.SelectionFlag.ClearAndSelect
+             | QtCore.QItemSelectionModel.SelectionFlag.Rows)
+    selection.select(window.results.index(0, 0), flags)
+    selection.select(window.results.index(rows - 1, 0),
+                     QtCore.QItemSelectionModel.SelectionFlag.Select
+                     | QtCore.QItemSelectionModel.SelectionFlag.Rows)
+    window.analysis.setCurrentIndex(4)
+    window.analysis.diff_button.click()
+    shoot(app, window, out_dir / "diff.png")
+    window.sweep_view.gpu_combo.setCurrentText("H100 SXM")
+    window.sweep_view.blocks_edit.setText("1,8,66,264")
+    window.sweep_view.threads_edit.setText("64,256,1024")
+    window._on_sweep_triggered()
+    wait_idle(app, window)
+    shoot(app, window, out_dir / "sweep_occupancy.png")
     window.close()
     return 0
 

@@ -24,6 +24,12 @@ def window(qtbot, settings):
     return win
 
 
+def set_shape(window, m, k, n):
+    for spin, value in ((window.controls.m_spin, m), (window.controls.k_spin, k),
+                        (window.controls.n_spin, n)):
+        spin.setValue(value)
+
+
 def run_preset(window, kernel, preset="seed", backend="cpu"):
     window.controls.select_kernel("builtin", kernel)
     window.controls.apply_preset(preset)
@@ -177,9 +183,7 @@ def test_slow_simulator_run_asks_first(window, monkeypatch):
 
 def test_sweep_fills_the_matrix_and_opens_a_cell(window):
     window.controls.select_kernel("builtin", "grid-stride")
-    window.controls.m_spin.setValue(20)
-    window.controls.k_spin.setValue(4)
-    window.controls.n_spin.setValue(30)
+    set_shape(window, 20, 4, 30)
     window.controls.backend_combo.setCurrentText("cpu")
     window.sweep_view.blocks_edit.setText("1,2")
     window.sweep_view.threads_edit.setText("32,64,96")
@@ -196,9 +200,7 @@ def test_sweep_fills_the_matrix_and_opens_a_cell(window):
 
 def test_sweep_exports(window, tmp_path):
     window.controls.select_kernel("builtin", "one-block-chunks")
-    window.controls.m_spin.setValue(10)
-    window.controls.k_spin.setValue(3)
-    window.controls.n_spin.setValue(7)
+    set_shape(window, 10, 3, 7)
     window.controls.backend_combo.setCurrentText("cpu")
     window.sweep_view.blocks_edit.setText("1,2")
     window.sweep_view.threads_edit.setText("16,32")
@@ -220,9 +222,7 @@ def test_cancel_mid_sweep(qtbot, settings):
     win = MainWindow(synchronous=False, settings=settings, confirm=lambda title, text: True)
     qtbot.addWidget(win)
     win.controls.select_kernel("builtin", "grid-stride")
-    win.controls.m_spin.setValue(400)
-    win.controls.k_spin.setValue(200)
-    win.controls.n_spin.setValue(400)
+    set_shape(win, 400, 200, 400)
     win.controls.backend_combo.setCurrentText("cpu")
     win.sweep_view.blocks_edit.setText("1,2,3,4,5,6,7,8")
     win.sweep_view.threads_edit.setText("32,64,128,256")
@@ -309,9 +309,7 @@ def test_coalescing_table_and_per_warp_map(window):
 
 def test_load_balance_and_occupancy_tables(window):
     window.controls.select_kernel("builtin", "grid-stride")
-    window.controls.m_spin.setValue(10)
-    window.controls.k_spin.setValue(4)
-    window.controls.n_spin.setValue(10)
+    set_shape(window, 10, 4, 10)
     window.controls.grid_edit.setText("2")
     window.controls.block_edit.setText("64")
     window.controls.backend_combo.setCurrentText("cpu")
@@ -327,9 +325,7 @@ def test_load_balance_and_occupancy_tables(window):
 
 def test_replay_steps_through_iterations(window):
     window.controls.select_kernel("builtin", "grid-stride")
-    for spin, value in ((window.controls.m_spin, 8), (window.controls.k_spin, 2),
-                        (window.controls.n_spin, 8)):
-        spin.setValue(value)
+    set_shape(window, 8, 2, 8)
     window.controls.grid_edit.setText("1")
     window.controls.block_edit.setText("32")
     window.controls.backend_combo.setCurrentText("cpu")
@@ -345,9 +341,7 @@ def test_replay_steps_through_iterations(window):
 
 def test_replay_frames_export(window, tmp_path):
     window.controls.select_kernel("builtin", "grid-stride")
-    for spin, value in ((window.controls.m_spin, 8), (window.controls.k_spin, 2),
-                        (window.controls.n_spin, 8)):
-        spin.setValue(value)
+    set_shape(window, 8, 2, 8)
     window.controls.grid_edit.setText("1")
     window.controls.block_edit.setText("16")
     window.controls.backend_combo.setCurrentText("cpu")
@@ -387,16 +381,14 @@ def test_diff_of_two_runs(window):
 
 def test_sweep_cells_show_occupancy_and_idle_threads(window):
     window.controls.select_kernel("builtin", "grid-stride")
-    window.controls.m_spin.setValue(16)
-    window.controls.k_spin.setValue(2)
-    window.controls.n_spin.setValue(16)
+    set_shape(window, 16, 2, 16)
     window.controls.backend_combo.setCurrentText("cpu")
     window.sweep_view.blocks_edit.setText("1,4")
     window.sweep_view.threads_edit.setText("128")
     window._on_sweep_triggered()
     one, four = window.sweep_cells
     # 256 elements: 1 x 128 keeps every thread busy; 4 x 128 leaves half idle.
-    assert window.sweep_view.occupancy_text(one).endswith("0% threads idle")
-    assert window.sweep_view.occupancy_text(four).endswith("50% threads idle")
+    assert window.sweep_view.occupancy_text(one).endswith("<br>0% of threads idle")
+    assert window.sweep_view.occupancy_text(four).endswith("<br>50% of threads idle")
     window.sweep_view.gpu_combo.setCurrentText("T4")
     assert "1 wave" in window.sweep_view.occupancy_text(four)

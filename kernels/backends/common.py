@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -40,11 +41,11 @@ class KernelJob:
     progress: ProgressCallback = _no_progress
     cancel: CancelCallback = _never
 
-    @property
+    @cached_property
     def slots(self) -> tuple[ArraySlot, ...]:
         return array_slots(self.plan)
 
-    @property
+    @cached_property
     def sites(self) -> tuple[AccessSite, ...]:
         return access_sites(self.plan)
 
@@ -75,6 +76,14 @@ class KernelJob:
             else:
                 args.append(scalars[name])
         return args
+
+    def fresh_records(self) -> list[np.ndarray]:
+        """Recording arrays for every thread of the launch, initialised."""
+        from ..records import allocate_records
+
+        output_shape, input_shapes = self.record_shapes()
+        return allocate_records(output_shape, input_shapes, len(self.slots),
+                                self.request.total_threads, n_sites=len(self.sites))
 
     def record_shapes(self) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
         """Shapes of the output maps and of the two read maps, as the kernel sees

@@ -164,8 +164,7 @@ def run_cpu(job: KernelJob) -> BackendOutput:
     output_shape, input_shapes = job.record_shapes()
     total = request.total_threads
     launch = [*request.grid2, *request.block2]
-    records = allocate_records(output_shape, input_shapes, len(job.slots), total,
-                               n_sites=len(job.sites))
+    records = job.fresh_records()
     compile_seconds = _compile(gen, job, tuple(launch), records)
     timings = [Timing("compile", "cpu", compile_seconds,
                       "first call of the emulation (numba compile, or load from its cache)")]

@@ -12,7 +12,7 @@ import time
 
 from ..codegen import load_module
 from ..errors import KernelCompileError, KernelRuntimeError, RequestError
-from ..records import OOB, allocate_records
+from ..records import OOB
 from ..request import format_bytes
 from ..result import Timing
 from .common import BackendOutput, KernelJob, median_time, shorten_numba_error
@@ -92,9 +92,7 @@ def _run_simulated(job: KernelJob, gen) -> BackendOutput:
     request = job.request
     record_kernel = gen.function(f"{job.plan.name}__tm_record")
     plain_kernel = gen.function(job.plan.name)
-    output_shape, input_shapes = job.record_shapes()
-    records = allocate_records(output_shape, input_shapes, len(job.slots), request.total_threads,
-                               n_sites=len(job.sites))
+    records = job.fresh_records()
     c_record = job.fresh_output()
     sequential = job.plan.emulable or not any("syncthreads" in what
                                               for what, _ in job.plan.emulation_blockers)
@@ -142,9 +140,7 @@ def _run_gpu(job: KernelJob, gen) -> BackendOutput:
     request = job.request
     record_kernel = gen.function(f"{job.plan.name}__tm_record")
     plain_kernel = gen.function(job.plan.name)
-    output_shape, input_shapes = job.record_shapes()
-    records = allocate_records(output_shape, input_shapes, len(job.slots), request.total_threads,
-                               n_sites=len(job.sites))
+    records = job.fresh_records()
     c_record = job.fresh_output()
     needed = sum(r.nbytes for r in records) + job.a.nbytes + job.b.nbytes + 2 * c_record.nbytes
     free, _total = cuda.current_context().get_memory_info()
