@@ -30,11 +30,11 @@ class ResultsModel(QtCore.QAbstractTableModel):
         super().__init__(parent)
         self.results: list[RunResult] = []
 
-    def rowCount(self, parent=QtCore.QModelIndex()) -> int:  # noqa: N802 (Qt API)
-        return 0 if parent.isValid() else len(self.results)
+    def rowCount(self, parent=None) -> int:  # noqa: N802 (Qt API)
+        return 0 if parent is not None and parent.isValid() else len(self.results)
 
-    def columnCount(self, parent=QtCore.QModelIndex()) -> int:  # noqa: N802
-        return 0 if parent.isValid() else len(COLUMNS)
+    def columnCount(self, parent=None) -> int:  # noqa: N802
+        return 0 if parent is not None and parent.isValid() else len(COLUMNS)
 
     def headerData(self, section, orientation, role=QtCore.Qt.ItemDataRole.DisplayRole):  # noqa: N802
         if role == QtCore.Qt.ItemDataRole.DisplayRole and \

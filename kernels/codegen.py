@@ -109,8 +109,9 @@ def _tm_oob_hit(oob, oobmin, oobt, oobf, sl, d, g, i, j):
         oobf[g, d, 2] = j
     oobt[g] += 1
 """)
-        # Per thread and access site: how many times the thread got there, and
-        # the element offset of its first few accesses (-1: out of bounds).
+        # Per thread and access site: the element offset of its first few
+        # accesses (-1: out of bounds), and how many of those it made (the
+        # count stops at the trace's capacity: later accesses cost one load).
         # Each thread writes only its own entries: no atomics needed.
         emit("""
 def _tm_trace(tcnt, taddr, site, g, offset):
@@ -118,7 +119,7 @@ def _tm_trace(tcnt, taddr, site, g, offset):
         occurrence = tcnt[site, g]
         if occurrence < taddr.shape[1]:
             taddr[site, occurrence, g] = offset
-        tcnt[site, g] = occurrence + 1
+            tcnt[site, g] = occurrence + 1
 """)
     rec = "sl, site, oob, oobmin, oobt, oobf, tcnt, taddr, g"
     for nd in (1, 2):

@@ -79,9 +79,9 @@ def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[in
                      n_sites: int = 1) -> list[np.ndarray]:
     """Fresh recording arrays, initialised, in ``RECORD_PARAMS`` order + reads.
 
-    The trace keeps, for each access site and thread, how many times the
-    thread reached the site and the element offset of its first
-    TRACE_OCCURRENCES accesses there (-1: not reached, or out of bounds)."""
+    The trace keeps, for each access site and thread, the element offset of
+    its first TRACE_OCCURRENCES accesses there (-1: not reached, or out of
+    bounds) and how many of those it made."""
     writers = writer_dtype(n_threads) if writers is None else writers
     first = np.zeros((n_threads, 2, 3), np.int64)
     first[:, :, 0] = -1

@@ -4,8 +4,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from app.qt import QtCore, QtGui, QtWidgets
-from kernels.catalogue import CATALOGUE
+from app.qt import QtCore, QtGui
 
 
 @pytest.fixture

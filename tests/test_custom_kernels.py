@@ -310,3 +310,19 @@ def test_typing_error_points_at_the_user_s_line(tmp_path):
     text = str(info.value)
     assert f'File "{path}", line 9' in text, text
     assert "\x1b[" not in text and "_tm_run_record" not in text
+
+
+@pytest.mark.sim
+def test_a_kernel_that_raises_in_the_simulator_says_so(tmp_path):
+    from kernels import KernelRuntimeError
+    path = write(tmp_path, "divides.py", '''
+        from numba import cuda
+
+        @cuda.jit
+        def mm(A, B, C):
+            i = cuda.threadIdx.x
+            zero = i - i
+            C[0, 0] = A[0, 0] * B[0, 0] + i // zero
+    ''')
+    with pytest.raises(KernelRuntimeError, match="ZeroDivisionError"):
+        run(file_request(path, block=(4,)).with_(backend="sim"))
