@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from kernels.result import BACKEND_SHORT, RunResult
 from kernels.source import format_dims
 from kernels.sweep import SweepCell
@@ -150,35 +152,56 @@ def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str
         widget.deleteLater()
 
 
+#: More frames than this are sampled evenly (a kernel can have 16,384 iterations).
+MAX_REPLAY_FRAMES = 120
+
+
+def replay_iterations(result: RunResult, max_frames: int = MAX_REPLAY_FRAMES) -> list[int]:
+    """The iterations with any store, sampled evenly down to ``max_frames``."""
+    iterations = np.unique(result.maps.iteration[result.maps.iteration >= 0])
+    if iterations.size > max_frames:
+        picks = np.round(np.linspace(0, iterations.size - 1, max_frames)).astype(int)
+        iterations = iterations[picks]
+    return [int(i) for i in iterations]
+
+
 def export_replay(result: RunResult, folder: str | Path, size: tuple[int, int] = (800, 600),
-                  gif: bool = True, frame_ms: int = 500) -> list[Path]:
-    """One PNG per grid-stride iteration (``replay_000.png``, ...) and, with
-    Pillow installed, ``replay.gif`` playing them.  Returns the files written."""
+                  gif: bool = True, frame_ms: int = 500, max_frames: int = MAX_REPLAY_FRAMES,
+                  progress=None) -> list[Path]:
+    """One PNG per grid-stride iteration with stores (``replay_000.png``, ...;
+    at most ``max_frames``, sampled evenly) and, with Pillow installed,
+    ``replay.gif`` playing them.  ``progress(done, total)`` may return False to
+    stop early.  Returns the files written."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    iterations = int(result.maps.iteration.max()) + 1
-    if iterations <= 0:
+    iterations = replay_iterations(result, max_frames)
+    if not iterations:
         raise ValueError("no element was written: nothing to replay")
     written = []
     widget = _offscreen_widget(size)
     try:
         widget.ci.addLabel(run_title(result, html=True), row=0, col=0, size="11pt")
         plot = HeatmapPlot(widget.ci, row=1, col=0)
-        for iteration in range(iterations):
+        for frame, iteration in enumerate(iterations):
+            if progress is not None and progress(frame, len(iterations)) is False:
+                break
             plot.show(replay_map(result, iteration))
-            written.append(_write_scene(widget, folder / f"replay_{iteration:03d}.png", size))
+            written.append(_write_scene(widget, folder / f"replay_{frame:03d}.png", size))
     finally:
         widget.close()
         widget.deleteLater()
-    if gif:
+    if gif and written:
         try:
             from PIL import Image
         except ImportError:
             return written
-        frames = [Image.open(path).convert("P", palette=Image.Palette.ADAPTIVE) for path in written]
+        frames = [Image.open(path).convert("P", palette=Image.Palette.ADAPTIVE)
+                  for path in written]
         target = folder / "replay.gif"
         frames[0].save(target, save_all=True, append_images=frames[1:], duration=frame_ms,
                        loop=0)
+        for image in frames:
+            image.close()
         written.append(target)
     return written
 

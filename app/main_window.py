@@ -15,7 +15,8 @@ from kernels.source import read_module
 from kernels.sweep import SweepCell, parse_list, sweep_requests, write_sweep
 
 from .controls import ControlPanel
-from .export import export_contact_sheet, export_heatmap, export_replay, run_title
+from .export import (export_contact_sheet, export_heatmap, export_replay, replay_iterations,
+                     run_title)
 from .heatmap import HeatmapWidget
 from .analysis import AnalysisPanel
 from .maps import (ANALYSIS_MAPS, MAP_CHOICES, WRITER_KINDS, diff_map, make_map, replay_map,
@@ -276,8 +277,19 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:  # noqa: N802 (Qt API)
         self.save_settings()
-        self.controller.cancel()
-        self.controller.wait()
+        if self.controller.busy:
+            # Cancel, and end any child process at once (a simulator or a kernel
+            # file's run); the emulation stops within a chunk.
+            from kernels.backends.child import stop_all
+
+            self.controller.cancel()
+            stop_all()
+            if not self.controller.wait(15000):
+                # Never destroy a running QThread (Qt aborts the process).
+                self.statusBar().showMessage("still finishing the current step (a compile "
+                                             "or a GPU launch); close again in a moment")
+                event.ignore()
+                return
         super().closeEvent(event)
 
     # -- running ----------------------------------------------------------------------------
@@ -368,8 +380,9 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def add_result(self, result: RunResult) -> None:
         row = self.results.add(result)
-        self.table.selectRow(row)
-        self.show_result(result)
+        self.table.selectRow(row)  # shows it, through the table's current-row signal
+        if self.current is not result:
+            self.show_result(result)
 
     def _on_table_row_changed(self, current: QtCore.QModelIndex, _previous) -> None:
         if current.isValid():
@@ -467,10 +480,21 @@ class MainWindow(QtWidgets.QMainWindow):
             return
         folder = QtWidgets.QFileDialog.getExistingDirectory(
             self, "Export the replay frames to a folder", str(Path.home()))
-        if folder:
-            self._guarded(lambda: export_replay(self.current, folder,
-                                                (self.export_width.value(),
-                                                 self.export_height.value()))[-1])
+        if not folder:
+            return
+        dialog = QtWidgets.QProgressDialog("Exporting the replay frames...", "Stop", 0,
+                                           len(replay_iterations(self.current)), self)
+        dialog.setWindowModality(QtCore.Qt.WindowModality.WindowModal)
+
+        def progress(done: int, total: int) -> bool:
+            dialog.setValue(done)
+            QtWidgets.QApplication.processEvents()  # frames are drawn here; keep responsive
+            return not dialog.wasCanceled()
+
+        self._guarded(lambda: export_replay(
+            self.current, folder, (self.export_width.value(), self.export_height.value()),
+            progress=progress)[-1])
+        dialog.close()
 
     def _on_heatmap_hovered(self, text: str) -> None:
         if text:

@@ -263,10 +263,12 @@ def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | 
             high = decode_thread(result, int(maps.max_writer[row, col]))
             if low.gtid == high.gtid:
                 lines.append(f"writer: {low.describe()}")
+                lines.append(f"iteration: {int(maps.iteration[row, col])}")
             else:
                 lines.append(f"writers: lowest {low.describe()}")
                 lines.append(f"         highest {high.describe()}  (collision)")
-            lines.append(f"iteration: {int(maps.iteration[row, col])}")
+                lines.append(f"iteration: {int(maps.iteration[row, col])} (the lowest over "
+                             "its writers' stores)")
         else:
             lines.append("never written")
         lines.append(f"C = {result.c[row, col]:.7g}   reference = {result.reference[row, col]:.7g}")

@@ -31,7 +31,15 @@ class Settings(QtCore.QSettings):
         pattern = str(self.value("request/pattern", "random"))
         backend = str(self.value("request/backend", "auto"))
         kernel_file = self.value("request/kernel_file") or None
+        scalars = []
+        for item in str(self.value("request/scalars", "") or "").split(","):
+            name, _, value = item.partition("=")
+            try:
+                scalars.append((name.strip(), float(value) if "." in value else int(value)))
+            except ValueError:
+                continue
         return RunRequest(
+            scalars=tuple(scalars),
             kernel=str(self.value("request/kernel", "grid-stride")) or None,
             kernel_file=str(kernel_file) if kernel_file else None,
             dtype=dtype if dtype in DTYPES else "float32",
@@ -49,6 +57,7 @@ class Settings(QtCore.QSettings):
         self.setValue("request/backend", request.backend)
         self.setValue("request/grid", "x".join(map(str, request.grid)))
         self.setValue("request/block", "x".join(map(str, request.block)))
+        self.setValue("request/scalars", ",".join(f"{n}={v}" for n, v in request.scalars))
 
     def sweep_lists(self) -> tuple[str | None, str | None]:
         return self.value("sweep/blocks"), self.value("sweep/threads")

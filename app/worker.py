@@ -55,6 +55,10 @@ class _Job(QtCore.QThread):
         self.body = body
         self.cancel_event = threading.Event()
 
+    def check_cancel(self) -> None:
+        if self.cancel_event.is_set():
+            raise RunCancelled("cancelled")
+
     def run(self) -> None:  # QThread entry point
         try:
             self.body(self)
@@ -96,7 +100,9 @@ class RunController(QtCore.QObject):
             result = run(request, progress=job.progressed.emit, cancel=job.cancel_event.is_set,
                          **run_options(request))
             job.progressed.emit(1.0, "measuring the kernel's registers for the occupancy figures")
+            job.check_cancel()
             warm_occupancy(request, assumed_registers)
+            job.check_cancel()  # cancelled meanwhile: the result is dropped, as asked
             job.produced.emit(result)
 
         self._start(body, self.run_finished, None)
@@ -107,9 +113,15 @@ class RunController(QtCore.QObject):
             return run(request, progress=progress, cancel=cancel, **run_options(request))
 
         def body(job: _Job) -> None:
-            warm_occupancy(base, assumed_registers)
-            for cell in run_sweep(base, blocks, threads, progress=job.progressed.emit,
-                                  cancel=job.cancel_event.is_set, run_one=run_one):
+            for index, cell in enumerate(run_sweep(base, blocks, threads,
+                                                   progress=job.progressed.emit,
+                                                   cancel=job.cancel_event.is_set,
+                                                   run_one=run_one)):
+                if index == 0:
+                    # After the first run, so that on a GPU numba's own register
+                    # count of the compiled kernel is there to be read.
+                    warm_occupancy(base, assumed_registers)
+                job.check_cancel()
                 job.produced.emit(cell)
 
         self._start(body, self.sweep_cell, self.sweep_finished)

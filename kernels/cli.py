@@ -177,24 +177,40 @@ def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
     if (args.png or args.svg) and exporter is None:
         raise ThreadMapError("--png/--svg need the app package (PySide6, pyqtgraph); "
                              "run through the 'threadmap' command")
+    size = check_image_options(args)
     request = request_from_args(args, args.grid, args.block)
     check_gpu_model(args.gpu_model)
     result = run(request, time_limit=args.time_limit)
     out = Path(args.out)
     write_outputs(result, out, occupancy_for(result, args))
     if exporter is not None and (args.png or args.svg):
-        size = parse_dims(args.size, "--size")
-        if len(size) != 2:
-            raise ThreadMapError(f"--size takes WxH in pixels, not {args.size!r}")
         exporter(result, png=args.png, svg=args.svg, map_name=args.map, size=size)
     print_summary(result)
     print(f"  wrote {out / 'result.json'} and {out / 'maps.npz'}")
     return 0
 
 
+IMAGE_MAPS = ("count", "writer", "iteration", "error", "oob", "stores", "reads_a", "reads_b")
+
+
+def check_image_options(args: argparse.Namespace) -> tuple[int, int]:
+    """Refuse bad --map / --png / --svg / --size before anything runs."""
+    if args.map not in IMAGE_MAPS:
+        raise ThreadMapError(f"--map must be one of {', '.join(IMAGE_MAPS)}, not {args.map!r}")
+    for option, path, suffix in (("--png", getattr(args, "png", None), ".png"),
+                                 ("--svg", getattr(args, "svg", None), ".svg")):
+        if path and not path.lower().endswith(suffix):
+            raise ThreadMapError(f"{option} needs a file name ending in {suffix}, not {path!r}")
+    size = parse_dims(getattr(args, "size", "1200x900"), "--size")
+    if len(size) != 2 or not all(16 <= d <= 16384 for d in size):
+        raise ThreadMapError(f"--size takes WxH in pixels, 16 to 16384 each, not {args.size!r}")
+    return size
+
+
 def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
     from .sweep import parse_list, run_sweep, write_sweep
 
+    check_image_options(args)
     base = request_from_args(args, "1", "32")
     grids = parse_list(args.grids, "--grids")
     blocks = parse_list(args.blocks, "--blocks")
@@ -247,6 +263,10 @@ def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = 
         return 1
     except ThreadMapError as exc:
         print(f"threadmap: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # an output that cannot be written
+        print(f"threadmap: error: cannot write {exc.filename or 'the output'}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
         return 2
 
 

@@ -105,7 +105,8 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
     """Run in this process, on ``request.backend`` (already resolved)."""
     check_request(request)
     plan = load_plan(request)
-    scalars = scalar_arguments(plan, request)
+    resolved_scalars = resolve_scalars(plan, request)
+    scalars = tuple(value for _, value, _ in resolved_scalars)
     a, b = make_inputs(request.pattern, request.m, request.k, request.n, request.dtype,
                        request.seed)
     job = KernelJob(request, plan, a, b, scalars, zero_output=plan.reads_output,
@@ -136,8 +137,7 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
                      "counts still show elements it never wrote")
     if scalars:
         notes.append("scalar arguments: " + ", ".join(
-            f"{name} = {value} ({source})" for name, value, source
-            in resolve_scalars(plan, request)))
+            f"{name} = {value} ({source})" for name, value, source in resolved_scalars))
     timings = list(output.timings) + [_time_reference(a, b, request.backend == "gpu")]
     progress(1.0, "done")
     return RunResult(

@@ -4,8 +4,8 @@ Per configuration: how many blocks fit on one SM and what limits them
 (blocks, warps, registers or shared memory per SM), the theoretical
 occupancy, the number of waves of blocks over the SMs, and how idle the last
 wave leaves them.  The arithmetic is that of NVIDIA's occupancy calculator
-(CUDA C++ Programming Guide, "Occupancy Calculator" and the Compute
-Capabilities table).
+(cuda_occupancy.h: cudaOccMaxBlocksPerSMRegsLimit and friends; CUDA C++
+Programming Guide, Compute Capabilities table).
 
 Registers per thread come from the compiled kernel: from numba on a GPU, else
 from ``ptxas -v`` on the kernel's PTX when the CUDA toolkit's ptxas is
@@ -43,6 +43,8 @@ class GpuModel:
     reserved_shared_per_block: int  # bytes the system keeps per block
     register_unit: int = 256  # registers are allocated per warp in units of this
     shared_unit: int = 128  # shared memory allocation granularity (bytes)
+    sub_partitions: int = 4  # SM sub-partitions (schedulers) sharing the register file
+    registers_per_block: int = 65536
     source: str = ""
 
 
@@ -109,8 +111,17 @@ def occupancy(gpu: GpuModel, blocks: int, threads_per_block: int, registers_per_
     if registers_per_thread > gpu.max_registers_per_thread:
         limits["registers"] = 0
     elif registers_per_thread > 0:
+        # As cudaOccMaxBlocksPerSMRegsLimit: registers are allocated per warp in
+        # units, within each of the SM's sub-partitions; the hardware refuses a
+        # block whose warps, rounded up to the sub-partitions, need more than
+        # the per-block register limit.
         per_warp = math.ceil(registers_per_thread * 32 / gpu.register_unit) * gpu.register_unit
-        limits["registers"] = (gpu.registers_per_sm // per_warp) // warps_per_block
+        rounded_warps = -(-warps_per_block // gpu.sub_partitions) * gpu.sub_partitions
+        if per_warp * rounded_warps > gpu.registers_per_block:
+            limits["registers"] = 0
+        else:
+            warps_per_partition = (gpu.registers_per_sm // gpu.sub_partitions) // per_warp
+            limits["registers"] = warps_per_partition * gpu.sub_partitions // warps_per_block
     if shared_per_block > 0:
         per_block = math.ceil((shared_per_block + gpu.reserved_shared_per_block)
                               / gpu.shared_unit) * gpu.shared_unit
@@ -264,15 +275,15 @@ def _int_value(node, constants, depth: int = 0):
     return None
 
 
-_resource_cache: dict[tuple, Resources] = {}
+_measured: dict[tuple, Resources | None] = {}
 
 
 def cached_resources(plan, dtype: str, gpu: GpuModel,
                      assumed_registers: int = ASSUMED_REGISTERS) -> Resources:
-    """kernel_resources, remembered per (kernel source, dtype, architecture)."""
-    key = (plan.module.path, plan.name, hash(plan.module.text), dtype, gpu.compute_capability,
-           assumed_registers)
-    if key not in _resource_cache:
+    """kernel_resources, the measured figures remembered per (kernel source,
+    dtype, architecture); the assumption applies only when nothing measured."""
+    key = (plan.module.path, plan.name, hash(plan.module.text), dtype, gpu.compute_capability)
+    if _measured.get(key) is None:
         dispatcher = None
         try:
             from .engine import gpu_available
@@ -281,8 +292,12 @@ def cached_resources(plan, dtype: str, gpu: GpuModel,
                 dispatcher = load_module(plan, "cuda", dtype).function(plan.name)
         except Exception:  # no usable GPU: ptxas or the assumption
             dispatcher = None
-        _resource_cache[key] = kernel_resources(plan, dtype, gpu, assumed_registers, dispatcher)
-    return _resource_cache[key]
+        found = kernel_resources(plan, dtype, gpu, assumed_registers, dispatcher)
+        if found.source.startswith("assumed"):
+            _measured.setdefault(key, None)
+            return found
+        _measured[key] = found
+    return _measured[key]
 
 
 def launch_occupancy(request, plan, gpu_name: str,

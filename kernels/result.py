@@ -87,7 +87,7 @@ class Verdict:
             kinds.append("collisions")
         if self.out_of_bounds:
             kinds.append("out-of-bounds")
-        if not self.errors.within_tolerance and self.errors.wrong:
+        if self.errors.wrong or self.errors.non_finite > self.unwritten:
             kinds.append("error")
         return ", ".join(kinds)
 
@@ -105,6 +105,9 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures) -> Verdict:
                        "(collisions: the value depends on which thread came last)")
     for oob in maps.out_of_bounds:
         reasons.append(oob.describe())
+    poisoned = errors.non_finite - maps.unwritten
+    if poisoned > 0:
+        reasons.append(f"{poisoned:,} written elements of C are NaN or infinite")
     if errors.wrong:
         reasons.append(f"{errors.wrong:,} elements off by more than the tolerance "
                        f"(relative error {errors.rel_error:.3g}, tolerance "

@@ -116,8 +116,8 @@ def parse_module(text: str, path: str = "<kernel>") -> ModuleInfo:
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             kept = _record_import(node, aliases)
-            if kept:
-                imports.append(ast.unparse(node))
+            if kept is not None:
+                imports.append(ast.unparse(kept))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             _record_constant(node, aliases, constants)
     kernels: list[KernelDef] = []
@@ -154,26 +154,31 @@ def qualified_name(node: ast.expr, aliases: dict[str, str]) -> str | None:
     return ".".join(reversed(parts))
 
 
-def _record_import(node: ast.Import | ast.ImportFrom, aliases: dict[str, str]) -> bool:
-    kept = False
+def _record_import(node: ast.Import | ast.ImportFrom,
+                   aliases: dict[str, str]) -> ast.Import | ast.ImportFrom | None:
+    """Note the names an import binds; return the part of it to copy next to a
+    kernel (only numpy / math / numba names: ``import numpy, os`` keeps numpy)."""
     if isinstance(node, ast.Import):
+        kept_names = []
         for alias in node.names:
             root = alias.name.split(".")[0]
             if alias.asname:
                 aliases[alias.asname] = alias.name
             else:
                 aliases[root] = root
-            kept |= root in KEPT_IMPORT_ROOTS
-    else:
-        if node.level or not node.module:
-            return False
-        root = node.module.split(".")[0]
-        for alias in node.names:
-            if alias.name == "*":
-                continue
-            aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        kept = root in KEPT_IMPORT_ROOTS
-    return kept
+            if root in KEPT_IMPORT_ROOTS:
+                kept_names.append(alias)
+        return ast.Import(names=kept_names) if kept_names else None
+    if node.level or not node.module:
+        return None
+    for alias in node.names:
+        if alias.name == "*":
+            continue
+        aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    if node.module.split(".")[0] not in KEPT_IMPORT_ROOTS:
+        return None
+    names = [alias for alias in node.names if alias.name != "*"]
+    return ast.ImportFrom(module=node.module, names=names, level=0) if names else None
 
 
 def _is_constant_expr(node: ast.expr, aliases: dict[str, str],
@@ -187,6 +192,10 @@ def _is_constant_expr(node: ast.expr, aliases: dict[str, str],
     if isinstance(node, ast.UnaryOp):
         return _is_constant_expr(node.operand, aliases, constants)
     if isinstance(node, ast.BinOp):
+        if isinstance(node.op, (ast.Pow, ast.LShift)) and not (
+                isinstance(node.right, ast.Constant) and isinstance(node.right.value, int)
+                and 0 <= node.right.value <= 64):
+            return False  # 10 ** 10 ** 9 would hang the import of the derived module
         return (_is_constant_expr(node.left, aliases, constants)
                 and _is_constant_expr(node.right, aliases, constants))
     if isinstance(node, ast.Tuple):

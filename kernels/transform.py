@@ -23,7 +23,7 @@ import copy
 from dataclasses import dataclass
 
 from .errors import UnsupportedConstruct
-from .plan import KernelPlan, cuda_attribute, subscript_chain
+from .plan import RECORDED_ATOMICS, KernelPlan, cuda_attribute, subscript_chain
 from .records import RECORD_PARAMS, reads_param
 
 #: Explicit thread coordinates of an emulated thread, in parameter order.
@@ -246,14 +246,32 @@ class _AccessRewriter(ast.NodeTransformer):
         slot, indices = tracked
         return ast.copy_location(self._load(slot, indices, node), node)
 
-    def visit_Assign(self, node: ast.Assign) -> ast.stmt:
-        if len(node.targets) == 1:
-            tracked = self._tracked(node.targets[0])
-            if tracked:
-                slot, indices = tracked
-                call = self._store(slot, indices, self.visit(node.value), node.targets[0])
-                return ast.copy_location(ast.Expr(call), node)
+    def visit_Assign(self, node: ast.Assign) -> ast.stmt | list[ast.stmt]:
+        if len(node.targets) == 1 and self._tracked_root(node.targets[0]):
+            # Python (and numba) evaluate the value before the target's index.
+            # When the index itself reads arrays or calls anything, bind the
+            # value first so that order (and the first out-of-bounds access
+            # recorded) stays the kernel's.
+            value = self.visit(node.value)
+            slot, indices = self._tracked(node.targets[0])
+            statements: list[ast.stmt] = []
+            if any(isinstance(n, (ast.Call, ast.Subscript)) for i in indices
+                   for n in ast.walk(i)) and not isinstance(value, (ast.Name, ast.Constant)):
+                temp = f"_tm_t{self.temp_counter}"
+                self.temp_counter += 1
+                statements.append(ast.copy_location(
+                    ast.Assign(targets=[ast.Name(temp, ast.Store())], value=value), node))
+                value = _name(temp)
+            call = self._store(slot, indices, value, node.targets[0])
+            statements.append(ast.copy_location(ast.Expr(call), node))
+            return statements if len(statements) > 1 else statements[0]
         return self.generic_visit(node)
+
+    def _tracked_root(self, node: ast.expr) -> bool:
+        if not isinstance(node, ast.Subscript):
+            return False
+        root, _, _ = subscript_chain(node)
+        return isinstance(root, ast.Name) and root.id in self.slots
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.stmt:
         tracked = self._tracked(node.target)
@@ -288,6 +306,11 @@ class _AccessRewriter(ast.NodeTransformer):
         what = cuda_attribute(node.func, self.plan.module.aliases)
         if what and what.startswith("atomic.") and node.args \
                 and isinstance(node.args[0], ast.Name) and node.args[0].id in self.slots:
+            op = what.split(".", 1)[1]
+            if op not in RECORDED_ATOMICS:
+                # Only possible on shared / local arrays (the plan refuses other
+                # atomics on parameters): left as written, unchecked.
+                return self.generic_visit(node)
             if len(node.args) != 3 or node.keywords:
                 raise self.fail(f"cuda.{what} takes (array, index, value)", node)
             slot = self.slots[node.args[0].id]
@@ -297,7 +320,6 @@ class _AccessRewriter(ast.NodeTransformer):
                 raise self.fail(f"cuda.{what} on the {slot.ndim}-D array {slot.name!r} needs "
                                 f"an index of {slot.ndim} (a literal tuple for 2-D)", node)
             indices = [self.visit(i) for i in indices]
-            op = what.split(".", 1)[1]
             return ast.copy_location(
                 self._atomic(op, slot, indices, self.visit(node.args[2]), node), node)
         return self.generic_visit(node)

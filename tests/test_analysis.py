@@ -68,7 +68,12 @@ def test_sector_counting_by_hand():
     ("H100 SXM", 256, 32, 0, 8, "warps", 1.0),  # 64 warps / 8; registers allow 8 too
     ("H100 SXM", 256, 64, 0, 4, "registers", 0.5),  # 2048 regs/warp: 32 warps -> 4 blocks
     ("H100 SXM", 32, 16, 0, 32, "blocks", 0.5),  # 1-warp blocks: 32-block cap, 32 of 64 warps
-    ("H100 SXM", 1024, 40, 0, 1, "registers", 0.5),  # 1280 regs/warp: 51 warps < 64
+    ("H100 SXM", 1024, 40, 0, 1, "registers", 0.5),  # 1280 regs/warp: 12 warps x 4 partitions
+    # cudaOccMaxBlocksPerSMRegsLimit: 48 x 32 = 1536 regs/warp; 16384 per sub-partition
+    # holds 10 warps, x 4 = 40 warps = 6 blocks of 6 warps (not 65536 // 1536 = 42 -> 7).
+    ("H100 SXM", 192, 48, 0, 6, "registers", 36 / 64),
+    # 80 x 32 = 2560 regs/warp; 25 warps rounded up to 28 need 71680 > 65536: no launch.
+    ("H100 SXM", 800, 80, 0, 0, "registers", 0.0),
     ("A100", 128, 32, 48 * 1024, 3, "shared memory", 0.1875),  # 167936 // (49152 + 1024)
     ("RTX 4090", 1024, 32, 0, 1, "warps", 32 / 48),
     ("T4", 1024, 32, 0, 1, "warps", 1.0),

@@ -101,3 +101,26 @@ def test_sweep_writes_summaries_and_images(tmp_path):
 def test_sweep_refuses_a_bad_list(tmp_path):
     proc = threadmap("sweep", "--grids", "1,x", "--backend", "cpu", "--out", str(tmp_path))
     assert proc.returncode == 2 and "--grids must be whole numbers" in proc.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--map", "bogus", "--png", "x.png"], "--map must be one of"),
+    (["--png", "picture"], "--png needs a file name ending in .png"),
+    (["--svg", "x.png"], "--svg needs a file name ending in .svg"),
+    (["--size", "8x8", "--png", "x.png"], "--size takes WxH in pixels, 16 to 16384"),
+])
+def test_bad_export_options_are_refused_before_running(tmp_path, args, message):
+    proc = threadmap("run", "--backend", "cpu", "--out", str(tmp_path / "o"), *args,
+                     cwd=str(tmp_path))
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_unwritable_output_is_a_one_line_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    proc = threadmap("run", "--shape", "4x4x4", "--block", "32", "--backend", "cpu",
+                     "--out", str(blocker / "out"))
+    assert proc.returncode == 2 and "cannot write" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -326,3 +326,35 @@ def test_a_kernel_that_raises_in_the_simulator_says_so(tmp_path):
     ''')
     with pytest.raises(KernelRuntimeError, match="ZeroDivisionError"):
         run(file_request(path, block=(4,)).with_(backend="sim"))
+
+
+def test_only_numpy_math_numba_imports_and_safe_constants_are_kept():
+    module = parse_module(textwrap.dedent('''
+        import numpy as np, os, subprocess
+        from numba import cuda
+        from os import system
+        import math
+        TPB = 2 ** 4
+        HUGE = 10 ** 10 ** 9
+        @cuda.jit
+        def k(A, B, C):
+            C[0, 0] = A[0, 0] * B[0, 0] * TPB
+    '''))
+    assert module.imports == ("import numpy as np", "from numba import cuda", "import math")
+    assert "TPB" in module.constants and "HUGE" not in module.constants
+
+
+def test_a_store_evaluates_its_value_before_its_index(tmp_path):
+    # Python (and numba) evaluate the right-hand side first: B's out-of-bounds
+    # read happens before A's, so it is the thread's first; A's is second.
+    path = write(tmp_path, "order.py", '''
+        from numba import cuda
+
+        @cuda.jit
+        def k(A, B, C):
+            C[int(A[99, 0]), 0] = B[99, 0]
+    ''')
+    result = run(file_request(path, shape=(4, 4, 4), block=(1,)))
+    by_array = {o.array: o for o in result.maps.out_of_bounds}
+    assert by_array["B"].first_index == (99, 0)
+    assert by_array["A"].first_index is None and by_array["A"].count == 1

@@ -91,7 +91,9 @@ def _run_ranges(function, worker_args: list[list], ranges: list[tuple[int, int]]
 
     def work(w: int) -> None:
         start, stop = ranges[w]
-        current, chunk = start, 64
+        # Start with one thread (one thread of a buggy kernel can be long), then
+        # grow the chunk while it stays under CHUNK_SECONDS.
+        current, chunk = start, 1
         try:
             while current < stop and not halt.is_set():
                 end = min(stop, current + chunk)
