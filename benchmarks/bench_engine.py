@@ -139,6 +139,7 @@ def nrt_ablation() -> dict:
     from kernels.inputs import make_inputs
     from kernels.loader import _builtin_plan
     from kernels.records import allocate_records
+    from kernels.transform import access_sites, array_slots
 
     plan = _builtin_plan("grid-stride")
     m = k = n = 256
@@ -151,7 +152,8 @@ def nrt_ablation() -> dict:
         driver = gen.function("_tm_run_record")
         times = []
         for _ in range(3):
-            records = allocate_records((m, n), ((m, k), (k, n)), 3, 1024)
+            records = allocate_records((m, n), ((m, k), (k, n)), len(array_slots(plan)), 1024,
+                                       n_sites=len(access_sites(plan)))
             c = np.full((m, n), np.nan, np.float32)
             started = time.perf_counter()
             driver(a, b, c, *records, 1, 1, 1024, 1, 0, 1024)

@@ -75,13 +75,14 @@ def record_nbytes(output_size: int, input_sizes: tuple[int, int], n_threads: int
 
 
 def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[int, ...], ...],
-                     n_slots: int, n_threads: int, writers: np.dtype | None = None,
-                     n_sites: int = 1) -> list[np.ndarray]:
+                     n_slots: int, n_threads: int, *, n_sites: int,
+                     writers: np.dtype | None = None) -> list[np.ndarray]:
     """Fresh recording arrays, initialised, in ``RECORD_PARAMS`` order + reads.
 
     The trace keeps, for each access site and thread, the element offset of
     its first TRACE_OCCURRENCES accesses there (-1: not reached, or out of
-    bounds) and how many of those it made."""
+    bounds) and how many of those it made.  ``n_sites`` must be the kernel's
+    number of access sites: the compiled emulation does not check bounds."""
     writers = writer_dtype(n_threads) if writers is None else writers
     first = np.zeros((n_threads, 2, 3), np.int64)
     first[:, :, 0] = -1

@@ -23,7 +23,8 @@ import numpy as np
 
 from ..codegen import GeneratedModule, load_module
 from ..errors import KernelCompileError, KernelRuntimeError, RunCancelled
-from ..records import OOB, PRIVATE_RECORDS, READS, SHARED_RECORDS, allocate_records
+from ..records import (OOB, PRIVATE_RECORDS, READS, SHARED_RECORDS, TRACE_ADDR,
+                       allocate_records)
 from ..request import available_memory
 from ..result import Timing
 from .common import BackendOutput, KernelJob, median_time, shorten_numba_error
@@ -230,6 +231,8 @@ def run_cpu(job: KernelJob) -> BackendOutput:
 def _private_copy(records: list[np.ndarray], input_shapes, output_shape, total) -> list[np.ndarray]:
     """A worker's recording arrays: fresh private per-element arrays, shared
     per-thread ones (each thread belongs to exactly one worker)."""
+    # Only the private arrays are used; the per-thread ones (trace included)
+    # are the shared ones, so this allocates them empty.
     fresh = allocate_records(output_shape, input_shapes, records[OOB].shape[0], 0,
-                             writers=records[2].dtype)
+                             n_sites=records[TRACE_ADDR].shape[0], writers=records[2].dtype)
     return [records[i] if i in SHARED_RECORDS else fresh[i] for i in range(len(records))]
