@@ -143,6 +143,9 @@ class SweepView(QtWidgets.QWidget):
                 plot.show(image, "")
                 plot.plot.setTitle(f"<span style='color:{colour}'>{cell_title(cell)}</span>"
                                    f"<br>{self.occupancy_text(cell)}", size="8pt")
+                # pyqtgraph fixes a title's row at 30 px; these have three lines.
+                plot.plot.titleLabel.setMaximumHeight(46)
+                plot.plot.layout.setRowFixedHeight(0, 46)
             self._plots.append((plot, cell))
         if images:
             first = next(iter(images.values()))
