@@ -17,13 +17,8 @@ def colour_bar_ticks(image: MapImage) -> list | None:
         return [[(0, "same"), (1, "value"), (2, "writer"), (3, "count")]]
     if colouring.kind == "categorical":
         return [[(-1, "none")] + [(v, str(v)) for v in range(0, int(colouring.top) + 1, 5)]]
-    if colouring.kind in ("count", "zero"):
-        top = int(max(colouring.top, 1))
-        step = max(1, top // 8)
-        ticks = [(v, str(v)) for v in range(0, top + 1, step)]
-        if ticks[-1][0] != top:
-            ticks.append((top, str(top)))
-        return [ticks]
+    if colouring.kind in ("count", "zero") and colouring.top <= 20:
+        return [[(v, str(v)) for v in range(0, int(max(colouring.top, 1)) + 1)]]
     return None
 
 
