@@ -102,25 +102,15 @@ def time_kernels(size: int, repeats: int, dry_run: bool) -> list[dict]:
                       np.linalg.norm(a.astype(np.float64) @ b))
         rows.append({"kernel": kernel, "launch": label, "ms": seconds * 1e3,
                      "gflops": flops / seconds / 1e9, "rel_error": error})
-    try:
-        import cupy
-    except ImportError:
-        rows.append({"kernel": "cuBLAS (CuPy)", "launch": "not installed", "ms": None,
-                     "gflops": None, "rel_error": None})
+    from kernels.engine import time_reference
+
+    reference = time_reference(a, b, on_gpu=True)
+    if reference.backend == "cublas":
+        rows.append({"kernel": "cuBLAS (CuPy)", "launch": "sgemm", "ms": reference.seconds * 1e3,
+                     "gflops": reference.gflops, "rel_error": None})
     else:
-        ca, cb = cupy.asarray(a), cupy.asarray(b)
-        ca @ cb
-        times = []
-        for _ in range(repeats):
-            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record()
-            ca @ cb
-            stop.record()
-            stop.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
-        seconds = float(np.median(times))
-        rows.append({"kernel": "cuBLAS (CuPy)", "launch": "sgemm", "ms": seconds * 1e3,
-                     "gflops": flops / seconds / 1e9, "rel_error": None})
+        rows.append({"kernel": "cuBLAS (CuPy)", "launch": "CuPy not installed", "ms": None,
+                     "gflops": None, "rel_error": None})
     return rows
 
 

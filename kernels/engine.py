@@ -138,7 +138,7 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
     if scalars:
         notes.append("scalar arguments: " + ", ".join(
             f"{name} = {value} ({source})" for name, value, source in resolved_scalars))
-    timings = list(output.timings) + [_time_reference(a, b, request.backend == "gpu")]
+    timings = list(output.timings) + [time_reference(a, b, request.backend == "gpu")]
     progress(1.0, "done")
     return RunResult(
         request=request, kernel_name=plan.name, backend_note=backend_note,
@@ -156,7 +156,7 @@ def _slot_role(plan: KernelPlan, name: str) -> str:
     return next(local.kind for local in plan.local_arrays if local.name == name)
 
 
-def _time_reference(a: np.ndarray, b: np.ndarray, on_gpu: bool) -> Timing:
+def time_reference(a: np.ndarray, b: np.ndarray, on_gpu: bool) -> Timing:
     """Time the library matmul to compare with: cuBLAS (CuPy) on a GPU when
     CuPy is installed, else numpy (BLAS) on the CPU, in the run's dtype."""
     flops = 2.0 * a.shape[0] * a.shape[1] * b.shape[1]
