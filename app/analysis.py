@@ -23,6 +23,17 @@ def _read_only_table(name: str, columns: tuple[str, ...]) -> QtWidgets.QTableWid
     return table
 
 
+def _page(note: str | None = None) -> tuple[QtWidgets.QWidget, QtWidgets.QVBoxLayout]:
+    """A tab page, with an explanatory note at the top when given."""
+    page = QtWidgets.QWidget()
+    layout = QtWidgets.QVBoxLayout(page)
+    if note:
+        label = QtWidgets.QLabel(note)
+        label.setWordWrap(True)
+        layout.addWidget(label)
+    return page, layout
+
+
 class AnalysisPanel(QtWidgets.QTabWidget):
     """Shows the figures of the current run; asks the window for special maps."""
 
@@ -47,15 +58,11 @@ class AnalysisPanel(QtWidgets.QTabWidget):
     # -- coalescing ---------------------------------------------------------------------
 
     def _build_coalescing(self) -> QtWidgets.QWidget:
-        page = QtWidgets.QWidget()
-        layout = QtWidgets.QVBoxLayout(page)
-        note = QtWidgets.QLabel(
+        page, layout = _page(
             "Distinct 32-byte sectors a warp's request touches at each access to A, B and C "
             "(the first 4 times each thread gets there). Ideal: 4 for 32 consecutive float32, "
             "8 for float64; 1 means all lanes read one address (a broadcast). Select a row for "
             "its per-warp map.")
-        note.setWordWrap(True)
-        layout.addWidget(note)
         self.coalescing_table = _read_only_table("coalescing-table", COALESCING_COLUMNS)
         self.coalescing_table.setSelectionBehavior(
             QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
@@ -84,8 +91,7 @@ class AnalysisPanel(QtWidgets.QTabWidget):
     # -- load balance ---------------------------------------------------------------------
 
     def _build_load_balance(self) -> QtWidgets.QWidget:
-        page = QtWidgets.QWidget()
-        layout = QtWidgets.QVBoxLayout(page)
+        page, layout = _page()
         self.balance_label = QtWidgets.QLabel()
         self.balance_label.setObjectName("balance")
         self.balance_label.setWordWrap(True)
@@ -99,8 +105,7 @@ class AnalysisPanel(QtWidgets.QTabWidget):
     # -- occupancy ------------------------------------------------------------------------
 
     def _build_occupancy(self) -> QtWidgets.QWidget:
-        page = QtWidgets.QWidget()
-        layout = QtWidgets.QVBoxLayout(page)
+        page, layout = _page()
         form = QtWidgets.QHBoxLayout()
         form.addWidget(QtWidgets.QLabel("Registers per thread when not measured"))
         self.registers_spin = QtWidgets.QSpinBox()
@@ -156,12 +161,8 @@ class AnalysisPanel(QtWidgets.QTabWidget):
     # -- replay -----------------------------------------------------------------------------
 
     def _build_replay(self) -> QtWidgets.QWidget:
-        page = QtWidgets.QWidget()
-        layout = QtWidgets.QVBoxLayout(page)
-        note = QtWidgets.QLabel("Step through the grid-stride iterations: which elements "
-                                "each warp writes at each step.")
-        note.setWordWrap(True)
-        layout.addWidget(note)
+        page, layout = _page("Step through the grid-stride iterations: which elements "
+                             "each warp writes at each step.")
         row = QtWidgets.QHBoxLayout()
         self.play_button = QtWidgets.QPushButton("Play")
         self.play_button.setCheckable(True)
@@ -209,12 +210,8 @@ class AnalysisPanel(QtWidgets.QTabWidget):
     # -- diff ---------------------------------------------------------------------------------
 
     def _build_diff(self) -> QtWidgets.QWidget:
-        page = QtWidgets.QWidget()
-        layout = QtWidgets.QVBoxLayout(page)
-        note = QtWidgets.QLabel("Select two runs in the results table (Ctrl+click), then "
-                                "compare them element by element.")
-        note.setWordWrap(True)
-        layout.addWidget(note)
+        page, layout = _page("Select two runs in the results table (Ctrl+click), then "
+                             "compare them element by element.")
         self.diff_button = QtWidgets.QPushButton("Compare the two selected runs")
         self.diff_button.clicked.connect(self.diff_requested.emit)
         layout.addWidget(self.diff_button)

@@ -131,7 +131,7 @@ def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str
     widget = _offscreen_widget(size)
     try:
         ok = [c for c in cells if c.result is not None]
-        top = _shared_top(ok, map_name)
+        top = shared_top(ok, map_name)
         first = ok[0].result.request if ok else None
         title = (f"{first.kernel_label} {first.m}x{first.k}x{first.n}: {MAP_CHOICES[map_name][0]}"
                  " (blocks down, threads per block across)") if first else "sweep"
@@ -219,8 +219,9 @@ def cell_title(cell: SweepCell) -> str:
     return f"{cell.blocks} x {cell.threads} {cell.result.verdict.word}{when}"
 
 
-def _shared_top(cells: list[SweepCell], map_name: str) -> float | None:
-    """One colour scale for every cell of a sweep."""
+def shared_top(cells: list[SweepCell], map_name: str) -> float | None:
+    """One colour scale for every cell of a sweep (failed cells ignored)."""
+    cells = [c for c in cells if c.result is not None]
     if not cells:
         return None
     if map_name == "count":
@@ -231,10 +232,6 @@ def _shared_top(cells: list[SweepCell], map_name: str) -> float | None:
         attr = "oob_per_thread" if map_name == "oob" else "stores_per_thread"
         return float(max(int(getattr(c.result.maps, attr).max(initial=0)) for c in cells))
     return None
-
-
-def shared_top(cells: list[SweepCell], map_name: str) -> float | None:
-    return _shared_top([c for c in cells if c.result is not None], map_name)
 
 
 def cli_exporter(result: RunResult, png: str | None = None, svg: str | None = None,

@@ -216,11 +216,8 @@ def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
     blocks = parse_list(args.blocks, "--blocks")
     check_gpu_model(args.gpu_model)
 
-    def report(fraction: float, message: str) -> None:
-        pass
-
     cells = []
-    for cell in run_sweep(base, grids, blocks, progress=report):
+    for cell in run_sweep(base, grids, blocks):
         cells.append(cell)
         status = cell.result.verdict.summary() if cell.result else f"ERROR: {cell.error}"
         print(f"{cell.blocks:>8} x {cell.threads:<5} {status}", flush=True)

@@ -29,6 +29,15 @@ def set_shape(window, m, k, n):
         spin.setValue(value)
 
 
+def prepare_sweep(window, kernel, shape, blocks, threads):
+    """Kernel, shape, the CPU emulation and the sweep's lists, ready to run."""
+    window.controls.select_kernel("builtin", kernel)
+    set_shape(window, *shape)
+    window.controls.backend_combo.setCurrentText("cpu")
+    window.sweep_view.blocks_edit.setText(blocks)
+    window.sweep_view.threads_edit.setText(threads)
+
+
 def run_preset(window, kernel, preset="seed", backend="cpu"):
     window.controls.select_kernel("builtin", kernel)
     window.controls.apply_preset(preset)
@@ -181,11 +190,7 @@ def test_slow_simulator_run_asks_first(window, monkeypatch):
 
 
 def test_sweep_fills_the_matrix_and_opens_a_cell(window):
-    window.controls.select_kernel("builtin", "grid-stride")
-    set_shape(window, 20, 4, 30)
-    window.controls.backend_combo.setCurrentText("cpu")
-    window.sweep_view.blocks_edit.setText("1,2")
-    window.sweep_view.threads_edit.setText("32,64,96")
+    prepare_sweep(window, "grid-stride", (20, 4, 30), "1,2", "32,64,96")
     window._on_sweep_triggered()
     cells = window.sweep_cells
     assert [(c.blocks, c.threads) for c in cells] == [(1, 32), (1, 64), (1, 96), (2, 32),
@@ -198,11 +203,7 @@ def test_sweep_fills_the_matrix_and_opens_a_cell(window):
 
 
 def test_sweep_exports(window, tmp_path):
-    window.controls.select_kernel("builtin", "one-block-chunks")
-    set_shape(window, 10, 3, 7)
-    window.controls.backend_combo.setCurrentText("cpu")
-    window.sweep_view.blocks_edit.setText("1,2")
-    window.sweep_view.threads_edit.setText("16,32")
+    prepare_sweep(window, "one-block-chunks", (10, 3, 7), "1,2", "16,32")
     window._on_sweep_triggered()
     window.export_sweep_folder(tmp_path / "sweep")
     names = {p.name for p in (tmp_path / "sweep").iterdir()}
@@ -220,11 +221,7 @@ def test_cancel_mid_sweep(qtbot, settings):
     from app.main_window import MainWindow
     win = MainWindow(synchronous=False, settings=settings, confirm=lambda title, text: True)
     qtbot.addWidget(win)
-    win.controls.select_kernel("builtin", "grid-stride")
-    set_shape(win, 400, 200, 400)
-    win.controls.backend_combo.setCurrentText("cpu")
-    win.sweep_view.blocks_edit.setText("1,2,3,4,5,6,7,8")
-    win.sweep_view.threads_edit.setText("32,64,128,256")
+    prepare_sweep(win, "grid-stride", (400, 200, 400), "1,2,3,4,5,6,7,8", "32,64,128,256")
     with qtbot.waitSignal(win.controller.sweep_cell, timeout=60000):
         win._on_sweep_triggered()
     assert win.controller.busy
@@ -379,11 +376,7 @@ def test_diff_of_two_runs(window):
 
 
 def test_sweep_cells_show_occupancy_and_idle_threads(window):
-    window.controls.select_kernel("builtin", "grid-stride")
-    set_shape(window, 16, 2, 16)
-    window.controls.backend_combo.setCurrentText("cpu")
-    window.sweep_view.blocks_edit.setText("1,4")
-    window.sweep_view.threads_edit.setText("128")
+    prepare_sweep(window, "grid-stride", (16, 2, 16), "1,4", "128")
     window._on_sweep_triggered()
     one, four = window.sweep_cells
     # 256 elements: 1 x 128 keeps every thread busy; 4 x 128 leaves half idle.
