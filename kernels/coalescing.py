@@ -1,12 +1,13 @@
-"""Memory coalescing: how many 32-byte sectors one warp's request touches.
+"""Memory coalescing: how many 32-byte sectors each warp request touches.
 
-For each access site of the kernel (each load of A, of B, each store to C, in
-source order), the recording kernel traced the element offset each thread used
-at its first few occurrences of that site.  The 32 lanes of a warp at the same
-occurrence make one request; the distinct 32-byte sectors their addresses fall
-in are what the memory system must move.  32 consecutive float32 cover 128
-bytes: 4 sectors, the ideal; 32 scattered ones cost 32.  Arrays are assumed
-aligned to 32 bytes (numpy and CUDA allocations are).
+The lockstep emulation runs a warp's active lanes through each access to A, B
+or C together, as the hardware issues one instruction for them: those lanes'
+addresses are one request.  The distinct 32-byte sectors they fall in are what
+the memory system must move.  The ideal is the fewest sectors the request's
+distinct elements could fill: 32 consecutive float32 need 4, 16 need 2, and a
+broadcast (every lane on one element) needs 1, so the efficiency (ideal /
+actual) never exceeds 1.  Arrays are assumed aligned to 32 bytes (numpy and
+CUDA allocations are).
 """
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .records import TRACE_OCCURRENCES
 from .transform import AccessSite
 
 WARP = 32
@@ -23,74 +23,69 @@ SECTOR_BYTES = 32
 
 @dataclass(frozen=True, eq=False)
 class SiteCoalescing:
-    """Sectors per warp request at one access site."""
+    """Sectors per warp request at one access site to global memory."""
 
     site: AccessSite
     element_bytes: int
-    #: occurrences of the site analysed, per thread (its first few)
-    occurrences: int
-    #: warp requests counted (a warp at one occurrence with at least one lane there)
+    #: warp requests: a warp executing the access with at least one lane
     requests: int
     mean_sectors: float
     max_sectors: int
-    #: the fewest sectors those requests could touch: ceil(active lanes x size / 32)
+    #: mean over requests of the fewest sectors their distinct elements fill
     ideal_sectors: float
-    #: (warps, occurrences): sectors of each warp's request; NaN where none
+    #: mean active lanes per request
+    mean_lanes: float
+    #: (blocks, warps per block): mean sectors of each warp's requests; NaN
+    #: where the warp made none
     per_warp: np.ndarray
 
     @property
     def efficiency(self) -> float:
-        """ideal / actual sectors: 1.0 is perfectly coalesced."""
+        """ideal / actual sectors, at most 1.0 (perfectly coalesced)."""
         return self.ideal_sectors / self.mean_sectors if self.mean_sectors else 1.0
 
     def summary(self) -> dict:
         return {"site": self.site.site, "line": self.site.line, "kind": self.site.kind,
                 "array": self.site.array, "role": self.site.role, "access": self.site.text,
-                "element_bytes": self.element_bytes,
-                "occurrences_per_thread": f"first {self.occurrences}",
-                "requests": self.requests, "mean_sectors": self.mean_sectors,
-                "max_sectors": self.max_sectors, "ideal_sectors": self.ideal_sectors,
+                "element_bytes": self.element_bytes, "requests": self.requests,
+                "mean_sectors": self.mean_sectors, "max_sectors": self.max_sectors,
+                "ideal_sectors": self.ideal_sectors, "mean_active_lanes": self.mean_lanes,
                 "efficiency": self.efficiency}
 
 
-def warp_lanes(per_thread: np.ndarray, blocks: int, threads_per_block: int,
-               fill: int = -1) -> np.ndarray:
-    """(..., threads) -> (..., warps, 32): threads grouped by warp, block by
-    block; lanes past the end of a block hold ``fill``."""
-    warps_per_block = -(-threads_per_block // WARP)
-    lead = per_thread.shape[:-1]
-    padded = np.full(lead + (blocks, warps_per_block * WARP), fill, per_thread.dtype)
-    padded[..., :threads_per_block] = per_thread.reshape(lead + (blocks, threads_per_block))
-    return padded.reshape(lead + (blocks * warps_per_block, WARP))
+def per_warp_means(counts: np.ndarray, sums: np.ndarray, blocks: int) -> np.ndarray:
+    """(blocks, warps per block) means of ``sums / counts`` per warp; NaN where
+    the count is 0."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    return means.reshape(blocks, -1)
+
+
+def coalescing(acc: np.ndarray, accw: np.ndarray, sites: tuple[AccessSite, ...], blocks: int,
+               element_bytes: int) -> tuple[SiteCoalescing, ...]:
+    """Figures of every global-memory site from the lockstep records
+    (site sums and ``_tm_accw``, see records.py)."""
+    out = []
+    for site in sites:
+        if site.space != "global":
+            continue
+        requests, total, largest, ideal, lanes = (int(v) for v in acc[site.site])
+        out.append(SiteCoalescing(
+            site=site, element_bytes=element_bytes, requests=requests,
+            mean_sectors=total / requests if requests else 0.0, max_sectors=largest,
+            ideal_sectors=ideal / requests if requests else 0.0,
+            mean_lanes=lanes / requests if requests else 0.0,
+            per_warp=per_warp_means(accw[site.site, :, 0], accw[site.site, :, 1], blocks)))
+    return tuple(out)
 
 
 def sectors_per_request(offsets: np.ndarray, element_bytes: int) -> tuple[np.ndarray, np.ndarray]:
     """For lanes' element offsets (..., 32) (-1 = lane not there): the distinct
-    sectors and the active lanes of each request."""
+    sectors and the active lanes of each request.  (A reference for tests: the
+    emulation counts the same in compiled code.)"""
     active = offsets >= 0
     sectors = np.where(active, offsets * element_bytes // SECTOR_BYTES, -1)
     sectors.sort(axis=-1)
     fresh = (sectors[..., 1:] != sectors[..., :-1]) & (sectors[..., 1:] >= 0)
     distinct = fresh.sum(axis=-1) + (sectors[..., 0] >= 0)
     return distinct, active.sum(axis=-1)
-
-
-def analyse(trace_addr: np.ndarray, sites: tuple[AccessSite, ...], blocks: int,
-            threads_per_block: int, element_bytes: int) -> tuple[SiteCoalescing, ...]:
-    """Coalescing figures for each site from the trace (sites, occurrences, threads)."""
-    out = []
-    for site in sites:
-        lanes = warp_lanes(trace_addr[site.site], blocks, threads_per_block)  # (R, warps, 32)
-        distinct, active = sectors_per_request(lanes, element_bytes)
-        present = active > 0
-        ideal = -(-active * element_bytes // SECTOR_BYTES)
-        requests = int(present.sum())
-        per_warp = np.where(present, distinct, np.nan).T  # (warps, R)
-        out.append(SiteCoalescing(
-            site=site, element_bytes=element_bytes, occurrences=TRACE_OCCURRENCES,
-            requests=requests,
-            mean_sectors=float(distinct[present].mean()) if requests else 0.0,
-            max_sectors=int(distinct[present].max()) if requests else 0,
-            ideal_sectors=float(ideal[present].mean()) if requests else 0.0,
-            per_warp=per_warp))
-    return tuple(out)

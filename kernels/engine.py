@@ -9,16 +9,23 @@ from functools import lru_cache
 
 import numpy as np
 
+from .analysis import read_analysis
 from .backends.common import CancelCallback, KernelJob, ProgressCallback, _never, _no_progress
 from .correctness import compare, reference
-from .errors import BackendUnavailable, RunCancelled
+from .errors import (BackendUnavailable, EmulationUnsupported, KernelCompileError,
+                     KernelRuntimeError, RequestError, RunCancelled, ThreadMapError)
+from .estimate import ANALYSIS_SECONDS_LIMIT, emulation_seconds
 from .inputs import make_inputs
 from .loader import load_plan, resolve_scalars, scalar_arguments
+from .local_types import block_array_specs
 from .plan import KernelPlan
-from .coalescing import analyse
-from .records import TRACE_ADDR, TRACE_COUNT, read_back
-from .request import RunRequest, check_request
+from .records import read_back
+from .request import RunRequest, check_request, format_bytes
 from .result import RunResult, Timing, make_verdict
+
+#: Static shared memory one block may declare (CUDA: 48 KiB; more needs
+#: dynamic shared memory and an opt-in, which ThreadMap does not launch).
+MAX_STATIC_SHARED = 48 * 1024
 
 
 @lru_cache(maxsize=1)
@@ -63,13 +70,41 @@ def resolve_backend(request: RunRequest, plan: KernelPlan) -> tuple[str, str]:
         return "gpu", gpu_status()
     if backend == "sim":
         return "sim", "the CUDA simulator, as asked"
-    if not plan.emulable:
-        why = (f"{plan.name} uses {plan.emulation_blocker_text()}, which the CPU emulation "
-               "cannot run: it runs in the CUDA simulator instead")
-        return "sim", why
+    why_not = emulation_refusal(request, plan)
+    if why_not:
+        return "sim", (f"{plan.name} uses {why_not}, which the CPU emulation cannot run: it "
+                       "runs in the CUDA simulator instead")
+    blocks = " (shared memory and barriers in block lockstep)" if (
+        plan.local_arrays or plan.barrier_lines) else ""
     if backend == "cpu":
-        return "cpu", "the CPU emulation, as asked"
-    return "cpu", "no CUDA device: CPU emulation"
+        return "cpu", f"the CPU emulation, as asked{blocks}"
+    return "cpu", f"no CUDA device: CPU emulation{blocks}"
+
+
+def emulation_refusal(request: RunRequest, plan: KernelPlan) -> str | None:
+    """What keeps the lockstep emulation from running ``plan``, with lines;
+    None when it can."""
+    if not plan.emulable:
+        return plan.emulation_blocker_text()
+    from .backends.cpu import check_emulation
+    try:
+        check_emulation(plan, request)
+    except EmulationUnsupported as exc:
+        return str(exc)
+    return None
+
+
+def check_shared_memory(request: RunRequest, plan: KernelPlan) -> None:
+    """Refuse a kernel whose static shared memory no GPU can hold."""
+    shared = [s for s in block_array_specs(plan, request.dtype) if s.kind == "shared"]
+    total = sum(s.nbytes for s in shared)
+    if total > MAX_STATIC_SHARED:
+        arrays = ", ".join(f"{s.name} {'x'.join(map(str, s.shape))} {s.dtype} (line {s.line})"
+                           for s in shared)
+        raise RequestError(
+            f"{plan.name} declares {format_bytes(total)} of static shared memory per block "
+            f"({arrays}); CUDA allows at most 48 KiB of static shared memory per block, so no "
+            "GPU can build it (ptxas refuses it): use smaller tiles")
 
 
 def run(request: RunRequest, progress: ProgressCallback | None = None,
@@ -89,6 +124,7 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
     check_request(request)
     plan = load_plan(request)
     scalar_arguments(plan, request)  # refuse missing scalars before starting anything
+    check_shared_memory(request, plan)
     backend, note = resolve_backend(request, plan)
     resolved = request.with_(backend=backend)
     if backend == "sim" and not _simulating():
@@ -119,17 +155,20 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         output = run_cuda(job)
     if cancel():
         raise RunCancelled("run cancelled")
-    progress(0.95, "checking against the float64 reference")
-    ref = reference(a, b)
     m, k, n = request.shape
     slots = tuple((s.name, _slot_role(plan, s.name), s.ndim) for s in job.slots)
+    analysis, analysis_note = None, None
+    if output.lockstep is not None:
+        analysis = read_analysis(output.lockstep, output.layout, request, slots)
+        analysis_note = "from this run (CPU lockstep emulation)"
+    else:
+        analysis, analysis_note = _analysis_run(job, slots, progress)
+    progress(0.95, "checking against the float64 reference")
+    ref = reference(a, b)
     maps = read_back(output.raw_records, ((m, k), (k, n), (m, n)), slots)
-    coalescing = analyse(output.raw_records[TRACE_ADDR], job.sites, request.blocks,
-                         request.threads_per_block, np.dtype(request.dtype).itemsize)
-    output.raw_records[TRACE_ADDR] = output.raw_records[TRACE_COUNT] = None  # large; done
     c = output.c_plain if output.c_plain is not None else output.c_record
     errors = compare(c, ref)
-    verdict = make_verdict(maps, errors)
+    verdict = make_verdict(maps, errors, analysis)
     notes = list(output.notes)
     if plan.reads_output:
         notes.append(f"{plan.name} reads or accumulates into its output, so C started "
@@ -145,7 +184,32 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         c=c, c_source="plain kernel" if output.c_plain is not None else "instrumented kernel",
         reference=ref.c, maps=maps, verdict=verdict, timings=tuple(timings),
         notes=tuple(notes), output_init="zeros" if plan.reads_output else "nan", slots=slots,
-        coalescing=coalescing)
+        analysis=analysis, analysis_note=analysis_note)
+
+
+def _analysis_run(job: KernelJob, slots, progress: ProgressCallback):
+    """For a GPU or simulator run: the lockstep emulation's recording run, for
+    the figures only it measures (warp requests, divergence, hazards).
+    Returns (analysis, note); None with the reason where it cannot be had."""
+    request = job.request
+    try:
+        why_not = emulation_refusal(request, job.plan)
+    except ThreadMapError as exc:
+        return None, f"not measured: the CPU emulation cannot run it ({exc})"
+    if why_not:
+        return None, f"not measured: the CPU emulation cannot run {why_not}"
+    seconds = emulation_seconds(request)
+    if request.backend == "gpu" and seconds > ANALYSIS_SECONDS_LIMIT:
+        return None, (f"not measured: the CPU emulation would take about {seconds:.0f} s "
+                      "for this size; run a smaller shape for these figures")
+    from .backends.cpu import run_cpu
+    progress(0.9, "warp figures and hazards from the CPU emulation")
+    try:
+        output = run_cpu(job, plain=False)
+    except (KernelCompileError, KernelRuntimeError) as exc:
+        return None, f"not measured: the CPU emulation failed ({exc})"
+    return (read_analysis(output.lockstep, output.layout, request, slots),
+            "from a recording run of the CPU lockstep emulation on the same inputs")
 
 
 def _slot_role(plan: KernelPlan, name: str) -> str:

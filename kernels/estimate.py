@@ -31,3 +31,18 @@ def describe_seconds(seconds: float) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f} minutes"
     return f"{seconds / 3600:.1f} hours"
+
+
+#: The CPU emulation's cost per inner-loop iteration and per thread, recording
+#: and plain runs together, on one core (benchmarks/bench_engine.py).
+EMULATION_SECONDS_PER_ITERATION = 12e-9
+EMULATION_SECONDS_PER_THREAD = 0.3e-6
+#: A GPU run skips the emulation's figures when they would take longer.
+ANALYSIS_SECONDS_LIMIT = 60.0
+
+
+def emulation_seconds(request: RunRequest) -> float:
+    """Rough time of the CPU emulation of a correct matmul (one core)."""
+    iterations = request.m * request.n * request.k
+    return (iterations * EMULATION_SECONDS_PER_ITERATION
+            + request.total_threads * EMULATION_SECONDS_PER_THREAD)

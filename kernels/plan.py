@@ -22,6 +22,14 @@ COORDINATE_FUNCTIONS = frozenset({"grid", "gridsize"})
 COORDINATE_SCALARS = frozenset({"laneid", "warpsize"})
 #: Atomic updates that are checked and recorded on parameter arrays.
 RECORDED_ATOMICS = ("add", "sub", "max", "min")
+#: CUDA names the lockstep emulation runs besides the thread coordinates:
+#: block arrays, and memory fences (no-ops where memory is sequentially
+#: consistent).
+EMULATED_CALLS = frozenset({"shared.array", "local.array", "threadfence",
+                            "threadfence_block", "threadfence_system"})
+#: Barriers: placed where every thread of the block must arrive.
+BARRIERS = frozenset({"syncthreads", "syncthreads_count", "syncthreads_and",
+                      "syncthreads_or"})
 _BUILTIN_NAMES = frozenset(dir(builtins))
 _UNSUPPORTED_STATEMENTS = {
     ast.With: "'with' blocks", ast.Try: "'try' blocks", ast.Raise: "'raise'",
@@ -73,6 +81,8 @@ class KernelPlan:
     emulation_blockers: tuple[tuple[str, int], ...]
     #: 2 when the kernel uses a second launch dimension (cuda.grid(2), .y), else 1
     launch_dims: int = 1
+    #: lines of its barriers (cuda.syncthreads and friends)
+    barrier_lines: tuple[int, ...] = ()
 
     @property
     def name(self) -> str:
@@ -172,7 +182,7 @@ class _Planner:
             reads_output=output in loaded_arrays, stored_arrays=tuple(stored),
             constants=self._used_constants(),
             local_arrays=local_arrays, emulation_blockers=self._emulation_blockers(),
-            launch_dims=self._launch_dims())
+            launch_dims=self._launch_dims(), barrier_lines=self._barrier_lines())
 
     # -- checks ---------------------------------------------------------------------
 
@@ -390,11 +400,27 @@ class _Planner:
                     return 2
         return 1
 
+    def _barrier_lines(self) -> tuple[int, ...]:
+        return tuple(sorted({node.lineno for node in self._walk()
+                             if isinstance(node, ast.Attribute)
+                             and cuda_attribute(node, self.aliases) in BARRIERS}))
+
     def _emulation_blockers(self) -> tuple[tuple[str, int], ...]:
+        """(what, line) of everything the lockstep emulation cannot run: CUDA
+        calls outside its allow-list, and barriers or loops it cannot place
+        soundly.  Such kernels run in the simulator instead."""
         parents = {id(child): parent for parent in self._walk()
                    for child in ast.iter_child_nodes(parent)}
+        block_arrays = {local.name for local in self._local_arrays()}
         blockers = []
         for node in self._walk():
+            if isinstance(node, (ast.For, ast.While)) and node.orelse:
+                blockers.append((f"'{type(node).__name__.lower()} ... else'", node.lineno))
+            if isinstance(node, ast.For) and not (
+                    isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name)
+                    and node.iter.func.id == "range"):
+                blockers.append(("a 'for' loop over something other than range(...)",
+                                 node.lineno))
             if not isinstance(node, (ast.Attribute, ast.Name)):
                 continue
             what = cuda_attribute(node, self.aliases)
@@ -404,11 +430,37 @@ class _Planner:
                 continue  # report only the longest name: cuda.shared.array, not cuda.shared
             head = what.split(".")[0]
             if head in COORDINATE_OBJECTS or head in COORDINATE_FUNCTIONS \
-                    or head in COORDINATE_SCALARS:
+                    or head in COORDINATE_SCALARS or what in EMULATED_CALLS:
+                continue
+            if what in BARRIERS:
+                blocker = self._barrier_blocker(what, node, parent, parents)
+                if blocker:
+                    blockers.append((blocker, node.lineno))
                 continue
             if head == "atomic" and isinstance(parent, ast.Call) and parent.func is node \
-                    and parent.args and isinstance(parent.args[0], ast.Name) \
-                    and parent.args[0].id in self.params:
-                continue  # atomics on parameter arrays are checked and emulated
+                    and what.split(".", 1)[1] in RECORDED_ATOMICS and parent.args \
+                    and isinstance(parent.args[0], ast.Name) \
+                    and (parent.args[0].id in self.params or parent.args[0].id in block_arrays):
+                continue  # checked and emulated
             blockers.append((f"cuda.{what}", node.lineno))
         return tuple(blockers)
+
+    @staticmethod
+    def _barrier_blocker(what: str, node: ast.AST, call: ast.AST | None,
+                         parents: dict) -> str | None:
+        """Why a barrier cannot be placed soundly in lockstep, or None: it must
+        be a statement of its own (``cuda.syncthreads()``), or assign its
+        value to one name (``n = cuda.syncthreads_count(p)``)."""
+        if not (isinstance(call, ast.Call) and call.func is node):
+            return f"cuda.{what} used other than as a call"
+        holder = parents.get(id(call))
+        if what == "syncthreads":
+            if isinstance(holder, ast.Expr) and not call.args:
+                return None
+            return ("cuda.syncthreads() inside an expression: the emulation places a barrier "
+                    "only as a statement of its own")
+        if isinstance(holder, ast.Assign) and len(holder.targets) == 1 \
+                and isinstance(holder.targets[0], ast.Name) and len(call.args) == 1:
+            return None
+        return (f"cuda.{what}(...) inside an expression: the emulation places it only as "
+                f"'name = cuda.{what}(predicate)'")

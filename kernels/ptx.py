@@ -5,7 +5,7 @@ import numpy as np
 
 from .plan import KernelPlan
 from .records import allocate_records
-from .transform import access_sites, array_slots
+from .transform import array_slots
 
 
 def signature(plan: KernelPlan, dtype: str, recording: bool, n_threads: int = 1024) -> tuple:
@@ -21,8 +21,7 @@ def signature(plan: KernelPlan, dtype: str, recording: bool, n_threads: int = 10
     if recording:
         shape = lambda name: (1,) * plan.ndim[name]  # noqa: E731
         records = allocate_records(shape(plan.output), tuple(shape(a) for a in plan.inputs),
-                                   len(array_slots(plan)), n_threads,
-                                   n_sites=len(access_sites(plan)))
+                                   len(array_slots(plan)), n_threads)
         args += [typeof(r) for r in records]
     return tuple(args)
 

@@ -39,9 +39,9 @@ DIRECTIONS = ("read", "write")
 #: kernel's own parameters; then one read-count array per input (reads_param).
 RECORD_PARAMS = ("_tm_count", "_tm_atomics", "_tm_min_writer", "_tm_max_writer",
                  "_tm_iteration", "_tm_stores", "_tm_oob", "_tm_oob_min_thread",
-                 "_tm_oob_thread", "_tm_oob_first", "_tm_trace_count", "_tm_trace_addr")
+                 "_tm_oob_thread", "_tm_oob_first")
 (COUNT, ATOMICS, MIN_WRITER, MAX_WRITER, ITERATION, STORES, OOB, OOB_MIN_THREAD, OOB_THREAD,
- OOB_FIRST, TRACE_COUNT, TRACE_ADDR) = range(len(RECORD_PARAMS))
+ OOB_FIRST) = range(len(RECORD_PARAMS))
 #: Index of the first read-count array in a list of recording arrays.
 READS = len(RECORD_PARAMS)
 
@@ -50,14 +50,55 @@ READS = len(RECORD_PARAMS)
 PRIVATE_RECORDS = {COUNT: "sum", ATOMICS: "sum", MIN_WRITER: "min", MAX_WRITER: "max",
                    ITERATION: "min", OOB: "sum", OOB_MIN_THREAD: "min"}
 #: Per-thread arrays: each thread belongs to one worker, so they are shared.
-SHARED_RECORDS = (STORES, OOB_THREAD, OOB_FIRST, TRACE_COUNT, TRACE_ADDR)
-#: Occurrences of each access site traced per thread (for coalescing figures).
-TRACE_OCCURRENCES = 4
+SHARED_RECORDS = (STORES, OOB_THREAD, OOB_FIRST)
+
+#: What the lockstep emulation also records (see helper_library.py), in the
+#: order its functions take them:
+#:
+#: * ``_tm_req`` (sites + 3, 64): row s (an access site) holds each lane's
+#:   element offset in the current warp request there (columns 0-31, -1 where
+#:   none), then the site's sums (columns 32-36): warp requests, their summed
+#:   cost (sectors for global memory, passes for shared), the largest cost,
+#:   the summed ideal cost, the summed active lanes.  The last three rows are
+#:   room to sort a request.  (One array: each array a numba function takes
+#:   costs its caller ~10 arguments, and the flush runs once per request.)
+#: * ``_tm_accw`` (sites, warps, 2): requests and summed cost per warp;
+#: * ``_tm_br`` (branches, 5): per branch, warp evaluations, executions of its
+#:   body (lanes taking it), summed and fewest such lanes, and evaluations that
+#:   split the warp; ``_tm_brw`` (branches, warps, 2): per warp;
+#: * ``_tm_bar`` (barriers, 7): divergent executions, blocks, last block seen,
+#:   and the first: block, threads arrived, threads missing, first missing;
+#: * ``_tm_race`` (9): shared-memory races, and the first: block, its lanes and
+#:   sites, array slot and index; ``_tm_uninit`` (7): reads of shared elements
+#:   the block had not written, and the first.
+LOCKSTEP_RECORDS = ("_tm_req", "_tm_accw", "_tm_br", "_tm_brw", "_tm_bar", "_tm_race",
+                    "_tm_uninit")
+#: Columns of a site's sums in ``_tm_req``, and rows of room below the sites.
+SITE_SUMS = slice(32, 37)
+SCRATCH_ROWS = 3
+#: Lockstep records each worker of a parallel emulation keeps privately, and
+#: how they are merged (by column); the per-warp ones are shared (a warp is
+#: one worker's).
+LOCKSTEP_MERGE = {
+    "sums": ("sum", "sum", "max", "sum", "sum"),
+    "_tm_br": ("sum", "sum", "sum", "min", "sum"),
+    "_tm_bar": ("sum", "sum", "keep", "first", "first", "first", "first"),
+    "_tm_race": ("sum",) + ("first",) * 8,
+    "_tm_uninit": ("sum",) + ("first",) * 6,
+}
+LOCKSTEP_SHARED = ("_tm_accw", "_tm_brw")
+#: Fewest lanes of a branch before any warp took it.
+NO_LANES = np.iinfo(np.int64).max
 
 
 def reads_param(input_index: int) -> str:
     """Name of the read-count array of input ``input_index`` (0 = A, 1 = B)."""
     return f"_tm_reads_{input_index}"
+
+
+def reads_flat_param(input_index: int) -> str:
+    """The same array seen flat, as the emulation counts reads by offset."""
+    return f"_tm_reads_flat_{input_index}"
 
 
 def writer_dtype(n_threads: int) -> np.dtype:
@@ -67,22 +108,18 @@ def writer_dtype(n_threads: int) -> np.dtype:
 
 
 def record_nbytes(output_size: int, input_sizes: tuple[int, int], n_threads: int,
-                  n_sites: int = 3) -> int:
-    """Bytes the recording arrays take (for the memory estimate)."""
+                  n_sites: int = 8) -> int:
+    """Bytes the recording arrays take (for the memory estimate); ``n_sites``
+    counts access and branch sites, each with two int64 figures per warp."""
     per_element = 4 + 4 + 2 * writer_dtype(n_threads).itemsize + 4
-    per_thread = 4 + 8 + 2 * 3 * 8 + n_sites * (4 + 8 * TRACE_OCCURRENCES)
-    return output_size * per_element + n_threads * per_thread + 8 * sum(input_sizes)
+    per_thread = 4 + 8 + 2 * 3 * 8 + n_sites * 16 / 32
+    return int(output_size * per_element + n_threads * per_thread + 8 * sum(input_sizes))
 
 
 def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[int, ...], ...],
-                     n_slots: int, n_threads: int, *, n_sites: int,
+                     n_slots: int, n_threads: int, *,
                      writers: np.dtype | None = None) -> list[np.ndarray]:
-    """Fresh recording arrays, initialised, in ``RECORD_PARAMS`` order + reads.
-
-    The trace keeps, for each access site and thread, the element offset of
-    its first TRACE_OCCURRENCES accesses there (-1: not reached, or out of
-    bounds) and how many of those it made.  ``n_sites`` must be the kernel's
-    number of access sites: the compiled emulation does not check bounds."""
+    """Fresh recording arrays, initialised, in ``RECORD_PARAMS`` order + reads."""
     writers = writer_dtype(n_threads) if writers is None else writers
     first = np.zeros((n_threads, 2, 3), np.int64)
     first[:, :, 0] = -1
@@ -97,9 +134,65 @@ def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[in
         np.full((n_slots, 2), INT64_MAX, np.int64),      # oob_min_thread
         np.zeros(n_threads, np.int64),                   # oob_thread
         first,                                           # oob_first
-        np.zeros((max(n_sites, 1), n_threads), np.int32),  # trace_count
-        np.full((max(n_sites, 1), TRACE_OCCURRENCES, n_threads), -1, np.int64),  # trace_addr
     ] + [np.zeros(shape, np.int64) for shape in input_shapes]
+
+
+def allocate_lockstep_records(n_sites: int, n_branches: int, n_barriers: int,
+                              n_warps: int) -> dict[str, np.ndarray]:
+    """Fresh lockstep records (see LOCKSTEP_RECORDS), by name.  Arrays are never
+    empty: the compiled code takes them whatever the kernel holds."""
+    sites, branches, barriers = max(n_sites, 1), max(n_branches, 1), max(n_barriers, 1)
+    branch = np.zeros((branches, 5), np.int64)
+    branch[:, 3] = NO_LANES
+    barrier = np.zeros((barriers, 7), np.int64)
+    barrier[:, 2:] = -1
+    race = np.zeros(9, np.int64)
+    race[1:] = -1
+    uninit = np.zeros(7, np.int64)
+    uninit[1:] = -1
+    requests = np.full((sites + SCRATCH_ROWS, 64), -1, np.int64)
+    requests[:sites, SITE_SUMS] = 0
+    return {
+        "_tm_req": requests,
+        "_tm_accw": np.zeros((sites, n_warps, 2), np.int64),
+        "_tm_br": branch,
+        "_tm_brw": np.zeros((branches, n_warps, 2), np.int64),
+        "_tm_bar": barrier,
+        "_tm_race": race,
+        "_tm_uninit": uninit,
+    }
+
+
+def site_sums(records: dict[str, np.ndarray]) -> np.ndarray:
+    """(sites, 5) view of each access site's sums (see ``_tm_req``)."""
+    return records["_tm_req"][:-SCRATCH_ROWS, SITE_SUMS]
+
+
+def merge_lockstep_records(into: dict[str, np.ndarray], others: list[dict[str, np.ndarray]]) -> None:
+    """Fold the private lockstep records of later workers (later blocks) into
+    ``into``, the first worker's: sums, extremes, and "first" figures taken
+    from the earliest worker that has one."""
+    for other in others:
+        for name, hows in LOCKSTEP_MERGE.items():
+            if name == "sums":
+                mine, theirs = site_sums(into), site_sums(other)
+            else:
+                mine, theirs = into[name], other[name]
+            for column, how in enumerate(hows):
+                a, b = mine[..., column], theirs[..., column]
+                if how == "sum":
+                    a += b
+                elif how == "max":
+                    np.maximum(a, b, out=a)
+                elif how == "min":
+                    np.minimum(a, b, out=a)
+            first = [c for c, how in enumerate(hows) if how == "first"]
+            if first:
+                # A "first" group is empty while its leading column is -1.
+                lead = first[0]
+                empty = mine[..., lead] < 0
+                for column in first:
+                    mine[..., column] = np.where(empty, theirs[..., column], mine[..., column])
 
 
 @dataclass(frozen=True)

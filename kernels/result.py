@@ -5,6 +5,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from .analysis import LockstepAnalysis
+from .bank_conflicts import MODEL as BANK_MODEL
 from .correctness import ErrorFigures
 from .records import AccessMaps
 from .request import RunRequest
@@ -72,6 +74,11 @@ class Verdict:
     collided: int
     out_of_bounds: int
     errors: ErrorFigures
+    #: barriers reached divergently, shared-memory races, reads of shared
+    #: memory the block had not written (CPU lockstep emulation)
+    barrier_divergence: int = 0
+    shared_races: int = 0
+    uninitialised_shared_reads: int = 0
 
     @property
     def word(self) -> str:
@@ -87,6 +94,12 @@ class Verdict:
             kinds.append("collisions")
         if self.out_of_bounds:
             kinds.append("out-of-bounds")
+        if self.barrier_divergence:
+            kinds.append("barrier divergence")
+        if self.shared_races:
+            kinds.append("shared races")
+        if self.uninitialised_shared_reads:
+            kinds.append("uninitialised shared reads")
         if self.errors.wrong or self.errors.non_finite > self.unwritten:
             kinds.append("error")
         return ", ".join(kinds)
@@ -95,7 +108,8 @@ class Verdict:
         return self.word if self.passed else f"FAIL ({self.short_reasons})"
 
 
-def make_verdict(maps: AccessMaps, errors: ErrorFigures) -> Verdict:
+def make_verdict(maps: AccessMaps, errors: ErrorFigures,
+                 analysis: LockstepAnalysis | None = None) -> Verdict:
     reasons = []
     total = maps.count.size
     if maps.unwritten:
@@ -112,9 +126,16 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures) -> Verdict:
         reasons.append(f"{errors.wrong:,} elements off by more than the tolerance "
                        f"(relative error {errors.rel_error:.3g}, tolerance "
                        f"{errors.rel_tolerance:.3g})")
+    hazards = {}
+    if analysis is not None:
+        reasons.extend(analysis.reasons())
+        hazards = dict(barrier_divergence=len(analysis.barrier_divergence),
+                       shared_races=analysis.races.count,
+                       uninitialised_shared_reads=analysis.uninitialised.count)
     passed = not reasons and errors.within_tolerance
     return Verdict(passed=passed, reasons=tuple(reasons), unwritten=maps.unwritten,
-                   collided=maps.collided, out_of_bounds=maps.oob_total, errors=errors)
+                   collided=maps.collided, out_of_bounds=maps.oob_total, errors=errors,
+                   **hazards)
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,12 +157,20 @@ class RunResult:
     #: "nan" (poisoned) or "zeros" (for kernels that accumulate into C)
     output_init: str
     slots: tuple[tuple[str, str, int], ...] = ()
-    #: sectors per warp request at each access site, in source order
-    coalescing: tuple = ()
+    #: warp requests, branches and shared-memory hazards, from the CPU
+    #: lockstep emulation (None where it cannot run the kernel)
+    analysis: LockstepAnalysis | None = None
+    #: where ``analysis`` comes from, or why there is none
+    analysis_note: str | None = None
 
     @property
     def backend(self) -> str:
         return self.request.backend
+
+    @property
+    def coalescing(self) -> tuple:
+        """Sectors per warp request at each global access site, in source order."""
+        return self.analysis.coalescing if self.analysis is not None else ()
 
     def timing(self, what: str) -> Timing | None:
         for timing in self.timings:
@@ -182,7 +211,7 @@ class RunResult:
                 "idle_threads": self.maps.idle_threads,
             },
             "out_of_bounds": [asdict(o) for o in self.maps.out_of_bounds],
-            "coalescing": [c.summary() for c in self.coalescing],
+            **self._analysis_summary(),
             "load_balance": load_balance(self.maps.stores_per_thread),
             "c_source": self.c_source,
             "output_init": self.output_init,
@@ -192,17 +221,33 @@ class RunResult:
             "notes": list(self.notes),
         }
 
+    def _analysis_summary(self) -> dict:
+        """The lockstep figures' keys; null (with the reason) where not measured."""
+        if self.analysis is not None:
+            return dict(self.analysis.summary(), analysis_source=self.analysis_note)
+        return {"coalescing": None, "bank_conflicts": None, "bank_conflict_model": BANK_MODEL,
+                "divergence": None, "barrier_divergence": None, "shared_races": None,
+                "uninitialised_shared_reads": None, "analysis_source": self.analysis_note}
+
     def maps_arrays(self) -> dict[str, np.ndarray]:
-        """The arrays written to ``maps.npz`` (``sectors_site<n>``: sectors of
-        each warp's request at access site n, warps x occurrences)."""
+        """The arrays written to ``maps.npz``.  Per-warp figures are (blocks,
+        warps per block), NaN where a warp never got there:
+        ``sectors_site<n>`` (mean sectors per request at global access site
+        n), ``ways_site<n>`` (mean passes at shared access site n),
+        ``active_lanes_branch<n>`` (mean lanes taking branch n)."""
         m = self.maps
         arrays = {"count": m.count, "atomics": m.atomics, "min_writer": m.min_writer,
                   "max_writer": m.max_writer, "iteration": m.iteration,
                   "stores_per_thread": m.stores_per_thread, "oob_per_thread": m.oob_per_thread,
                   "reads_a": m.reads_a, "reads_b": m.reads_b, "C": self.c,
                   "reference": self.reference}
-        for site in self.coalescing:
-            arrays[f"sectors_site{site.site.site}"] = site.per_warp
+        if self.analysis is not None:
+            for site in self.analysis.coalescing:
+                arrays[f"sectors_site{site.site.site}"] = site.per_warp
+            for site in self.analysis.bank_conflicts:
+                arrays[f"ways_site{site.site.site}"] = site.per_warp
+            for branch in self.analysis.divergence:
+                arrays[f"active_lanes_branch{branch.branch.site}"] = branch.per_warp
         return arrays
 
 

@@ -55,7 +55,17 @@ class SweepCell:
             kernel_time_what=kernel.what if kernel else None,
             kernel_time_is_gpu=kernel.is_gpu_time if kernel else None,
             gflops=kernel.gflops if kernel else None,
+            barrier_divergence=result.verdict.barrier_divergence,
+            shared_races=result.verdict.shared_races,
+            uninitialised_shared_reads=result.verdict.uninitialised_shared_reads,
         )
+        analysis = result.analysis
+        if analysis is not None:
+            row.update(
+                max_bank_ways=max((c.max_ways for c in analysis.bank_conflicts), default=None),
+                divergent_branch_runs=sum(d.divergent for d in analysis.divergence),
+                min_coalescing_efficiency=min(
+                    (c.efficiency for c in analysis.coalescing if c.requests), default=None))
         return row
 
 

@@ -1,16 +1,14 @@
-"""Derive the recording and emulated forms of a kernel from its source.
+"""Rewrite a kernel's accesses to its arrays, and its thread coordinates.
 
-One kernel source, three derived functions (never a hand-written twin):
+One kernel source, several derived forms (never a hand-written twin):
 
-* ``record`` for CUDA: the kernel with every access to its arrays routed
-  through checked, recording helpers (write counts, writers, iterations,
-  out-of-bounds accesses, read counts).  It still compiles for a real GPU.
-* ``record`` for the CPU: the same body with the thread coordinates
-  (``cuda.grid``, ``threadIdx``, ...) made explicit parameters, to be run for
-  every thread of the grid in a compiled loop.
-* ``plain`` for the CPU: the emulated kernel without recording, for timing.
-  Its accesses are still bounds-checked: an out-of-bounds store must not
-  corrupt the host's memory.
+* the recording CUDA kernel (``derive_cuda_record``): every access to the
+  kernel's arrays routed through checked, recording helpers (write counts,
+  writers, iterations, out-of-bounds accesses, read counts).  It still
+  compiles for a real GPU.
+* the CPU emulation (``lockstep.py``), which runs a whole block in lockstep:
+  it uses :class:`AccessRewriter` for each statement's accesses and
+  :class:`CoordinateRewriter` for the thread coordinates.
 
 Index expressions are passed as arguments to the helpers, so each is
 evaluated once and ``and`` / ``or`` keep short-circuiting: hoisting reads into
@@ -20,13 +18,14 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 from dataclasses import dataclass
 
 from .errors import UnsupportedConstruct
 from .plan import RECORDED_ATOMICS, KernelPlan, cuda_attribute, subscript_chain
 from .records import RECORD_PARAMS, reads_param
 
-#: Explicit thread coordinates of an emulated thread, in parameter order.
+#: Explicit thread coordinates of an emulated thread.
 COORDINATE_PARAMS = ("_tm_tx", "_tm_ty", "_tm_bx", "_tm_by",
                      "_tm_bdx", "_tm_bdy", "_tm_gdx", "_tm_gdy", "_tm_gtid")
 _COORDINATES = {
@@ -36,12 +35,19 @@ _COORDINATES = {
     "gridDim.x": "_tm_gdx", "gridDim.y": "_tm_gdy", "gridDim.z": 1,
     "warpsize": 32,
 }
-OOB_ARGS = ("_tm_oob", "_tm_oob_min_thread", "_tm_oob_thread", "_tm_oob_first",
-            "_tm_trace_count", "_tm_trace_addr", "_tm_gtid")
-OUTPUT_STORE_ARGS = ("_tm_count", "_tm_min_writer", "_tm_max_writer", "_tm_iteration",
-                     "_tm_stores") + OOB_ARGS
-OUTPUT_ATOMIC_ARGS = ("_tm_atomics", "_tm_min_writer", "_tm_max_writer", "_tm_iteration",
-                      "_tm_stores") + OOB_ARGS
+#: Recording arguments every checked access takes, per target.  The CPU
+#: emulation also notes each lane's offset for its warp's request
+#: (in ``_tm_req``, by lane ``_tm_l``; see records.py).
+OOB_ARGS = {
+    "cuda": ("_tm_oob", "_tm_oob_min_thread", "_tm_oob_thread", "_tm_oob_first", "_tm_gtid"),
+    "cpu": ("_tm_oob", "_tm_oob_min_thread", "_tm_oob_thread", "_tm_oob_first",
+            "_tm_req", "_tm_l", "_tm_gtid"),
+}
+_WRITER_ARGS = ("_tm_min_writer", "_tm_max_writer", "_tm_iteration", "_tm_stores")
+#: What the CPU emulation's shared-memory helpers also take: the array's
+#: shadow (who wrote / read each element in which barrier interval) and where
+#: in the block the access happens.
+SHARED_ARGS = ("_tm_epoch", "_tm_epoch0", "_tm_race", "_tm_uninit", "_tm_block")
 
 #: Global linear thread id on the GPU: block-major, x fastest (as the emulation).
 _CUDA_GTID = (
@@ -50,18 +56,28 @@ _CUDA_GTID = (
     " + _tm_cuda.threadIdx.y * _tm_cuda.blockDim.x + _tm_cuda.threadIdx.x")
 
 
+def shadow_param(array: str) -> str:
+    """Name of the shadow of shared array ``array`` in the emulation."""
+    return f"_tm_shadow_{array}"
+
+
 @dataclass(frozen=True)
 class AccessSite:
-    """One place in the source where the kernel reads or writes a parameter
-    array: its warp-level accesses are traced for the coalescing figures."""
+    """One place in the source where the kernel reads or writes an array: a
+    parameter (global memory), a shared array or a local array."""
 
     site: int
     kind: str  # "load", "store" or "atomic"
     array: str
-    role: str  # "A", "B" or "C"
+    role: str  # "A", "B", "C", "shared" or "local"
     line: int
     column: int
     text: str
+
+    @property
+    def space(self) -> str:
+        """``"global"``, ``"shared"`` or ``"local"`` memory."""
+        return self.role if self.role in ("shared", "local") else "global"
 
     def label(self) -> str:
         return f"line {self.line}: {self.kind} {self.text}"
@@ -74,8 +90,15 @@ class ArraySlot:
     name: str
     slot: int
     ndim: int
-    role: str  # "in" (read counts kept), "out" (writes recorded) or "x" (checked only)
+    #: "in" (an input: reads counted), "out" (the output: writes recorded),
+    #: "sh" (a shared array) or "lc" (a local array)
+    role: str
     input_index: int = -1
+
+    @property
+    def site_role(self) -> str:
+        return {"out": "C", "sh": "shared", "lc": "local"}.get(self.role) \
+            or "AB"[self.input_index]
 
 
 def array_slots(plan: KernelPlan) -> tuple[ArraySlot, ...]:
@@ -90,44 +113,37 @@ def array_slots(plan: KernelPlan) -> tuple[ArraySlot, ...]:
                                    plan.inputs.index(name)))
     for local in plan.local_arrays:
         if local.ndim in (1, 2):
-            slots.append(ArraySlot(local.name, len(slots), local.ndim, "x"))
+            slots.append(ArraySlot(local.name, len(slots), local.ndim,
+                                   "sh" if local.kind == "shared" else "lc"))
     return tuple(slots)
 
 
 def access_sites(plan: KernelPlan) -> tuple[AccessSite, ...]:
-    """The kernel's accesses to its parameter arrays, numbered as the derived
-    kernels number them, listed in source order."""
+    """Every access of the kernel to its checked arrays, numbered in source
+    order (line, then column, then load before store)."""
     func = copy.deepcopy(plan.kernel.node)
-    slots = {s.name: s for s in array_slots(plan) if s.name in plan.arrays}
-    rewriter = _AccessRewriter(plan, slots, "record", "cpu")
+    rewriter = AccessRewriter(plan, "record", "cuda")
     rewriter.rewrite_body(func.body)
-    return tuple(sorted(rewriter.sites, key=lambda s: (s.line, s.column, s.site)))
+    found = sorted(rewriter.found, key=_site_key)
+    return tuple(dataclasses.replace(site, site=number) for number, site in enumerate(found))
 
 
-def derive(plan: KernelPlan, target: str, mode: str) -> ast.FunctionDef:
-    """The derived function (undecorated) for ``target`` in ``("cuda", "cpu")``
-    and ``mode`` in ``("record", "plain")``."""
-    if target == "cuda" and mode == "plain":
-        raise ValueError("the plain CUDA kernel is the original source")
+_KIND_ORDER = {"load": 0, "store": 1, "atomic": 2}
+
+
+def _site_key(site: AccessSite) -> tuple[int, int, int]:
+    return (site.line, site.column, _KIND_ORDER[site.kind])
+
+
+def derive_cuda_record(plan: KernelPlan) -> ast.FunctionDef:
+    """The recording CUDA kernel (undecorated): the kernel's own body with
+    every access checked and recorded."""
     func = copy.deepcopy(plan.kernel.node)
-    slots = {s.name: s for s in array_slots(plan)}
-    if target == "cpu":
-        # Shared/local arrays cannot run in the emulation (the plan refuses
-        # them); only the parameters are checked there.
-        slots = {n: s for n, s in slots.items() if n in plan.arrays}
-    rewriter = _AccessRewriter(plan, slots, mode, target)
+    rewriter = AccessRewriter(plan, "record", "cuda")
     func.body = rewriter.rewrite_body(func.body)
-    if target == "cpu":
-        func = _CoordinateRewriter(plan).visit(func)
-    params = list(plan.kernel.params)
-    if mode == "record":
-        params += list(RECORD_PARAMS) + [reads_param(i) for i in range(2)]
-    if target == "cpu":
-        params += list(COORDINATE_PARAMS)
-        func.name = f"{plan.name}__tm_thread_{mode}"
-    else:
-        func.body.insert(0, ast.parse(_CUDA_GTID).body[0])
-        func.name = f"{plan.name}__tm_{mode}"
+    func.body.insert(0, ast.parse(_CUDA_GTID).body[0])
+    params = list(plan.kernel.params) + list(RECORD_PARAMS) + [reads_param(i) for i in range(2)]
+    func.name = f"{plan.name}__tm_record"
     func.args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params],
                               kwonlyargs=[], kw_defaults=[], defaults=[])
     func.decorator_list = []
@@ -143,29 +159,48 @@ def _call(func: str, args: list[ast.expr]) -> ast.Call:
     return ast.Call(func=_name(func), args=args, keywords=[])
 
 
-class _AccessRewriter(ast.NodeTransformer):
-    """Route every access to a checked array through a helper call."""
+def _int64(value: int) -> ast.Call:
+    """``_tm_i64(value)``: an int64 constant (``_tm_i64`` is numba's int64)."""
+    return _call("_tm_i64", [ast.Constant(value)])
 
-    def __init__(self, plan: KernelPlan, slots: dict[str, ArraySlot], mode: str, target: str):
+
+class AccessRewriter(ast.NodeTransformer):
+    """Route every access to a checked array through a helper call.
+
+    ``mode`` is "record" or "plain"; ``target`` "cuda" or "cpu" (which
+    recording arguments the helpers take).  ``numbering`` maps each access
+    to its site number (see :func:`access_sites`); without it, sites are
+    only collected (in ``found``) and numbered -1.
+    """
+
+    def __init__(self, plan: KernelPlan, mode: str, target: str,
+                 numbering: dict[tuple[int, int, str], int] | None = None):
         self.plan = plan
-        self.slots = slots
+        self.slots = {s.name: s for s in array_slots(plan)}
         self.mode = mode
         self.target = target
+        self.numbering = numbering
         self.temp_counter = 0
-        self.sites: list[AccessSite] = []
+        self.found: list[AccessSite] = []
+        #: site numbers met since the last call of take_sites()
+        self._recent: list[int] = []
 
     def fail(self, message: str, node: ast.AST) -> UnsupportedConstruct:
         return UnsupportedConstruct(f"kernel {self.plan.name!r}: {message}",
                                     self.plan.module.path, getattr(node, "lineno", None))
 
+    def take_sites(self) -> list[int]:
+        """Site numbers rewritten since the last call (in rewriting order)."""
+        recent, self._recent = self._recent, []
+        return recent
+
     def _site(self, slot: ArraySlot, kind: str, node: ast.AST, text: str) -> int:
-        """Number a parameter-array access site (-1 for shared / local arrays)."""
-        if slot.name not in self.plan.arrays:
+        line, column = getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+        self.found.append(AccessSite(-1, kind, slot.name, slot.site_role, line, column, text))
+        if self.numbering is None:
             return -1
-        role = "C" if slot.role == "out" else "AB"[slot.input_index]
-        site = len(self.sites)
-        self.sites.append(AccessSite(site, kind, slot.name, role, getattr(node, "lineno", 0),
-                                     getattr(node, "col_offset", 0), text))
+        site = self.numbering[(line, column, kind)]
+        self._recent.append(site)
         return site
 
     def rewrite_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
@@ -198,41 +233,40 @@ class _AccessRewriter(ast.NodeTransformer):
             return ast.unparse(node)
         return f"{slot.name}[{', '.join(ast.unparse(i) for i in indices)}]"
 
-    @staticmethod
-    def _record_args(slot: ArraySlot, site: int, args: tuple[str, ...]) -> list[ast.expr]:
-        return [ast.Constant(slot.slot), ast.Constant(site)] + [_name(a) for a in args]
+    def _helper(self, op: str, slot: ArraySlot, indices: list[ast.expr],
+                value: ast.expr | None, node: ast.AST, kind: str) -> ast.Call:
+        """``_tm_<op><ndim>_<role>(array, indices..., [value], slot, site,
+        [what this role records], out-of-bounds arguments, [shared ones])``."""
+        base = [_name(slot.name)] + indices + ([value] if value is not None else [])
+        if self.mode == "plain":
+            return _call(f"_tm_{op}{slot.ndim}", base)
+        site = self._site(slot, kind, node, self._text(slot, indices, node))
+        names: tuple[str, ...] = ()
+        if slot.role == "in" and op == "ld" and self.target == "cuda":
+            # (the CPU emulation counts reads per warp request instead)
+            names = (reads_param(slot.input_index),)
+        elif slot.role == "out" and op == "st":
+            names = ("_tm_count",) + _WRITER_ARGS
+        elif slot.role == "out" and op.startswith("at"):
+            names = ("_tm_atomics",) + _WRITER_ARGS
+        names += OOB_ARGS[self.target]
+        if slot.role == "sh" and self.target == "cpu":
+            names += (shadow_param(slot.name),) + SHARED_ARGS
+        # Slot and site are passed as int64, not literals: numba would compile
+        # the helper once per literal value (tens of seconds for a kernel).
+        return _call(f"_tm_{op}{slot.ndim}_{slot.role}",
+                     base + [_int64(slot.slot), _int64(site)] + [_name(n) for n in names])
 
     def _load(self, slot: ArraySlot, indices: list[ast.expr], node: ast.AST) -> ast.Call:
-        base = [_name(slot.name)] + indices
-        if self.mode == "plain":
-            return _call(f"_tm_ld{slot.ndim}", base)
-        site = self._site(slot, "load", node, self._text(slot, indices, node))
-        if slot.role == "in":
-            args = [_name(reads_param(slot.input_index))] + self._record_args(slot, site, OOB_ARGS)
-            return _call(f"_tm_ld{slot.ndim}_in", base + args)
-        return _call(f"_tm_ld{slot.ndim}_x", base + self._record_args(slot, site, OOB_ARGS))
+        return self._helper("ld", slot, indices, None, node, "load")
 
     def _store(self, slot: ArraySlot, indices: list[ast.expr], value: ast.expr,
                node: ast.AST) -> ast.Call:
-        base = [_name(slot.name)] + indices + [value]
-        if self.mode == "plain":
-            return _call(f"_tm_st{slot.ndim}", base)
-        site = self._site(slot, "store", node, self._text(slot, indices, node))
-        if slot.role == "out":
-            return _call(f"_tm_st{slot.ndim}_out",
-                         base + self._record_args(slot, site, OUTPUT_STORE_ARGS))
-        return _call(f"_tm_st{slot.ndim}_x", base + self._record_args(slot, site, OOB_ARGS))
+        return self._helper("st", slot, indices, value, node, "store")
 
     def _atomic(self, op: str, slot: ArraySlot, indices: list[ast.expr],
                 value: ast.expr, node: ast.AST) -> ast.Call:
-        base = [_name(slot.name)] + indices + [value]
-        if self.mode == "plain":
-            return _call(f"_tm_at{op}{slot.ndim}", base)
-        site = self._site(slot, "atomic", node, self._text(slot, indices, node))
-        if slot.role == "out":
-            return _call(f"_tm_at{op}{slot.ndim}_out",
-                         base + self._record_args(slot, site, OUTPUT_ATOMIC_ARGS))
-        return _call(f"_tm_at{op}{slot.ndim}_x", base + self._record_args(slot, site, OOB_ARGS))
+        return self._helper(f"at{op}", slot, indices, value, node, "atomic")
 
     # -- visitors ---------------------------------------------------------------------
 
@@ -337,7 +371,7 @@ class _AccessRewriter(ast.NodeTransformer):
     visit_For = visit_While = visit_If = _visit_block
 
 
-class _CoordinateRewriter(ast.NodeTransformer):
+class CoordinateRewriter(ast.NodeTransformer):
     """Replace CUDA's thread coordinates by the emulated thread's parameters."""
 
     def __init__(self, plan: KernelPlan):

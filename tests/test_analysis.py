@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from kernels import run
-from kernels.coalescing import sectors_per_request, warp_lanes
+from kernels.coalescing import sectors_per_request
 from kernels.diff import COUNT, SAME, WRITER, diff_runs
 from kernels.occupancy import GPU_MODELS, GpuModel, occupancy, ptxas_resources
 from kernels.result import load_balance
@@ -16,24 +16,30 @@ def figures(result):
 
 
 def test_row_major_and_column_major_grid_stride_coalesce_differently():
-    # C 64 x 64 (float32), K = 32, one block of 1024 threads: 32 warps; each
-    # thread's first 4 occurrences of each access are traced -> 128 requests.
+    # C 64 x 64 (float32), K = 32, one block of 1024 threads: 32 warps.  Each
+    # thread stores 4096 / 1024 = 4 elements, each after 32 steps of k, so each
+    # warp makes 4 x 32 = 128 requests to A and to B (4,096 in all) and 4 to C
+    # (128 in all): every request, in the warp's lockstep order.
     # Row-major: a warp's 32 lanes take 32 consecutive elements of one row:
     #   store C[row, col]: 32 consecutive floats = 128 bytes = 4 sectors;
     #   load B[idx, col]: 32 consecutive floats of row idx = 4 sectors;
-    #   load A[row, idx]: one address for all lanes = 1 sector.
+    #   load A[row, idx]: one address for all lanes = 1 sector, a broadcast
+    #   whose ideal is 1 too (one element needs one sector).
     # Column-major: the lanes take 32 consecutive rows of one column:
-    #   store C[row, col]: 32 rows apart (64 floats = 256 bytes) = 32 sectors;
-    #   load B[idx, col]: one address = 1 sector; load A[row, idx]: 32 sectors.
+    #   store C[row, col]: 32 rows apart (64 floats = 256 bytes) = 32 sectors,
+    #   against an ideal of 4 (32 distinct floats); load A[row, idx]: 32 of 4;
+    #   load B[idx, col]: a broadcast, 1 of 1.
     shape, grid, block = (64, 32, 64), (1,), (1024,)
     row_major = run(request("grid-stride", shape, grid, block, backend="cpu"))
     col_major = run(request("grid-stride-colmajor", shape, grid, block, backend="cpu"))
-    assert figures(row_major) == {("load", "A"): (1.0, 1, 4.0, 128),
-                                  ("load", "B"): (4.0, 4, 4.0, 128),
+    assert figures(row_major) == {("load", "A"): (1.0, 1, 1.0, 4096),
+                                  ("load", "B"): (4.0, 4, 4.0, 4096),
                                   ("store", "C"): (4.0, 4, 4.0, 128)}
-    assert figures(col_major) == {("load", "A"): (32.0, 32, 4.0, 128),
-                                  ("load", "B"): (1.0, 1, 4.0, 128),
+    assert figures(col_major) == {("load", "A"): (32.0, 32, 4.0, 4096),
+                                  ("load", "B"): (1.0, 1, 1.0, 4096),
                                   ("store", "C"): (32.0, 32, 4.0, 128)}
+    assert {c.efficiency for c in row_major.coalescing} == {1.0}
+    assert [c.efficiency for c in col_major.coalescing] == [0.125, 1.0, 0.125]
     # Listed in source order, named by line.
     assert [c.site.label() for c in row_major.coalescing] == [
         "line 22: load A[row, idx]", "line 22: load B[idx, col]", "line 23: store C[row, col]"]
@@ -42,12 +48,13 @@ def test_row_major_and_column_major_grid_stride_coalesce_differently():
 def test_float64_ideal_is_eight_sectors_and_partial_warps_need_fewer():
     # 48 threads per block: warp 0 full (32 lanes), warp 1 has 16 lanes.
     # float64: a full warp's 32 consecutive doubles = 256 bytes = 8 sectors;
-    # the 16-lane warp's = 128 bytes = 4 sectors.
+    # the 16-lane warp's = 128 bytes = 4 sectors.  4 rows of 48: each warp
+    # stores 4 times.
     result = run(request("grid-stride", (4, 3, 48), (1,), (48,), backend="cpu",
                          dtype="float64"))
     store = next(c for c in result.coalescing if c.site.kind == "store")
-    # Occurrences: 4 rows of 48 -> each thread stores 4 times.
-    np.testing.assert_array_equal(store.per_warp, [[8, 8, 8, 8], [4, 4, 4, 4]])
+    np.testing.assert_array_equal(store.per_warp, [[8, 4]])  # (blocks, warps)
+    assert store.requests == 8
     assert store.mean_sectors == 6.0 and store.ideal_sectors == 6.0 and store.efficiency == 1.0
 
 
@@ -59,9 +66,6 @@ def test_sector_counting_by_hand():
     assert (distinct.tolist(), active.tolist()) == ([3], [6])
     # float64: sector = offset // 4: 0, 1 -> 0; 7 -> 1; 8, 9 -> 2; 31 -> 7: 4 sectors.
     assert sectors_per_request(offsets, 8)[0].tolist() == [4]
-    lanes = warp_lanes(np.arange(40), blocks=2, threads_per_block=20)
-    assert lanes.shape == (2, 32)
-    assert lanes[1, :20].tolist() == list(range(20, 40)) and (lanes[:, 20:] == -1).all()
 
 
 @pytest.mark.parametrize("model,threads,registers,shared,per_sm,limit,occ", [

@@ -16,7 +16,7 @@ def test_progress_is_reported_and_reaches_one():
         progress=lambda fraction, message: seen.append((fraction, message)))
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
-    assert any("threads" in message for _, message in seen)
+    assert any("blocks" in message for _, message in seen)
 
 
 def test_cancel_in_process_stops_between_chunks():
@@ -32,6 +32,21 @@ def test_cancel_in_process_stops_between_chunks():
     with pytest.raises(RunCancelled):
         run(request(**BIG), progress=progress, cancel=cancel)
     assert time.perf_counter() - cancelled_at[0] < 0.5
+
+
+def test_cancel_stops_a_single_long_block_from_inside():
+    # One block of 1024 threads on 512^3: the whole recording run is one call
+    # of the compiled block function (~1 s); cancel must not wait for it.
+    cancelled_at = []
+
+    def progress(fraction, message):
+        if "instrumented" in message and not cancelled_at:
+            cancelled_at.append(time.perf_counter())
+
+    with pytest.raises(RunCancelled):
+        run(request(kernel="grid-stride", shape=(512, 512, 512), grid=(1,), block=(1024,),
+                    backend="cpu"), progress=progress, cancel=lambda: bool(cancelled_at))
+    assert time.perf_counter() - cancelled_at[0] < 0.3
 
 
 @pytest.mark.parametrize("backend,isolate", [("cpu", True), ("sim", False)])

@@ -23,3 +23,25 @@ def test_kernel_and_recording_kernel_compile_to_ptx(name, dtype):
             # The recording kernel keeps its counts with atomics on the GPU.
             assert "atom.global.add" in ptx or "red.global.add" in ptx
             assert "atom.global.min.s64" in ptx or "red.global.min.s64" in ptx
+
+
+KERNEL_FILES = ["doc_style_tiled.py", "early_return.py", "missing_barrier.py",
+                "transposed_tile.py", "divergent_branch.py", "local_and_count.py",
+                "shared_off_by_one.py"]
+
+
+@pytest.mark.parametrize("name", KERNEL_FILES)
+def test_shared_memory_kernel_files_compile_to_ptx(name):
+    # Their recording forms check every shared and local access on the GPU too.
+    from pathlib import Path
+
+    from kernels.source import read_module
+    from kernels.plan import make_plan
+    module = read_module(Path(__file__).parent / "kernels" / name)
+    plan = make_plan(module, module.kernel(None))
+    gen = load_module(plan, "cuda", "float32")
+    ptx = compile_ptx_for(plan, gen.function(f"{plan.name}__tm_record"), "float32", True,
+                          cc=(9, 0))
+    assert ".target sm_90" in ptx and ".entry" in ptx
+    if plan.barrier_lines:  # bar.sync, or bar.red for syncthreads_count
+        assert "\tbar." in ptx or "\tbarrier." in ptx

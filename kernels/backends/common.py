@@ -13,7 +13,7 @@ from ..errors import RunCancelled
 from ..plan import KernelPlan
 from ..request import RunRequest
 from ..result import Timing
-from ..transform import AccessSite, ArraySlot, access_sites, array_slots
+from ..transform import ArraySlot, array_slots
 
 ProgressCallback = Callable[[float, str], None]
 CancelCallback = Callable[[], bool]
@@ -45,9 +45,10 @@ class KernelJob:
     def slots(self) -> tuple[ArraySlot, ...]:
         return array_slots(self.plan)
 
-    @cached_property
-    def sites(self) -> tuple[AccessSite, ...]:
-        return access_sites(self.plan)
+    @property
+    def scalar_types(self) -> tuple[str, ...]:
+        """numpy types of the scalar arguments, as the emulation is compiled for."""
+        return scalar_types(self.scalars)
 
     @property
     def flops(self) -> float:
@@ -83,7 +84,7 @@ class KernelJob:
 
         output_shape, input_shapes = self.record_shapes()
         return allocate_records(output_shape, input_shapes, len(self.slots),
-                                self.request.total_threads, n_sites=len(self.sites))
+                                self.request.total_threads)
 
     def record_shapes(self) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
         """Shapes of the output maps and of the two read maps, as the kernel sees
@@ -96,6 +97,13 @@ class KernelJob:
         return shape(self.plan.output, (m, n)), inputs
 
 
+def scalar_types(values) -> tuple[str, ...]:
+    """numpy type names of scalar argument values: whole numbers are int64,
+    the rest float64 (what numba makes of Python ints and floats)."""
+    return tuple("int64" if isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                 else "float64" for v in values)
+
+
 @dataclass
 class BackendOutput:
     """Raw results of a backend: C from both kernels, the recording arrays."""
@@ -106,6 +114,9 @@ class BackendOutput:
     c_plain: np.ndarray | None
     timings: list[Timing] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the lockstep emulation's records and layout (CPU runs only)
+    lockstep: dict[str, np.ndarray] | None = None
+    layout: object = None
 
 
 _NOISE = ("During:", "This error may have been", "For more information", "- Resolution failure",

@@ -1,41 +1,47 @@
-"""The CPU emulation: every thread of the grid in a compiled loop.
+"""The CPU emulation: every block of the grid, its threads in lockstep.
 
-Semantics are those of running the threads one after another in order of
-global thread id: deterministic, and where threads collide the last one (the
-highest id) wins.  To use several cores without changing that, the grid is
-split into contiguous ranges of thread ids, one per worker; each worker keeps
-private per-element maps and a private C, merged afterwards (counts added,
-min / max taken, and each element of C taken from the last range that wrote
-it), which gives exactly the sequential result.  Kernels that read their
-output or store into an input run on one worker, since there a thread may see
-another range's writes.
+Each block runs in a compiled function derived from the kernel (see
+``lockstep.py``); blocks run one after another, in order of block id.  To use
+several cores without changing the result, the grid is split into contiguous
+ranges of blocks, one per worker; each worker keeps private per-element maps
+and a private C, merged afterwards (counts added, min / max taken, and each
+element of C taken from the last range that wrote it), which gives exactly the
+sequential result.  Kernels that read their output or store into an input run
+on one worker, since there a block may see another range's writes.
 
-Each worker runs its range in chunks of ~50 ms, so progress is reported and
-a cancel is honoured between chunks.
+Each worker runs its range in chunks of ~50 ms, so progress is reported and a
+cancel is honoured between chunks; within a long block the compiled code
+polls a control word, so a cancel also stops a single long block.
 """
 from __future__ import annotations
 
 import os
 import threading
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..codegen import GeneratedModule, load_module
 from ..errors import KernelCompileError, KernelRuntimeError, RunCancelled
-from ..records import (OOB, PRIVATE_RECORDS, READS, SHARED_RECORDS, TRACE_ADDR,
-                       allocate_records)
-from ..request import available_memory
+from ..loader import scalar_arguments
+from ..local_types import kernel_types
+from ..lockstep import LockstepLayout, lockstep_code
+from ..plan import KernelPlan
+from ..records import (LOCKSTEP_SHARED, OOB, PRIVATE_RECORDS, READS, RECORD_PARAMS,
+                       SHARED_RECORDS, allocate_lockstep_records, allocate_records,
+                       merge_lockstep_records, reads_flat_param, reads_param)
+from ..request import RunRequest, available_memory
 from ..result import Timing
-from .common import BackendOutput, KernelJob, median_time, shorten_numba_error
+from ..transform import shadow_param
+from .common import BackendOutput, KernelJob, median_time, scalar_types, shorten_numba_error
 
 CHUNK_SECONDS = 0.05
-#: Below this many threads a second worker costs more than it saves.
-MIN_THREADS_PER_WORKER = 64
+WARP = 32
 
 
 def worker_count(job: KernelJob) -> int:
-    """How many cores the emulation of ``job`` uses."""
+    """How many cores the emulation of ``job`` uses (at most one per block)."""
     plan = job.plan
     if plan.reads_output or set(plan.stored_arrays) - {plan.output}:
         return 1
@@ -48,7 +54,7 @@ def worker_count(job: KernelJob) -> int:
         except AttributeError:
             cores = os.cpu_count() or 1
         cores = min(cores, 8)
-    cores = min(cores, max(1, job.request.total_threads // MIN_THREADS_PER_WORKER))
+    cores = min(cores, job.request.blocks)
     if cores > 1:
         # Each extra worker holds a private copy of C and of the per-element maps.
         m, k, n = job.request.shape
@@ -65,13 +71,66 @@ def _ranges(total: int, workers: int) -> list[tuple[int, int]]:
     return [(bounds[w], bounds[w + 1]) for w in range(workers)]
 
 
-def _compile(gen: GeneratedModule, job: KernelJob, launch: tuple, records: list) -> float:
-    """Compile both drivers by running them on zero threads; return the seconds."""
-    c = job.fresh_output()
+def load_emulation(job: KernelJob) -> GeneratedModule:
+    """The compiled-on-first-call emulation of ``job``'s kernel."""
+    types = kernel_types(job.plan, job.request.dtype, job.scalar_types)
+    return load_module(job.plan, "cpu", job.request.dtype, types)
+
+
+def check_emulation(plan: KernelPlan, request: RunRequest) -> None:
+    """Raise :class:`EmulationUnsupported` (with the line) if the lockstep
+    emulation cannot run ``plan`` for ``request``: a local whose type it cannot
+    hold per thread, a construct it cannot place.  Costs a typing pass and the
+    writing of the code (tens of ms), not a compile."""
+    scalars = scalar_arguments(plan, request)
+    types = kernel_types(plan, request.dtype, scalar_types(scalars))
+    lockstep_code(plan, types, "record")
+
+
+@dataclass
+class _Worker:
+    """One worker's arrays: its arguments by name, and what it records privately."""
+
+    arguments: dict[str, object]
+    c: np.ndarray
+
+    def ordered(self, names: tuple[str, ...]) -> list:
+        return [self.arguments[name] for name in names]
+
+
+def _workspace(layout: LockstepLayout, job: KernelJob, control: np.ndarray,
+               record: bool) -> dict[str, object]:
+    """A worker's masks, counters, lane variables and block arrays."""
+    tpb = job.request.threads_per_block
+    bdx = job.request.block2[0]
+    lanes = np.arange(tpb, dtype=np.int64)
+    space: dict[str, object] = {
+        "_tm_M": np.zeros((layout.depth, tpb), np.bool_),
+        "_tm_C": np.zeros((layout.depth, tpb), np.bool_),
+        "_tm_L": np.zeros((max(layout.loops, 1), tpb), np.bool_),
+        "_tm_I": np.zeros((max(3 * layout.loops, 1), tpb), np.int64),
+        "_tm_LX": lanes % bdx,
+        "_tm_LY": lanes // bdx,
+        "_tm_ctl": control,
+    }
+    for dtype, rows in layout.rows:
+        space[f"_tm_V_{dtype}"] = np.zeros((rows, tpb), dtype)
+    for array in layout.block_arrays:
+        shape = array.shape if array.kind == "shared" else (tpb,) + array.shape
+        values = np.zeros(shape, array.dtype)
+        space[array.param] = values
+        space[array.flat_param] = values.reshape(-1)
+        if record and array.kind == "shared":
+            space[shadow_param(array.name)] = np.full((values.size, 8), -1, np.int64)
+    return space
+
+
+def _compile(gen: GeneratedModule, job: KernelJob, workers: dict[str, _Worker]) -> float:
+    """Compile both drivers by running them on zero blocks; return the seconds."""
     start = time.perf_counter()
     try:
-        gen.function("_tm_run_record")(*job.arguments(c), *records, *launch, 0, 0)
-        gen.function("_tm_run_plain")(*job.arguments(c), *launch, 0, 0)
+        for mode, worker in workers.items():
+            gen.function(f"_tm_run_{mode}")(*_call_args(worker, gen.layout, job, mode, 0, 0, 0))
     except Exception as exc:  # numba raises many kinds; all mean "does not compile"
         if type(exc).__module__.startswith("numba"):
             raise KernelCompileError(
@@ -81,9 +140,43 @@ def _compile(gen: GeneratedModule, job: KernelJob, launch: tuple, records: list)
     return time.perf_counter() - start
 
 
-def _run_ranges(function, worker_args: list[list], ranges: list[tuple[int, int]],
-                job: KernelJob, lo: float, hi: float, phase: str) -> float:
-    """Run each worker's range of threads in adaptive chunks, in parallel;
+def _lockstep_records(layout: LockstepLayout, job: KernelJob,
+                      shared: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    warps = job.request.blocks * (-(-job.request.threads_per_block // WARP))
+    fresh = allocate_lockstep_records(len(layout.sites), len(layout.branches),
+                                      len(layout.barriers), warps if shared is None else 0)
+    if shared is not None:
+        fresh.update(shared)
+    return fresh
+
+
+def _make_worker(gen: GeneratedModule, job: KernelJob, control: np.ndarray, record: bool,
+                 records: list[np.ndarray] | None, lockstep: dict[str, np.ndarray] | None,
+                 c: np.ndarray | None = None) -> _Worker:
+    c = job.fresh_output() if c is None else c
+    arguments = dict(zip(job.plan.kernel.params, job.arguments(c)))
+    if record:
+        names = list(RECORD_PARAMS) + [reads_param(i) for i in range(2)]
+        arguments.update(zip(names, records))
+        for i in range(2):
+            arguments[reads_flat_param(i)] = records[READS + i].reshape(-1)
+        arguments.update(lockstep)
+    arguments.update(_workspace(gen.layout, job, control, record))
+    return _Worker(arguments, c)
+
+
+def _call_args(worker: _Worker, layout: LockstepLayout, job: KernelJob, mode: str,
+               b0: int, b1: int, epoch: int) -> list:
+    names = layout.driver_params(job.plan, mode)[:-7]
+    gdx, gdy = job.request.grid2
+    bdx, bdy = job.request.block2
+    return worker.ordered(names) + [gdx, gdy, bdx, bdy, b0, b1, epoch]
+
+
+def _run_ranges(function, workers: list[_Worker], ranges: list[tuple[int, int]],
+                job: KernelJob, layout: LockstepLayout, mode: str, control: np.ndarray,
+                lo: float, hi: float, phase: str) -> float:
+    """Run each worker's range of blocks in adaptive chunks, in parallel;
     report progress and honour cancel from this thread; return the wall time."""
     total = sum(stop - start for start, stop in ranges)
     done = [0] * len(ranges)
@@ -92,14 +185,14 @@ def _run_ranges(function, worker_args: list[list], ranges: list[tuple[int, int]]
 
     def work(w: int) -> None:
         start, stop = ranges[w]
-        # Start with one thread (one thread of a buggy kernel can be long), then
+        # Start with one block (one block of a buggy kernel can be long), then
         # grow the chunk while it stays under CHUNK_SECONDS.
-        current, chunk = start, 1
+        current, chunk, epoch = start, 1, 0
         try:
             while current < stop and not halt.is_set():
                 end = min(stop, current + chunk)
                 began = time.perf_counter()
-                function(*worker_args[w], current, end)
+                epoch = function(*_call_args(workers[w], layout, job, mode, current, end, epoch))
                 elapsed = time.perf_counter() - began
                 done[w] = end - start
                 current = end
@@ -115,25 +208,29 @@ def _run_ranges(function, worker_args: list[list], ranges: list[tuple[int, int]]
     threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in range(len(ranges))]
     for thread in threads:
         thread.start()
-    while True:
-        alive = [thread for thread in threads if thread.is_alive()]
-        if not alive:
-            break
-        alive[0].join(0.05)
-        if job.cancel():
-            halt.set()
-            for thread in threads:
-                thread.join()
-            raise RunCancelled("run cancelled")
-        job.progress(lo + (hi - lo) * sum(done) / max(total, 1),
-                     f"{phase}: {sum(done):,} of {total:,} threads")
+    try:
+        while True:
+            alive = [thread for thread in threads if thread.is_alive()]
+            if not alive:
+                break
+            alive[0].join(0.05)
+            if job.cancel():
+                halt.set()
+                control[0] = 1  # stops a long block from inside the compiled code
+                for thread in threads:
+                    thread.join()
+                raise RunCancelled("run cancelled")
+            job.progress(lo + (hi - lo) * sum(done) / max(total, 1),
+                         f"{phase}: {sum(done):,} of {total:,} blocks")
+    finally:
+        control[0] = 0
     elapsed = time.perf_counter() - began
     if failures:
         exc = failures[0]
         if isinstance(exc, (ZeroDivisionError, IndexError, ValueError)):
             raise KernelRuntimeError(f"{job.plan.name!r} raised in the emulation: {exc}") from None
         raise exc
-    job.progress(hi, f"{phase}: {total:,} threads done")
+    job.progress(hi, f"{phase}: {total:,} blocks done")
     return elapsed
 
 
@@ -158,62 +255,71 @@ def _take_later_writes(c: np.ndarray, private_c: list[np.ndarray],
         np.copyto(c, c_w, where=mask.reshape(c.shape))
 
 
-def run_cpu(job: KernelJob) -> BackendOutput:
-    """Run the recording emulation, then (if it found no out-of-bounds access)
-    the plain emulation, timed."""
+def run_cpu(job: KernelJob, plain: bool = True) -> BackendOutput:
+    """Run the recording emulation, then (if it found no out-of-bounds access,
+    and ``plain``) the plain emulation, timed."""
     request = job.request
     job.progress(0.0, "compiling the CPU emulation")
-    gen = load_module(job.plan, "cpu", request.dtype)
-    output_shape, input_shapes = job.record_shapes()
-    total = request.total_threads
-    launch = [*request.grid2, *request.block2]
+    gen = load_emulation(job)
+    layout = gen.layout
+    control = np.zeros(2, np.int64)
     records = job.fresh_records()
-    compile_seconds = _compile(gen, job, tuple(launch), records)
+    lockstep = _lockstep_records(layout, job)
+    workers = [_make_worker(gen, job, control, True, records, lockstep)]
+    plain_workers = [_make_worker(gen, job, control, False, None, None)]
+    compile_seconds = _compile(gen, job, {"record": workers[0], "plain": plain_workers[0]})
     timings = [Timing("compile", "cpu", compile_seconds,
                       "first call of the emulation (numba compile, or load from its cache)")]
-    workers = worker_count(job)
-    ranges = _ranges(total, workers)
-    method = ("wall clock of the compiled loop over all threads"
-              + (f", {workers} cores" if workers > 1 else ", 1 core"))
+    n_workers = worker_count(job)
+    ranges = _ranges(request.blocks, n_workers)
+    method = ("wall clock of the compiled lockstep loop over all blocks"
+              + (f", {n_workers} cores" if n_workers > 1 else ", 1 core"))
 
-    c_record = job.fresh_output()
-    private = [_private_copy(records, input_shapes, output_shape, total) for _ in ranges[1:]]
-    private_c = [job.fresh_output() for _ in ranges[1:]]
-    worker_args = [job.arguments(c_record) + records + launch] + [
-        job.arguments(c) + copy + launch for c, copy in zip(private_c, private)]
-    spent = _run_ranges(gen.function("_tm_run_record"), worker_args, ranges, job,
-                        0.02, 0.5, "instrumented emulation")
+    shared = {name: lockstep[name] for name in LOCKSTEP_SHARED}
+    output_shape, input_shapes = job.record_shapes()
+    private, private_lockstep = [], []
+    for _ in ranges[1:]:
+        copy = _private_copy(records, input_shapes, output_shape)
+        mine = _lockstep_records(layout, job, shared)
+        private.append(copy)
+        private_lockstep.append(mine)
+        workers.append(_make_worker(gen, job, control, True, copy, mine))
+    spent = _run_ranges(gen.function("_tm_run_record"), workers, ranges, job, layout, "record",
+                        control, 0.02, 0.5, "instrumented emulation")
+    c_record = workers[0].c
     written = [(copy[0] + copy[1]) > 0 for copy in private]
-    _take_later_writes(c_record, private_c, written)
+    _take_later_writes(c_record, [w.c for w in workers[1:]], written)
     _merge(records, private)
-    del private, private_c
+    merge_lockstep_records(lockstep, private_lockstep)
+    del private, workers
     timings.append(Timing("instrumented kernel", "cpu", spent, method, 1, job.flops))
 
     oob = int(records[OOB].sum())
+    if not plain:
+        return BackendOutput(c_record, records, None, timings, lockstep=lockstep, layout=layout)
     if oob:
         return BackendOutput(c_record, records, None, timings, [
             f"the plain kernel was not launched: the instrumented run found {oob:,} "
             "out-of-bounds accesses (C shown is the instrumented run's, with those "
-            "reads as 0 and those writes skipped)"])
+            "reads as 0 and those writes skipped)"], lockstep=lockstep, layout=layout)
 
     plain = gen.function("_tm_run_plain")
-    outputs: list[np.ndarray] = []
     phases = iter([(0.5, 0.85)] + [(0.85 + 0.1 * i / request.repeats,
                                     0.85 + 0.1 * (i + 1) / request.repeats)
                                    for i in range(request.repeats)])
-
-    buffers = [job.fresh_output() for _ in ranges]
+    workers = plain_workers + [_make_worker(gen, job, control, False, None, None)
+                               for _ in ranges[1:]]
+    outputs: list[np.ndarray] = []
 
     def timed_plain_run() -> float:
-        c = job.fresh_output() if not outputs else buffers[0]
-        extra = buffers[1:]
-        for buffer in [c] + extra:
-            buffer.fill(0 if job.zero_output else np.nan)
+        for worker in workers:
+            worker.c.fill(0 if job.zero_output else np.nan)
         lo, hi = next(phases)
-        seconds = _run_ranges(plain, [job.arguments(x) + launch for x in [c] + extra],
-                              ranges, job, lo, hi, "plain emulation")
-        _take_later_writes(c, extra, written)
+        seconds = _run_ranges(plain, workers, ranges, job, layout, "plain", control, lo, hi,
+                              "plain emulation")
         if not outputs:
+            c = workers[0].c.copy()
+            _take_later_writes(c, [w.c for w in workers[1:]], written)
             outputs.append(c)
         return seconds
 
@@ -225,14 +331,13 @@ def run_cpu(job: KernelJob) -> BackendOutput:
     timings.append(Timing("kernel", "cpu", seconds,
                           method + (f", median of {samples} runs" if samples > 1 else ""),
                           samples, job.flops))
-    return BackendOutput(c_record, records, outputs[0], timings)
+    return BackendOutput(c_record, records, outputs[0], timings, lockstep=lockstep,
+                         layout=layout)
 
 
-def _private_copy(records: list[np.ndarray], input_shapes, output_shape, total) -> list[np.ndarray]:
+def _private_copy(records: list[np.ndarray], input_shapes, output_shape) -> list[np.ndarray]:
     """A worker's recording arrays: fresh private per-element arrays, shared
     per-thread ones (each thread belongs to exactly one worker)."""
-    # Only the private arrays are used; the per-thread ones (trace included)
-    # are the shared ones, so this allocates them empty.
     fresh = allocate_records(output_shape, input_shapes, records[OOB].shape[0], 0,
-                             n_sites=records[TRACE_ADDR].shape[0], writers=records[2].dtype)
+                             writers=records[2].dtype)
     return [records[i] if i in SHARED_RECORDS else fresh[i] for i in range(len(records))]

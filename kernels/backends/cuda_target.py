@@ -94,8 +94,8 @@ def _run_simulated(job: KernelJob, gen) -> BackendOutput:
     plain_kernel = gen.function(job.plan.name)
     records = job.fresh_records()
     c_record = job.fresh_output()
-    sequential = job.plan.emulable or not any("syncthreads" in what
-                                              for what, _ in job.plan.emulation_blockers)
+    # A thread waiting at a barrier must let the others run.
+    sequential = not job.plan.barrier_lines
     method = "wall clock of one simulated launch"
     start = time.perf_counter()
     try:

@@ -1,0 +1,517 @@
+"""Source text of the helpers the derived kernels call for every array access.
+
+Plain helpers (``_tm_ld2``, ``_tm_st2``, ``_tm_atadd2``) only check bounds:
+an out-of-bounds access is skipped (a read gives 0).  Recording helpers are
+named ``_tm_<op><ndim>_<role>`` (see ``transform.AccessRewriter``):
+
+* ``in``: an input (A, B): reads are counted per element;
+* ``out``: the output (C): stores and atomic updates are recorded (count,
+  lowest and highest writer, the writer's store number);
+* ``sh`` / ``lc``: a shared / local array: checked.
+
+Every recording helper tallies out-of-bounds accesses per array, direction and
+thread.  On the CPU (the lockstep emulation) each access to global or shared
+memory also notes its lane's offset for the warp request it belongs to, and
+each shared access updates the array's shadow for the race and
+uninitialised-read checks.  ``records.py`` lists the arrays these fill.
+"""
+from __future__ import annotations
+
+from .plan import RECORDED_ATOMICS
+
+#: Roles of a recording helper and what the CPU ones note for the warp request.
+ROLES = ("in", "out", "sh", "lc")
+
+
+def helper_library(target: str, mode: str) -> str:
+    """Source of the helpers for ``target`` ("cuda" or "cpu") and ``mode``
+    ("record" or "plain")."""
+    if target == "cuda":
+        decorator = '@_tm_cuda.jit(device=True, inline="always")'
+    else:
+        decorator = "@_tm_njit(**_TM_OPTS)"
+    out: list[str] = []
+
+    def emit(text: str) -> None:
+        out.append(decorator + "\n" + text.strip("\n") + "\n")
+
+    if mode == "plain":
+        for nd in (1, 2):
+            _plain_helpers(emit, target, nd)
+        return "\n\n".join(out)
+    emit(f"""
+def _tm_oob_hit(oob, oobmin, oobt, oobf, sl, d, g, i, j):
+    {_atomic_line(target, "add", "oob", "(sl, d)", "1")}
+    {_atomic_line(target, "min", "oobmin", "(sl, d)", "g")}
+    if oobf[g, d, 0] < 0:
+        oobf[g, d, 0] = sl
+        oobf[g, d, 1] = i
+        oobf[g, d, 2] = j
+    oobt[g] += 1
+""")
+    if target == "cpu":
+        out.append(CPU_RECORD_LIBRARY)
+    for nd in (1, 2):
+        for role in ROLES:
+            _record_helpers(emit, target, nd, role)
+    return "\n\n".join(out)
+
+
+def _index_forms(nd: int) -> tuple[str, str, str, str]:
+    """Parameter list, index tuple, out-of-bounds test and second index (0 for
+    1-D) for ``nd`` indices."""
+    if nd == 2:
+        return ("i, j", "(i, j)", "i < 0 or i >= x.shape[0] or j < 0 or j >= x.shape[1]", "j")
+    return "i", "i", "i < 0 or i >= x.shape[0]", "0"
+
+
+def _atomic_line(target: str, op: str, array: str, index: str, value: str) -> str:
+    """One line updating ``array[index]`` so that no other thread interleaves."""
+    if target == "cuda":
+        return f"_tm_cuda.atomic.{op}({array}, {index}, {value})"
+    if op == "add":
+        return f"{array}[{index}] += {value}"
+    compare = "<" if op == "min" else ">"
+    return f"if {value} {compare} {array}[{index}]: {array}[{index}] = {value}"
+
+
+def _atomic_update(target: str, op: str, index: str) -> str:
+    """Body lines of a user's atomic update that returns the old value."""
+    if target == "cuda":
+        return f"    return _tm_cuda.atomic.{op}(x, {index}, v)"
+    new = {"add": "old + v", "sub": "old - v", "max": "max(old, v)", "min": "min(old, v)"}[op]
+    return f"    old = x[{index}]\n    x[{index}] = {new}\n    return old"
+
+
+def _plain_helpers(emit, target: str, nd: int) -> None:
+    idx, tup, outside, _ = _index_forms(nd)
+    emit(f"""
+def _tm_ld{nd}(x, {idx}):
+    if {outside}:
+        return _TM_ZERO
+    return x[{idx}]
+""")
+    emit(f"""
+def _tm_st{nd}(x, {idx}, v):
+    if {outside}:
+        return
+    x[{idx}] = v
+""")
+    for op in RECORDED_ATOMICS:
+        emit(f"""
+def _tm_at{op}{nd}(x, {idx}, v):
+    if {outside}:
+        return _TM_ZERO
+{_atomic_update(target, op, tup)}
+""")
+
+
+def _record_helpers(emit, target: str, nd: int, role: str) -> None:
+    """Load, store and atomic helpers of one role and rank."""
+    idx, tup, outside, j = _index_forms(nd)
+    cpu = target == "cpu"
+    offset = "i * x.shape[1] + j" if nd == 2 else "i"
+    oob = "oob, oobmin, oobt, oobf" + (", req, lane" if cpu else "") + ", g"
+    shared = ", shadow, epoch, epoch0, race, uninit, block" if cpu and role == "sh" else ""
+    # What is noted for the warp request: the element offset (global memory),
+    # or offset and lane (shared memory: banks are served per lane group).
+    note = ""
+    if cpu and role in ("in", "out"):
+        note = f"    _tm_note(req, site, lane, {offset})\n"
+    elif cpu and role == "sh":
+        note = f"    e = {offset}\n    _tm_note(req, site, lane, e)\n"
+    hazard = {"ld": "", "st": "", "at": ""}
+    if cpu and role == "sh":
+        hazard = {
+            "ld": "    _tm_shared_read(shadow, e, lane, epoch, epoch0, race, uninit, block, "
+                  f"sl, site, i, {j})\n",
+            "st": f"    _tm_shared_write(shadow, e, lane, epoch, race, block, sl, site, i, {j})\n",
+            "at": "    _tm_shared_atomic(shadow, e, lane, epoch, epoch0, uninit, block, sl, "
+                  f"site, i, {j})\n",
+        }
+
+    def miss(direction: int, returned: str) -> str:
+        return (f"    if {outside}:\n"
+                f"        _tm_oob_hit(oob, oobmin, oobt, oobf, sl, _tm_i64({direction}), g, i, {j})\n"
+                f"        return{returned}\n")
+
+    def writer(count: str) -> str:
+        return (f"    s = stores[g]\n    stores[g] = s + 1\n"
+                f"    {_atomic_line(target, 'add', count, tup, '1')}\n"
+                f"    {_atomic_line(target, 'min', 'minw', tup, 'g')}\n"
+                f"    {_atomic_line(target, 'max', 'maxw', tup, 'g')}\n"
+                f"    {_atomic_line(target, 'min', 'itr', tup, 's')}\n")
+
+    # On the CPU an input's reads are counted per warp request, when it is
+    # flushed (one add per element instead of one per lane).
+    reads = "reads, " if role == "in" and not cpu else ""
+    bump = f"    {_atomic_line(target, 'add', 'reads', tup, '1')}\n" if reads else ""
+    emit(f"""
+def _tm_ld{nd}_{role}(x, {idx}, sl, site, {reads}{oob}{shared}):
+{miss(0, " _TM_ZERO")}{note}{hazard["ld"]}{bump}    return x[{idx}]
+""")
+    written = "cnt, minw, maxw, itr, stores, " if role == "out" else ""
+    emit(f"""
+def _tm_st{nd}_{role}(x, {idx}, v, sl, site, {written}{oob}{shared}):
+{miss(1, "")}{note}{hazard["st"]}    x[{idx}] = v
+{writer("cnt") if role == "out" else ""}
+""")
+    written = "atm, minw, maxw, itr, stores, " if role == "out" else ""
+    for op in RECORDED_ATOMICS:
+        emit(f"""
+def _tm_at{op}{nd}_{role}(x, {idx}, v, sl, site, {written}{oob}{shared}):
+{miss(1, " _TM_ZERO")}{note}{hazard["at"]}{writer("atm") if role == "out" else ""}{_atomic_update(target, op, tup)}
+""")
+
+
+#: The CPU emulation's recording library: warp requests (coalescing, bank
+#: conflicts), branches, barriers and the shared-memory shadow.  The flush of
+#: a global request comes in two copies, with and without counting reads, and
+#: takes the element size as a module constant: specialised so, it costs 20%
+#: less of a recording run than with those as arguments.  A warp
+#: request is gathered while the lanes of one warp run one statement (a lane
+#: reaches a site at most once per statement), then flushed into the
+#: per-site sums.  Counters are int64 throughout; see records.py.
+CPU_RECORD_LIBRARY = '''
+@_tm_njit(**_TM_OPTS)
+def _tm_note(req, site, lane, value):
+    # The lane's element offset in its warp's request at this site (-1: the
+    # lane did not get there, or was out of bounds).
+    req[site, lane & 31] = value
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_sort(a, row, n):
+    # Insertion sort of a[row, :n]: linear for the usual, ordered requests.
+    for p in range(1, n):
+        v = a[row, p]
+        q = p - 1
+        while q >= 0 and a[row, q] > v:
+            a[row, q + 1] = a[row, q]
+            q -= 1
+        a[row, q + 1] = v
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_gather(req, site):
+    # The active lanes' offsets of site's request, into the first scratch row.
+    m = 0
+    for p in range(32):
+        if req[site, p] >= 0:
+            req[_TM_SCRATCH, m] = req[site, p]
+            m += 1
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_sorted_request(a, row, n, counts, count):
+    # a[row, :n], ascending: (distinct elements, distinct 32-byte sectors),
+    # adding each element's lanes to counts[element] when ``count``.
+    elements = 0
+    sectors = 0
+    last_element = -1
+    last_sector = -1
+    for p in range(n):
+        e = a[row, p]
+        if count:
+            counts[e] += 1
+        if e != last_element:
+            elements += 1
+            last_element = e
+            sector = (e * _TM_ITEM) >> 5
+            if sector != last_sector:
+                sectors += 1
+                last_sector = sector
+    return elements, sectors
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_flush_reads(req, site, accw, warp, counts):
+    # A warp request that loads an input: as _tm_flush_global, and each
+    # element's reads added to counts (one add per element, not per lane).
+    # Counts are added as runs of lanes end; out of order, those are taken
+    # back and the sorted request counted again.
+    lanes = 0
+    elements = 0
+    sectors = 0
+    last_element = -1
+    last_sector = -1
+    run = 0
+    added = 0
+    ordered = True
+    for p in range(32):
+        e = req[site, p]
+        if e < 0:
+            continue
+        lanes += 1
+        if not ordered:
+            continue
+        if e == last_element:
+            run += 1
+            continue
+        if e < last_element:
+            ordered = False
+            continue
+        if run:
+            counts[last_element] += run
+            added += run
+        run = 1
+        elements += 1
+        last_element = e
+        sector = (e * _TM_ITEM) >> 5
+        if sector != last_sector:
+            sectors += 1
+            last_sector = sector
+    if lanes == 0:
+        return
+    if ordered:
+        counts[last_element] += run
+    else:
+        _tm_gather(req, site)
+        for p in range(added):  # the runs already counted: the first lanes
+            counts[req[_TM_SCRATCH, p]] -= 1
+        _tm_sort(req, _TM_SCRATCH, lanes)
+        elements, sectors = _tm_sorted_request(req, _TM_SCRATCH, lanes, counts, True)
+    _tm_request_done(req, site, accw, warp, lanes, elements, sectors)
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_flush_global(req, site, accw, warp):
+    # One warp request to global memory: the distinct 32-byte sectors it
+    # touches, against the fewest its distinct elements could fill.  One pass
+    # while the lanes' elements ascend (the usual case); else the request is
+    # copied to the scratch row, sorted and counted there.
+    lanes = 0
+    elements = 0
+    sectors = 0
+    last_element = -1
+    last_sector = -1
+    ordered = True
+    for p in range(32):
+        e = req[site, p]
+        if e < 0:
+            continue
+        lanes += 1
+        if not ordered or e == last_element:
+            continue
+        if e < last_element:
+            ordered = False
+            continue
+        elements += 1
+        last_element = e
+        sector = (e * _TM_ITEM) >> 5
+        if sector != last_sector:
+            sectors += 1
+            last_sector = sector
+    if lanes == 0:
+        return
+    if not ordered:
+        _tm_gather(req, site)
+        _tm_sort(req, _TM_SCRATCH, lanes)
+        elements, sectors = _tm_sorted_request(req, _TM_SCRATCH, lanes, req[0], False)
+    _tm_request_done(req, site, accw, warp, lanes, elements, sectors)
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_request_done(req, site, accw, warp, lanes, elements, sectors):
+    # Empty the site's lanes and add the request to its sums and its warp's.
+    for p in range(32):
+        req[site, p] = -1
+    req[site, 32] += 1
+    req[site, 33] += sectors
+    if sectors > req[site, 34]:
+        req[site, 34] = sectors
+    req[site, 35] += (elements * _TM_ITEM + 31) >> 5
+    req[site, 36] += lanes
+    accw[site, warp, 0] += 1
+    accw[site, warp, 1] += sectors
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_bank_ways(req, first_lane, group, item):
+    # Passes for lanes first_lane .. first_lane + group - 1 (their element
+    # offsets in scratch row 2, -1 where none): the most distinct words any
+    # one bank must deliver.
+    words = item >> 2 if item >= 4 else 1
+    m = 0
+    for p in range(first_lane, first_lane + group):
+        e = req[_TM_SCRATCH + 2, p]
+        if e < 0:
+            continue
+        if item >= 4:
+            for t in range(words):
+                req[_TM_SCRATCH, m] = e * words + t
+                m += 1
+        else:
+            req[_TM_SCRATCH, m] = (e * item) >> 2
+            m += 1
+    _tm_sort(req, _TM_SCRATCH, m)
+    for b in range(32):
+        req[_TM_SCRATCH + 1, b] = 0
+    ways = 0
+    last = -1
+    for p in range(m):
+        w = req[_TM_SCRATCH, p]
+        if w != last:
+            last = w
+            c = req[_TM_SCRATCH + 1, w & 31] + 1
+            req[_TM_SCRATCH + 1, w & 31] = c
+            if c > ways:
+                ways = c
+    return ways
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_flush_shared(req, site, item, accw, warp):
+    # One warp request to shared memory: 32 banks of 4-byte words; lanes on one
+    # word share it (a broadcast).  An access wider than 4 bytes is served in
+    # passes of 32 // (item // 4) lanes (half-warps for 8 bytes); each pass
+    # takes as many cycles as the most distinct words one bank must deliver.
+    # Fast path: the words of a pass within a span of 32 sit in distinct banks.
+    words = item >> 2 if item >= 4 else 1
+    group = 32 // words
+    passes = 0
+    groups = 0
+    lanes = 0
+    for first_lane in range(0, 32, group):
+        low = _TM_NO_WORD
+        high = -1
+        for p in range(first_lane, first_lane + group):
+            e = req[site, p]
+            req[_TM_SCRATCH + 2, p] = e
+            if e < 0:
+                continue
+            req[site, p] = -1
+            lanes += 1
+            if item >= 4:
+                w0 = e * words
+                w1 = w0 + words - 1
+            else:
+                w0 = (e * item) >> 2
+                w1 = w0
+            if w0 < low:
+                low = w0
+            if w1 > high:
+                high = w1
+        if high < 0:
+            continue
+        groups += 1
+        if high - low < 32:
+            passes += 1
+        else:
+            passes += _tm_bank_ways(req, first_lane, group, item)
+    if lanes == 0:
+        return
+    req[site, 32] += 1
+    req[site, 33] += passes
+    if passes > req[site, 34]:
+        req[site, 34] = passes
+    req[site, 35] += groups
+    req[site, 36] += lanes
+    accw[site, warp, 0] += 1
+    accw[site, warp, 1] += passes
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_branch(br, brw, site, warp, arrived, taken):
+    # One warp at a branch: ``arrived`` active lanes, ``taken`` of them go on
+    # into its body (or stay in the loop, or return).
+    if arrived == 0:
+        return
+    br[site, 0] += 1
+    if taken > 0:
+        br[site, 1] += 1
+        br[site, 2] += taken
+        if taken < br[site, 3]:
+            br[site, 3] = taken
+        brw[site, warp, 0] += 1
+        brw[site, warp, 1] += taken
+        if taken < arrived:
+            br[site, 4] += 1
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_barrier(bar, site, block, tpb, arrived, first_missing):
+    # A barrier that some threads of the block did not reach.
+    bar[site, 0] += 1
+    if bar[site, 2] != block:
+        bar[site, 1] += 1
+        bar[site, 2] = block
+    if bar[site, 3] < 0:
+        bar[site, 3] = block
+        bar[site, 4] = arrived
+        bar[site, 5] = tpb - arrived
+        bar[site, 6] = first_missing
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_race_hit(race, block, other, other_site, lane, site, sl, i, j):
+    race[0] += 1
+    if race[1] < 0:
+        race[1] = block
+        race[2] = other
+        race[3] = other_site
+        race[4] = lane
+        race[5] = site
+        race[6] = sl
+        race[7] = i
+        race[8] = j
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_uninit_hit(uninit, block, lane, sl, site, i, j):
+    uninit[0] += 1
+    if uninit[1] < 0:
+        uninit[1] = block
+        uninit[2] = lane
+        uninit[3] = sl
+        uninit[4] = i
+        uninit[5] = j
+        uninit[6] = site
+
+
+# The shadow of a shared array, per element: [0] barrier interval (epoch) of
+# the last write, [1] its lane, [2] its site; [3] epoch of the reads noted,
+# [4] first reader's lane, [5] its site, [6] a second, different reader's lane
+# (-1: none), [7] its site.  Epochs grow through the whole run, so a write
+# epoch below the block's first means "not written by this block".
+
+@_tm_njit(**_TM_OPTS)
+def _tm_shared_read(sh, e, lane, epoch, epoch0, race, uninit, block, sl, site, i, j):
+    if sh[e, 0] < epoch0:
+        _tm_uninit_hit(uninit, block, lane, sl, site, i, j)
+    elif sh[e, 0] == epoch and sh[e, 1] != lane:
+        _tm_race_hit(race, block, sh[e, 1], sh[e, 2], lane, site, sl, i, j)
+    if sh[e, 3] != epoch:
+        sh[e, 3] = epoch
+        sh[e, 4] = lane
+        sh[e, 5] = site
+        sh[e, 6] = -1
+    elif sh[e, 4] != lane and sh[e, 6] < 0:
+        sh[e, 6] = lane
+        sh[e, 7] = site
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_shared_write(sh, e, lane, epoch, race, block, sl, site, i, j):
+    if sh[e, 0] == epoch and sh[e, 1] != lane:
+        _tm_race_hit(race, block, sh[e, 1], sh[e, 2], lane, site, sl, i, j)
+    elif sh[e, 3] == epoch and sh[e, 4] != lane:
+        _tm_race_hit(race, block, sh[e, 4], sh[e, 5], lane, site, sl, i, j)
+    elif sh[e, 3] == epoch and sh[e, 6] >= 0:
+        _tm_race_hit(race, block, sh[e, 6], sh[e, 7], lane, site, sl, i, j)
+    sh[e, 0] = epoch
+    sh[e, 1] = lane
+    sh[e, 2] = site
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_shared_atomic(sh, e, lane, epoch, epoch0, uninit, block, sl, site, i, j):
+    # Atomics do not race with each other; they read (so the element must have
+    # been written) and write (a plain access by another thread in the same
+    # interval then races with them).
+    if sh[e, 0] < epoch0:
+        _tm_uninit_hit(uninit, block, lane, sl, site, i, j)
+    sh[e, 0] = epoch
+    sh[e, 1] = lane
+    sh[e, 2] = site
+'''

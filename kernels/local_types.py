@@ -1,0 +1,291 @@
+"""The type numba gives each local variable of a kernel.
+
+The lockstep emulation keeps every local variable as a vector with one entry
+per thread of the block, so it must know each variable's type before it is
+compiled.  Rather than re-implement numba's typing rules (``0`` then
+``+= float32`` is float64, ``int(x / n)`` is int64, ...), this asks numba:
+the kernel's body, with the thread coordinates made explicit and the CUDA-only
+calls replaced by CPU stand-ins of the same types, goes through numba's
+front end and type inference, without lowering (about 40 ms).  Type
+inference is run without SSA renaming, so each variable gets the one type
+that all its assignments unify to: exactly what one vector per variable needs.
+
+The typing form is compiled from the kernel's own syntax tree, so a typing
+error names the user's file and line.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import EmulationUnsupported, KernelCompileError, UnsupportedConstruct
+from .plan import KernelPlan, cuda_attribute
+from .transform import COORDINATE_PARAMS, CoordinateRewriter
+
+#: Barrier calls that return a value (syncthreads_count / _and / _or): int32.
+VALUE_BARRIERS = frozenset({"syncthreads_count", "syncthreads_and", "syncthreads_or"})
+#: Calls that are no-ops in an emulation that runs a block's threads in lockstep.
+NO_OP_CALLS = frozenset({"syncthreads", "threadfence", "threadfence_block",
+                         "threadfence_system"})
+
+
+@dataclass(frozen=True)
+class LaneType:
+    """The type of one local variable: a scalar dtype, or a tuple of ``width``
+    scalars of one dtype (``pos = cuda.grid(2)``)."""
+
+    dtype: str
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class BlockArraySpec:
+    """A shared or local array as declared: its shape and element type."""
+
+    name: str
+    kind: str  # "shared" or "local"
+    shape: tuple[int, ...]
+    dtype: str
+    line: int
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+
+
+@dataclass(frozen=True)
+class KernelTypes:
+    """Types of a kernel's local variables, and its block arrays, for one
+    run's argument types."""
+
+    variables: dict[str, LaneType]
+    block_arrays: tuple[BlockArraySpec, ...]
+
+
+def kernel_types(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]) -> KernelTypes:
+    """Types of ``plan``'s locals when its arrays hold ``dtype`` and its scalar
+    parameters have ``scalar_types`` (numpy names, e.g. ``("int64",)``).
+
+    Raises :class:`EmulationUnsupported` (with the line) for a variable whose
+    type the lockstep emulation cannot hold per thread, and
+    :class:`KernelCompileError` for a kernel numba cannot type at all.
+    """
+    key = (plan.module.path, plan.module.text, plan.name, dtype, tuple(scalar_types))
+    if key not in _TYPES:
+        _TYPES[key] = _kernel_types(plan, dtype, tuple(scalar_types))
+    return _TYPES[key]
+
+
+_TYPES: dict[tuple, KernelTypes] = {}
+
+
+def _kernel_types(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]) -> KernelTypes:
+    from numba import typeof, types
+    from numba.core import compiler, errors, typed_passes
+    from numba.core.registry import cpu_target
+
+    function = _typing_function(plan)
+    scalars = iter(scalar_types)
+    arg_types = []
+    for name in plan.kernel.params:
+        if name in plan.arrays:
+            arg_types.append(typeof(np.zeros((1,) * plan.ndim[name], dtype)))
+        else:
+            arg_types.append(typeof(np.zeros((), next(scalars))[()]))
+    arg_types += [types.int64] * len(COORDINATE_PARAMS)
+    typing, target = cpu_target.typing_context, cpu_target.target_context
+    typing.refresh()
+    target.refresh()
+    try:
+        ir = compiler.run_frontend(function)
+        typemap = typed_passes.type_inference_stage(typing, target, ir, tuple(arg_types),
+                                                    None).typemap
+    except errors.TypingError as exc:
+        raise KernelCompileError(_typing_message(plan, exc)) from None
+    return KernelTypes(_read_types(plan, typemap), block_array_specs(plan, dtype))
+
+
+def _typing_message(plan: KernelPlan, exc: Exception) -> str:
+    """numba's typing error, cut to what failed and the user's line."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+    what = [line.strip() for line in text.splitlines()
+            if line.strip() and not line.strip().startswith(("During:", "File \"", "<source"))]
+    message = f"numba could not compile {plan.name!r}:\n" + "\n".join(what[:3])
+    line = getattr(getattr(exc, "loc", None), "line", None)
+    if line:
+        source = plan.module.text.splitlines()
+        message += f'\nFile "{plan.module.path}", line {line}'
+        if 0 < line <= len(source):
+            message += f"\n    {source[line - 1].strip()}"
+    return message
+
+
+def _read_types(plan: KernelPlan, typemap: dict) -> dict[str, LaneType]:
+    from numba import types
+    from numba.np.numpy_support import as_dtype
+
+    block_arrays = {a.name for a in plan.local_arrays}
+    params = set(plan.kernel.params) | set(COORDINATE_PARAMS)
+    lines = _assignment_lines(plan)
+    variables: dict[str, LaneType] = {}
+    for name, numba_type in typemap.items():
+        if name.startswith(("$", "arg.")) or name in params or "." in name \
+                or name in block_arrays:
+            continue
+        numba_type = types.unliteral(numba_type)
+        if name not in lines:
+            continue  # a name numba made up (loop iterators and the like)
+        if isinstance(numba_type, (types.Number, types.Boolean)):
+            variables[name] = LaneType(str(as_dtype(numba_type)))
+        elif isinstance(numba_type, types.UniTuple) and isinstance(
+                numba_type.dtype, (types.Number, types.Boolean)):
+            variables[name] = LaneType(str(as_dtype(types.unliteral(numba_type.dtype))),
+                                       numba_type.count)
+        else:
+            raise EmulationUnsupported(
+                f"variable {name!r} holds {numba_type}; the lockstep emulation keeps one "
+                "number (or tuple of numbers) per thread", (lines[name],))
+    return variables
+
+
+def _assignment_lines(plan: KernelPlan) -> dict[str, int]:
+    """First line where each local variable of the kernel is assigned."""
+    lines: dict[str, int] = {}
+    for stmt in plan.kernel.node.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                lines.setdefault(node.id, node.lineno)
+    return lines
+
+
+def _typing_function(plan: KernelPlan):
+    """The kernel as a plain Python function numba's CPU front end can type."""
+    func = copy.deepcopy(plan.kernel.node)
+    func = CoordinateRewriter(plan).visit(func)
+    func = _StandIns(plan).visit(func)
+    func.args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in
+                                                    list(plan.kernel.params) + list(COORDINATE_PARAMS)],
+                              kwonlyargs=[], kw_defaults=[], defaults=[])
+    func.decorator_list = []
+    func.returns = None
+    func.name = f"{plan.name}__tm_typing"
+    namespace = dict(_module_namespace(plan))
+    module = ast.fix_missing_locations(ast.Module(body=[func], type_ignores=[]))
+    exec(compile(module, plan.module.path, "exec"), namespace)  # noqa: S102 (our own tree)
+    return namespace[func.name]
+
+
+def _module_namespace(plan: KernelPlan) -> dict:
+    """The kernel file's kept imports and constants, evaluated (they are
+    literals, arithmetic and numeric casts: see source.py)."""
+    key = (plan.module.path, plan.module.text, plan.constants)
+    if key not in _NAMESPACES:
+        _NAMESPACES[key] = _evaluate_module(plan)
+    return _NAMESPACES[key]
+
+
+_NAMESPACES: dict[tuple, dict] = {}
+
+
+def _evaluate_module(plan: KernelPlan) -> dict:
+    module = ast.Module(body=[], type_ignores=[])
+    for line in plan.module.imports:
+        module.body.extend(ast.parse(line).body)
+    module.body.extend(ast.parse("import numpy as _tm_np\nimport numba as _tm_numba").body)
+    for name in plan.constants:
+        value, line = plan.module.constants[name]
+        module.body.append(ast.copy_location(
+            ast.Assign(targets=[ast.Name(name, ast.Store())], value=value), value))
+    namespace: dict = {}
+    exec(compile(ast.fix_missing_locations(module), plan.module.path, "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+def block_array_specs(plan: KernelPlan, dtype: str) -> tuple[BlockArraySpec, ...]:
+    """Shape and element type of each shared and local array, evaluated from
+    its declaration (``A.dtype`` is the run's dtype).  Raises
+    :class:`UnsupportedConstruct` for a shape that is not a constant."""
+    namespace = dict(_module_namespace(plan))
+    for name in plan.arrays:
+        namespace[name] = np.empty((0,) * plan.ndim[name], dtype)
+    specs = []
+    for local in plan.local_arrays:
+        node = next(n for stmt in plan.kernel.node.body for n in ast.walk(stmt)
+                    if isinstance(n, ast.Assign) and n.lineno == local.line
+                    and isinstance(n.value, ast.Call))
+        call = node.value
+        shape = call.args[0] if call.args else _keyword(call, "shape")
+        element = call.args[1] if len(call.args) > 1 else _keyword(call, "dtype")
+
+        def fail(what: str) -> UnsupportedConstruct:
+            return UnsupportedConstruct(
+                f"kernel {plan.name!r}: {local.kind} array {local.name!r}: {what}",
+                plan.module.path, local.line)
+
+        try:
+            value = eval(compile(ast.Expression(shape), plan.module.path, "eval"),  # noqa: S307
+                         namespace)
+            kind = eval(compile(ast.Expression(element), plan.module.path, "eval"),  # noqa: S307
+                        namespace)
+        except Exception:  # a name the kernel computes: not a compile-time constant
+            raise fail("its shape and dtype must be constants (literals or module constants "
+                       f"such as TPB = 16), not {ast.unparse(shape)!r}") from None
+        value = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+        if not all(isinstance(v, (int, np.integer)) and v > 0 for v in value):
+            raise fail(f"shape {value!r} must be positive whole numbers (dynamic shared "
+                       "memory, a shape of 0, is not supported)")
+        specs.append(BlockArraySpec(local.name, local.kind, tuple(int(v) for v in value),
+                                    _dtype_name(kind), local.line))
+    return tuple(specs)
+
+
+def _dtype_name(kind) -> str:
+    from numba import types
+    from numba.np.numpy_support import as_dtype
+    if isinstance(kind, types.Type):
+        return str(as_dtype(kind))
+    return str(np.dtype(kind))
+
+
+class _StandIns(ast.NodeTransformer):
+    """CUDA-only calls replaced by CPU expressions of the same type."""
+
+    def __init__(self, plan: KernelPlan):
+        self.aliases = plan.module.aliases
+
+    def visit_Expr(self, node: ast.Expr) -> ast.stmt:
+        if isinstance(node.value, ast.Call):
+            what = cuda_attribute(node.value.func, self.aliases)
+            if what in NO_OP_CALLS:
+                return ast.copy_location(ast.Pass(), node)
+        return self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        node = self.generic_visit(node)
+        what = cuda_attribute(node.func, self.aliases)
+        if what in ("shared.array", "local.array"):
+            shape = node.args[0] if node.args else _keyword(node, "shape")
+            dtype = node.args[1] if len(node.args) > 1 else _keyword(node, "dtype")
+            call = ast.parse("_tm_np.empty(0, 0)", mode="eval").body
+            call.args = [shape, dtype]
+            return ast.copy_location(call, node)
+        if what in VALUE_BARRIERS:
+            call = ast.parse("_tm_np.int32(0)", mode="eval").body
+            call.args = node.args[:1]
+            return ast.copy_location(call, node)
+        if what and what.startswith("atomic.") and len(node.args) == 3:
+            return ast.copy_location(ast.Subscript(value=node.args[0], slice=node.args[1],
+                                                   ctx=ast.Load()), node)
+        return node
+
+
+def _keyword(node: ast.Call, name: str) -> ast.expr:
+    for keyword in node.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return ast.Constant(None)

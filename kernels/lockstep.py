@@ -1,0 +1,852 @@
+"""Derive the CPU emulation: a kernel's block run in lockstep.
+
+All threads (lanes) of a block advance together, statement by statement,
+under an active mask, as a GPU's warps do with structured control flow
+(Stratton, Stone and Hwu, "MCUDA", LCPC 2008; whole-function vectorisation as
+in ISPC).  From the kernel's own syntax tree this writes a numba function
+that runs one block:
+
+* every local variable becomes a vector with one entry per lane (its type
+  from numba, see ``local_types.py``); shared arrays are the block's, local
+  arrays one per lane;
+* a simple statement runs for every active lane before the next statement
+  starts (lanes in order; in record mode warp by warp, so that each warp's
+  request to memory is gathered and measured exactly);
+* ``if`` splits the mask, and runs each side only when some lane takes it;
+* a loop runs while any lane is still inside; ``break``, ``continue`` and
+  ``return`` retire lanes from the masks;
+* ``cuda.syncthreads()`` is where every live lane must arrive: in record mode
+  a barrier that some threads of the block do not reach is recorded, and
+  each barrier starts a new interval (epoch) for the shared-memory race check.
+
+Masks: ``_tm_M[d]`` is the mask at nesting depth d (0: lanes that have not
+returned); ``_tm_C[d]`` the condition of the ``if`` at depth d; ``_tm_L[k]``
+the lanes still in loop k; ``_tm_I[3k:3k+3]`` its counters (current, stop,
+step).  Lanes of a block are numbered as threads: ``thread = ty * bdx + tx``.
+
+What cannot be placed soundly is refused with its line
+(:class:`~kernels.errors.EmulationUnsupported`), and the run goes to the
+simulator instead.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import EmulationUnsupported
+from .local_types import NO_OP_CALLS, VALUE_BARRIERS, KernelTypes
+from .plan import KernelPlan, cuda_attribute
+from .records import LOCKSTEP_RECORDS, RECORD_PARAMS, reads_flat_param, reads_param
+from .transform import (AccessRewriter, AccessSite, CoordinateRewriter, access_sites,
+                        shadow_param)
+
+_BLOCK_SCALARS = ("_tm_bx", "_tm_by", "_tm_bdx", "_tm_bdy", "_tm_gdx", "_tm_gdy", "_tm_block")
+
+
+@dataclass(frozen=True)
+class LaneVariable:
+    """A local variable: ``width`` rows (1 for a scalar) of ``_tm_V_<dtype>``
+    from ``row`` on, one column per lane."""
+
+    name: str
+    dtype: str
+    row: int
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class BranchSite:
+    """A place where a warp's lanes may part: ``if``, a loop's test, ``return``."""
+
+    site: int
+    kind: str  # "if", "for", "while" or "return"
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class BarrierSite:
+    """A ``cuda.syncthreads()`` (or ``_count`` / ``_and`` / ``_or``) call."""
+
+    site: int
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class BlockArray:
+    """A shared array (one per block) or local array (one per lane)."""
+
+    name: str
+    kind: str  # "shared" or "local"
+    dtype: str
+    shape: tuple[int, ...]
+    line: int
+
+    @property
+    def param(self) -> str:
+        return self.name if self.kind == "shared" else f"_tm_local_{self.name}"
+
+    @property
+    def flat_param(self) -> str:
+        return f"_tm_flat_{self.name}"
+
+    @property
+    def poison(self) -> str:
+        """What the array holds before each block: NaN for floating point (a
+        read of an element nobody wrote then shows in C), else 0."""
+        kind = np.dtype(self.dtype).kind
+        return "_tm_np.nan" if kind in "fc" else "0"
+
+
+@dataclass(frozen=True)
+class LockstepLayout:
+    """What the lockstep functions take besides the kernel's own arguments."""
+
+    variables: tuple[LaneVariable, ...]
+    #: rows of each ``_tm_V_<dtype>`` array
+    rows: tuple[tuple[str, int], ...]
+    depth: int
+    loops: int
+    block_arrays: tuple[BlockArray, ...]
+    sites: tuple[AccessSite, ...]
+    branches: tuple[BranchSite, ...]
+    barriers: tuple[BarrierSite, ...]
+
+    @property
+    def workspace(self) -> tuple[str, ...]:
+        """Per-worker arrays: masks, counters, lane variables, lane coordinates
+        and the control word (``_tm_ctl[0] != 0`` asks the run to stop)."""
+        return ("_tm_M", "_tm_C", "_tm_L", "_tm_I", "_tm_LX", "_tm_LY", "_tm_ctl") + tuple(
+            f"_tm_V_{dtype}" for dtype, _ in self.rows)
+
+    def array_params(self, mode: str) -> tuple[str, ...]:
+        names = []
+        for array in self.block_arrays:
+            names.append(array.param)
+            if mode == "record" and array.kind == "shared":
+                names.append(shadow_param(array.name))
+        return tuple(names)
+
+    def driver_params(self, plan: KernelPlan, mode: str) -> tuple[str, ...]:
+        """Parameters of ``_tm_run_<mode>``, in order."""
+        names = list(plan.kernel.params)
+        if mode == "record":
+            names += recording_params()
+        names += list(self.workspace) + list(self.array_params(mode))
+        names += [a.flat_param for a in self.block_arrays]
+        return tuple(names) + ("_tm_gdx", "_tm_gdy", "_tm_bdx", "_tm_bdy", "_tm_b0", "_tm_b1",
+                               "_tm_epoch")
+
+
+def recording_params() -> list[str]:
+    """What the recording functions take after the kernel's own arguments."""
+    return (list(RECORD_PARAMS) + [reads_param(i) for i in range(2)]
+            + [reads_flat_param(i) for i in range(2)] + list(LOCKSTEP_RECORDS))
+
+
+@dataclass(frozen=True)
+class LockstepCode:
+    """The generated functions of one mode, line by line with the kernel's
+    source line of each (None for lines of ThreadMap's own)."""
+
+    lines: tuple[tuple[str, int | None], ...]
+    layout: LockstepLayout
+
+
+def lockstep_code(plan: KernelPlan, types: KernelTypes, mode: str) -> LockstepCode:
+    """The block function and driver of ``plan`` for ``mode`` ("record" or
+    "plain"), given the types of its locals."""
+    writer = _Writer(plan, types, mode)
+    return writer.write()
+
+
+def _name(id_: str) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Load())
+
+
+class _Writer:
+    def __init__(self, plan: KernelPlan, types: KernelTypes, mode: str):
+        self.plan = plan
+        self.mode = mode
+        self.record = mode == "record"
+        self.aliases = plan.module.aliases
+        self.sites = access_sites(plan)
+        numbering = {(s.line, s.column, s.kind): s.site for s in self.sites}
+        self.access = AccessRewriter(plan, mode, "cpu", numbering)
+        self.coordinates = CoordinateRewriter(plan)
+        self.block_arrays = self._block_arrays(types)
+        self.variables, self.rows = self._variables(types)
+        self.lanes = _LaneRenamer(self.variables,
+                                  {a.name for a in self.block_arrays if a.kind == "local"})
+        self.item = {a.name: np.dtype(a.dtype).itemsize for a in self.block_arrays}
+        self.lines: list[tuple[str, int | None]] = []
+        self.depth = 1
+        self.loops = 0
+        self.branches: list[BranchSite] = []
+        self.barriers: list[BarrierSite] = []
+
+    # -- what the kernel holds -------------------------------------------------------
+
+    def _fail(self, what: str, node: ast.AST) -> EmulationUnsupported:
+        return EmulationUnsupported(what, (getattr(node, "lineno", self.plan.kernel.lineno),))
+
+    def _block_arrays(self, types: KernelTypes) -> tuple[BlockArray, ...]:
+        arrays = []
+        for spec in types.block_arrays:
+            if any(a.name == spec.name for a in arrays):
+                raise EmulationUnsupported(f"array {spec.name!r} is declared more than once; "
+                                           "declare each shared or local array once",
+                                           (spec.line,))
+            if len(spec.shape) not in (1, 2):
+                raise EmulationUnsupported(
+                    f"{spec.kind} array {spec.name!r} has {len(spec.shape)} dimensions; the "
+                    "emulation checks 1-D and 2-D arrays", (spec.line,))
+            arrays.append(BlockArray(spec.name, spec.kind, spec.dtype, spec.shape, spec.line))
+        return tuple(arrays)
+
+    def _variables(self, types: KernelTypes):
+        blocks = {a.name for a in self.block_arrays}
+        rows: dict[str, int] = {}
+        variables = {}
+        assigned = {}
+        for stmt in self.plan.kernel.node.body:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    assigned.setdefault(node.id, node)
+        for name, node in assigned.items():
+            if name in blocks:
+                continue
+            lane_type = types.variables.get(name)
+            if lane_type is None:
+                raise self._fail(f"variable {name!r}: numba gave it no type", node)
+            width = lane_type.width or 1
+            row = rows.get(lane_type.dtype, 0)
+            rows[lane_type.dtype] = row + width
+            variables[name] = LaneVariable(name, lane_type.dtype, row, lane_type.width)
+        return variables, tuple(sorted(rows.items()))
+
+    # -- output ----------------------------------------------------------------------
+
+    def emit(self, indent: int, text: str, line: int | None = None) -> None:
+        for part in text.split("\n"):
+            self.lines.append(("    " * indent + part, line))
+
+    def write(self) -> LockstepCode:
+        plan = self.plan
+        body_start = len(self.lines)
+        self._statements(plan.kernel.node.body, 0, [], 1)
+        body = self.lines[body_start:]
+        del self.lines[body_start:]
+        layout = LockstepLayout(
+            variables=tuple(self.variables.values()), rows=self.rows, depth=self.depth,
+            loops=self.loops, block_arrays=self.block_arrays, sites=self.sites,
+            branches=tuple(self.branches), barriers=tuple(self.barriers))
+        params = list(plan.kernel.params)
+        if self.record:
+            params += recording_params()
+        params += list(layout.workspace) + list(layout.array_params(self.mode))
+        block_name = f"{plan.name}__tm_block_{self.mode}"
+        returned = "_tm_epoch" if self.record else "0"
+        self.emit(0, "@_tm_njit(**_TM_OPTS)")
+        self.emit(0, f"def {block_name}({', '.join(params + list(_BLOCK_SCALARS))}, _tm_epoch):")
+        self.emit(1, "_tm_tpb = _tm_bdx * _tm_bdy")
+        self.emit(1, "_tm_nw = (_tm_tpb + 31) // 32")
+        self.emit(1, "_tm_g0 = _tm_block * _tm_tpb")
+        self.emit(1, "_tm_wg0 = _tm_block * _tm_nw")
+        self.emit(1, "_tm_epoch0 = _tm_epoch")
+        self.emit(1, "for _tm_l in range(_tm_tpb):")
+        self.emit(2, "_tm_M[0, _tm_l] = True")
+        self.lines.extend(body)
+        self.emit(1, f"return {returned}")
+        self.emit(0, "")
+        driver = layout.driver_params(plan, self.mode)
+        self.emit(0, "@_tm_njit(**_TM_OPTS)")
+        self.emit(0, f"def _tm_run_{self.mode}({', '.join(driver)}):")
+        self.emit(1, "for _tm_block in range(_tm_b0, _tm_b1):")
+        self.emit(2, "if _tm_ctl[0] != 0:")
+        self.emit(3, "return _tm_epoch")
+        self.emit(2, "_tm_by = _tm_block // _tm_gdx")
+        self.emit(2, "_tm_bx = _tm_block - _tm_by * _tm_gdx")
+        for array in self.block_arrays:
+            self.emit(2, f"for _tm_p in range({array.flat_param}.size):")
+            self.emit(3, f"{array.flat_param}[_tm_p] = {array.poison}")
+        call = ", ".join(params + list(_BLOCK_SCALARS) + ["_tm_epoch"])
+        self.emit(2, f"_tm_epoch = {block_name}({call}) + 1")
+        self.emit(1, "return _tm_epoch")
+        return LockstepCode(tuple(self.lines), layout)
+
+    # -- statements --------------------------------------------------------------------
+
+    def _statements(self, body: list[ast.stmt], depth: int, loops: list[tuple[int, int]],
+                    indent: int) -> None:
+        start = len(self.lines)
+        if self.record:
+            for stmt in body:
+                self._statement(stmt, depth, loops, indent)
+        else:
+            # Fission at barriers (MCUDA): the plain run needs lockstep only
+            # where a barrier orders the threads, so a stretch of statements
+            # without barriers or early exits runs thread by thread, its
+            # locals in registers.  (The recording run stays in lockstep
+            # throughout: its warp requests must be the warps' real ones.)
+            stretch: list[ast.stmt] = []
+            for stmt in body:
+                if self._thread_by_thread(stmt):
+                    stretch.append(stmt)
+                    continue
+                self._per_thread(stretch, depth, indent)
+                stretch = []
+                self._statement(stmt, depth, loops, indent)
+            self._per_thread(stretch, depth, indent)
+        if len(self.lines) == start:
+            self.emit(indent, "pass")
+
+    def _thread_by_thread(self, stmt: ast.stmt) -> bool:
+        """Whether ``stmt`` can run for one thread at a time: no barrier in
+        it, and no exit from it (return, or break / continue of a loop
+        outside it)."""
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Return):
+                return False
+            if isinstance(node, ast.stmt) and self._barrier_call(node) in (
+                    {"syncthreads"} | VALUE_BARRIERS):
+                return False
+        return not _escapes(stmt, inside_loop=False)
+
+    def _per_thread(self, stretch: list[ast.stmt], depth: int, indent: int) -> None:
+        """Run ``stretch`` for each active lane in turn, locals as scalars."""
+        body: list[tuple[str, int]] = []
+        for stmt in stretch:
+            if self._is_declaration(stmt) or self._barrier_call(stmt) is not None or (
+                    isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+                continue
+            rewritten = self.access.rewrite_body([copy.deepcopy(stmt)])
+            self.access.take_sites()
+            for new in rewritten:
+                new = ast.fix_missing_locations(self.coordinates.visit(new))
+                body.extend(_unparse_with_lines(new))
+        if not body:
+            return
+        names = _names_in(body)
+        used = [v for v in self.variables.values() if v.name in names]
+        line = body[0][1]
+        self.emit(indent, "for _tm_l in range(_tm_tpb):", line)
+        self.emit(indent + 1, f"if _tm_M[{depth}, _tm_l]:", line)
+        for text in self._prelude([t for t, _ in body]):
+            self.emit(indent + 2, text, line)
+        for variable in used:
+            self.emit(indent + 2, f"{variable.name} = {_entries(variable)}", line)
+        for array in self.block_arrays:
+            if array.kind == "local" and array.name in names:
+                self.emit(indent + 2, f"{array.name} = {array.param}[_tm_l]", line)
+        for text, source in body:
+            self.emit(indent + 2, text, source)
+        for variable in used:
+            if variable.width:
+                for i in range(variable.width):
+                    self.emit(indent + 2, f"_tm_V_{variable.dtype}[{variable.row + i}, _tm_l] = "
+                                          f"{variable.name}[{i}]", line)
+            else:
+                self.emit(indent + 2, f"_tm_V_{variable.dtype}[{variable.row}, _tm_l] = "
+                                      f"{variable.name}", line)
+
+    def _statement(self, stmt: ast.stmt, depth: int, loops: list[tuple[int, int]],
+                   indent: int) -> None:
+        if isinstance(stmt, ast.If):
+            self._if(stmt, depth, loops, indent)
+        elif isinstance(stmt, ast.For):
+            self._for(stmt, depth, loops, indent)
+        elif isinstance(stmt, ast.While):
+            self._while(stmt, depth, loops, indent)
+        elif isinstance(stmt, ast.Return):
+            self._return(stmt, depth, loops, indent)
+        elif isinstance(stmt, (ast.Break, ast.Continue)):
+            self._leave(stmt, depth, loops, indent)
+        elif isinstance(stmt, ast.Pass):
+            pass
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            pass  # a docstring
+        elif self._barrier_call(stmt) is not None:
+            self._barrier(stmt, depth, indent)
+        elif self._is_declaration(stmt):
+            pass  # block arrays are the driver's; poisoned before each block
+        elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
+            self._simple(stmt, depth, indent)
+        else:
+            raise self._fail(f"{type(stmt).__name__} statements are not supported by the "
+                             "lockstep emulation", stmt)
+
+    def _is_declaration(self, stmt: ast.stmt) -> bool:
+        return (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)
+                and cuda_attribute(stmt.value.func, self.aliases) in ("shared.array",
+                                                                      "local.array"))
+
+    def _barrier_call(self, stmt: ast.stmt) -> str | None:
+        """``"syncthreads"`` (and the value forms, assigned to one name) when
+        ``stmt`` is a barrier placed as a statement of its own; other no-op
+        calls (fences) too."""
+        value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
+        if not isinstance(value, ast.Call):
+            return None
+        what = cuda_attribute(value.func, self.aliases)
+        if isinstance(stmt, ast.Expr) and what in NO_OP_CALLS:
+            return what
+        if isinstance(stmt, ast.Assign) and what in VALUE_BARRIERS and len(stmt.targets) == 1 \
+                and isinstance(stmt.targets[0], ast.Name) and len(value.args) == 1:
+            return what
+        return None
+
+    # -- expressions -------------------------------------------------------------------
+
+    def _lane_statements(self, statements: list[ast.stmt]) -> list[str]:
+        """Kernel statements, their accesses checked, as lines for one lane."""
+        out = []
+        for stmt in statements:
+            stmt = self.coordinates.visit(stmt)
+            for lowered in self.lanes.statement(stmt):
+                out.extend(ast.unparse(ast.fix_missing_locations(lowered)).split("\n"))
+        return out
+
+    def _expression(self, expr: ast.expr) -> tuple[str, list[int]]:
+        """An expression of the kernel, for one lane, and the sites it touches."""
+        rewritten = self.access.visit(copy.deepcopy(expr))
+        rewritten = self.coordinates.visit(rewritten)
+        rewritten = self.lanes.visit(rewritten)
+        return ast.unparse(ast.fix_missing_locations(rewritten)), self.access.take_sites()
+
+    def _prelude(self, lines: list[str]) -> list[str]:
+        """Lane coordinates the lines use, read at the top of the lane loop."""
+        text = "\n".join(lines)
+        prelude = []
+        if re.search(r"\b_tm_gtid\b", text):
+            prelude.append("_tm_gtid = _tm_g0 + _tm_l")
+        if re.search(r"\b_tm_tx\b", text):
+            prelude.append("_tm_tx = _tm_LX[_tm_l]")
+        if re.search(r"\b_tm_ty\b", text):
+            prelude.append("_tm_ty = _tm_LY[_tm_l]")
+        return prelude
+
+    def _analysed(self, sites: list[int]) -> list[AccessSite]:
+        """Sites whose warp requests are measured (global and shared memory)."""
+        seen = []
+        for number in sites:
+            site = self.sites[number]
+            if site.space != "local" and site not in seen:
+                seen.append(site)
+        return seen
+
+    def _flushes(self, sites: list[AccessSite], indent: int) -> None:
+        for site in sites:
+            if site.space == "shared":
+                self.emit(indent, f"_tm_flush_shared(_tm_req, _tm_i64({site.site}), "
+                                  f"_tm_i64({self.item[site.array]}), _tm_accw, _tm_wg0 + _tm_w)")
+            elif site.kind == "load" and site.role in ("A", "B"):
+                # An input's loads also count its reads here.
+                counts = reads_flat_param("AB".index(site.role))
+                self.emit(indent, f"_tm_flush_reads(_tm_req, _tm_i64({site.site}), _tm_accw, "
+                                  f"_tm_wg0 + _tm_w, {counts})")
+            else:
+                self.emit(indent, f"_tm_flush_global(_tm_req, _tm_i64({site.site}), _tm_accw, "
+                                  "_tm_wg0 + _tm_w)")
+
+    def _lanes(self, indent: int, mask: str, body: list[str], sites: list[int], line: int,
+               by_warp: bool = False, warp_head: list[str] = (), warp_tail: list[str] = (),
+               otherwise: list[str] = ()) -> None:
+        """A loop over the lanes for which ``mask`` holds, running ``body``;
+        warp by warp when there are requests to measure (or ``by_warp``), with
+        ``warp_head`` / ``warp_tail`` around each warp."""
+        analysed = self._analysed(sites) if self.record else []
+        by_warp = by_warp or bool(analysed)
+        lines = self._prelude(body) + body
+        if by_warp:
+            self.emit(indent, "for _tm_w in range(_tm_nw):", line)
+            for text in warp_head:
+                self.emit(indent + 1, text, line)
+            self.emit(indent + 1, "for _tm_l in range(_tm_w * 32, min(_tm_w * 32 + 32, _tm_tpb)):",
+                      line)
+            inner = indent + 2
+        else:
+            self.emit(indent, "for _tm_l in range(_tm_tpb):", line)
+            inner = indent + 1
+        self.emit(inner, f"if {mask}:", line)
+        for text in lines:
+            self.emit(inner + 1, text, line)
+        if otherwise:
+            self.emit(inner, "else:", line)
+            for text in otherwise:
+                self.emit(inner + 1, text, line)
+        if by_warp:
+            self._flushes(analysed, indent + 1)
+            for text in warp_tail:
+                self.emit(indent + 1, text, line)
+
+    def _simple(self, stmt: ast.stmt, depth: int, indent: int) -> None:
+        statements = self.access.rewrite_body([copy.deepcopy(stmt)])
+        sites = self.access.take_sites()
+        self._lanes(indent, f"_tm_M[{depth}, _tm_l]", self._lane_statements(statements), sites,
+                    stmt.lineno)
+
+    def _branch_site(self, kind: str, node: ast.AST, text: str) -> int:
+        site = len(self.branches)
+        self.branches.append(BranchSite(site, kind, node.lineno, text))
+        return site
+
+    def _use_depth(self, depth: int) -> None:
+        self.depth = max(self.depth, depth + 1)
+
+    def _if(self, stmt: ast.If, depth: int, loops, indent: int) -> None:
+        site = self._branch_site("if", stmt, f"if {ast.unparse(stmt.test)}")
+        test, sites = self._expression(stmt.test)
+        inner = depth + 1
+        self._use_depth(inner)
+        then, other = f"_tm_any_t{depth}", f"_tm_any_e{depth}"
+        line = stmt.lineno
+        self.emit(indent, f"{then} = False", line)
+        self.emit(indent, f"{other} = False", line)
+        body = [f"_tm_c = bool({test})", f"_tm_C[{depth}, _tm_l] = _tm_c",
+                f"_tm_M[{inner}, _tm_l] = _tm_c"]
+        if self.record:
+            body += ["_tm_na += 1", "if _tm_c:", "    _tm_nt += 1"]
+            self._lanes(indent, f"_tm_M[{depth}, _tm_l]", body, sites, line, by_warp=True,
+                        warp_head=["_tm_na = _tm_i64(0)", "_tm_nt = _tm_i64(0)"],
+                        warp_tail=[f"_tm_branch(_tm_br, _tm_brw, _tm_i64({site}), _tm_wg0 + _tm_w, "
+                                   "_tm_na, _tm_nt)",
+                                   "if _tm_nt > 0:", f"    {then} = True",
+                                   "if _tm_nt < _tm_na:", f"    {other} = True"],
+                        otherwise=[f"_tm_M[{inner}, _tm_l] = False"])
+        else:
+            body += ["if _tm_c:", f"    {then} = True", "else:", f"    {other} = True"]
+            self._lanes(indent, f"_tm_M[{depth}, _tm_l]", body, sites, line,
+                        otherwise=[f"_tm_M[{inner}, _tm_l] = False"])
+        self.emit(indent, f"if {then}:", line)
+        self._statements(stmt.body, inner, loops, indent + 1)
+        if stmt.orelse:
+            self.emit(indent, f"if {other}:", line)
+            self.emit(indent + 1, "for _tm_l in range(_tm_tpb):", line)
+            self.emit(indent + 2, f"_tm_M[{inner}, _tm_l] = _tm_M[{depth}, _tm_l] and not "
+                                  f"_tm_C[{depth}, _tm_l]", line)
+            self._statements(stmt.orelse, inner, loops, indent + 1)
+
+    def _range_arguments(self, stmt: ast.For) -> tuple[ast.expr, ast.expr, ast.expr, int | None]:
+        call = stmt.iter
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                and call.func.id == "range" and "range" not in self.variables
+                and 1 <= len(call.args) <= 3 and not call.keywords):
+            raise self._fail("the lockstep emulation runs 'for' loops over range(...) only",
+                             stmt)
+        if not isinstance(stmt.target, ast.Name):
+            raise self._fail("a 'for' loop over range(...) takes one loop variable", stmt)
+        args = list(call.args)
+        if len(args) == 1:
+            args = [ast.Constant(0)] + args
+        if len(args) == 2:
+            args.append(ast.Constant(1))
+        step = _literal_int(args[2])
+        return args[0], args[1], args[2], step
+
+    def _loop_lanes(self, indent: int, k: int, depth: int, site: int, line: int,
+                    test: list[str], sites: list[int], go_on: list[str] = (),
+                    leave: bool = True) -> None:
+        """One test of loop k for every lane still in it (``test``: lines that
+        leave the lane's verdict in ``_tm_c``); the lanes that go on run
+        ``go_on``.  Leaves the Python loop when no lane goes on."""
+        inner = depth + 1
+        flag = f"_tm_any{depth}"
+        self.emit(indent, "if _tm_ctl[0] != 0:", line)
+        self.emit(indent + 1, "return " + ("_tm_epoch" if self.record else "0"), line)
+        self.emit(indent, f"{flag} = False", line)
+        on = list(go_on) + [f"_tm_M[{inner}, _tm_l] = True"] + (
+            ["_tm_nt += 1"] if self.record else [f"{flag} = True"])
+        off = [f"_tm_L[{k}, _tm_l] = False", f"_tm_M[{inner}, _tm_l] = False"]
+        body = (["_tm_na += 1"] if self.record else []) + list(test) + ["if _tm_c:"] + [
+            "    " + t for t in on] + ["else:"] + ["    " + t for t in off]
+        if self.record:
+            self._lanes(indent, f"_tm_L[{k}, _tm_l]", body, sites, line, by_warp=True,
+                        warp_head=["_tm_na = _tm_i64(0)", "_tm_nt = _tm_i64(0)"],
+                        warp_tail=[f"_tm_branch(_tm_br, _tm_brw, _tm_i64({site}), _tm_wg0 + _tm_w, "
+                                   "_tm_na, _tm_nt)", "if _tm_nt > 0:", f"    {flag} = True"],
+                        otherwise=[f"_tm_M[{inner}, _tm_l] = False"])
+        else:
+            self._lanes(indent, f"_tm_L[{k}, _tm_l]", body, sites, line,
+                        otherwise=[f"_tm_M[{inner}, _tm_l] = False"])
+        if leave:
+            self.emit(indent, f"if not {flag}:", line)
+            self.emit(indent + 1, "break", line)
+
+    def _for(self, stmt: ast.For, depth: int, loops, indent: int) -> None:
+        if stmt.orelse:
+            raise self._fail("'for ... else' is not supported by the lockstep emulation", stmt)
+        start, stop, step, literal_step = self._range_arguments(stmt)
+        target = stmt.target.id
+        if self.variables[target].width:
+            raise self._fail(f"loop variable {target!r} cannot be a tuple", stmt)
+        k = self.loops
+        self.loops += 1
+        site = self._branch_site("for", stmt, f"for {target} in {ast.unparse(stmt.iter)}")
+        inner = depth + 1
+        self._use_depth(inner)
+        line = stmt.lineno
+        cur, end, inc = f"_tm_I[{3 * k}, _tm_l]", f"_tm_I[{3 * k + 1}, _tm_l]", \
+            f"_tm_I[{3 * k + 2}, _tm_l]"
+        texts, sites = [], []
+        for value in (start, stop, step):
+            text, touched = self._expression(value)
+            texts.append(text)
+            sites += touched
+        self.emit(indent, "for _tm_l in range(_tm_tpb):", line)
+        self.emit(indent + 1, f"_tm_L[{k}, _tm_l] = _tm_M[{depth}, _tm_l]", line)
+        init = [f"{cur} = {texts[0]}", f"{end} = {texts[1]}"]
+        if literal_step is None:
+            init.append(f"{inc} = {texts[2]}")
+        self._lanes(indent, f"_tm_M[{depth}, _tm_l]", init, sites, line)
+        if literal_step is None:
+            test = (f"({inc} > 0 and {cur} < {end}) or ({inc} < 0 and {cur} > {end})")
+            advance = f"{cur} += {inc}"
+        else:
+            test = f"{cur} {'<' if literal_step > 0 else '>'} {end}"
+            advance = f"{cur} += {literal_step}" if literal_step else f"{cur} = {end}"
+        store = self.lanes.statement(ast.Assign(
+            targets=[ast.Name(target, ast.Store())], value=ast.Name("_tm_i", ast.Load())))
+        # A lane that goes on takes the counter's value, then the counter
+        # advances (the body may assign the loop variable, as Python allows).
+        go_on = [f"_tm_i = {cur}", ast.unparse(ast.fix_missing_locations(store[0])), advance]
+        if self.record and self._straight(stmt.body):
+            self._fused_for(stmt, k, depth, site, test, go_on, loops, indent)
+            return
+        self.emit(indent, "while True:", line)
+        self._loop_lanes(indent + 1, k, depth, site, line, [f"_tm_c = {test}"], [], go_on)
+        self._statements(stmt.body, inner, loops + [(k, inner)], indent + 1)
+
+    def _straight(self, body: list[ast.stmt]) -> bool:
+        """Only simple statements: no branch, loop, exit or barrier."""
+        return all(isinstance(b, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr))
+                   and self._barrier_call(b) is None and not self._is_declaration(b)
+                   and not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))
+                   for b in body)
+
+    def _fused_for(self, stmt: ast.For, k: int, depth: int, site: int, test: str,
+                   go_on: list[str], loops, indent: int) -> None:
+        """A range loop whose body is straight-line: each lane's test for the
+        next iteration runs in the same pass as its last statement (the test
+        touches only the lane's own counters, so no other lane can tell), which
+        saves a pass over the block per iteration.  No lane leaves such a
+        body early, so the lanes in the loop are the lanes running it."""
+        inner = depth + 1
+        line = stmt.lineno
+        flag = f"_tm_any{depth}"
+        first = f"_tm_first{k}"
+        self.emit(indent, f"{first} = True", line)
+        self.emit(indent, "while True:", line)
+        self.emit(indent + 1, f"if {first}:", line)
+        self.emit(indent + 2, f"{first} = False", line)
+        self._loop_lanes(indent + 2, k, depth, site, line, [f"_tm_c = {test}"], [], go_on,
+                         leave=False)
+        self.emit(indent + 1, f"if not {flag}:", line)
+        self.emit(indent + 2, "break", line)
+        for b in stmt.body[:-1]:
+            self._simple(b, inner, indent + 1)
+        last = stmt.body[-1]
+        statements = self.access.rewrite_body([copy.deepcopy(last)])
+        sites = self.access.take_sites()
+        lines = self._lane_statements(statements)
+        on = list(go_on) + ["_tm_nt += 1"]
+        off = [f"_tm_L[{k}, _tm_l] = False", f"_tm_M[{inner}, _tm_l] = False"]
+        body = lines + ["_tm_na += 1", f"_tm_c = {test}", "if _tm_c:"] + [
+            "    " + t for t in on] + ["else:"] + ["    " + t for t in off]
+        self.emit(indent + 1, "if _tm_ctl[0] != 0:", line)
+        self.emit(indent + 2, "return _tm_epoch", line)
+        self.emit(indent + 1, f"{flag} = False", line)
+        self._lanes(indent + 1, f"_tm_L[{k}, _tm_l]", body, sites, last.lineno, by_warp=True,
+                    warp_head=["_tm_na = _tm_i64(0)", "_tm_nt = _tm_i64(0)"],
+                    warp_tail=[f"_tm_branch(_tm_br, _tm_brw, _tm_i64({site}), _tm_wg0 + _tm_w, "
+                               "_tm_na, _tm_nt)", "if _tm_nt > 0:", f"    {flag} = True"])
+
+    def _while(self, stmt: ast.While, depth: int, loops, indent: int) -> None:
+        if stmt.orelse:
+            raise self._fail("'while ... else' is not supported by the lockstep emulation", stmt)
+        k = self.loops
+        self.loops += 1
+        site = self._branch_site("while", stmt, f"while {ast.unparse(stmt.test)}")
+        inner = depth + 1
+        self._use_depth(inner)
+        line = stmt.lineno
+        self.emit(indent, "for _tm_l in range(_tm_tpb):", line)
+        self.emit(indent + 1, f"_tm_L[{k}, _tm_l] = _tm_M[{depth}, _tm_l]", line)
+        self.emit(indent, "while True:", line)
+        test, sites = self._expression(stmt.test)
+        self._loop_lanes(indent + 1, k, depth, site, line, [f"_tm_c = bool({test})"], sites)
+        self._statements(stmt.body, inner, loops + [(k, inner)], indent + 1)
+
+    def _retire(self, depths: range, loops: list[int]) -> list[str]:
+        return [f"_tm_M[{d}, _tm_l] = False" for d in depths] + [
+            f"_tm_L[{k}, _tm_l] = False" for k in loops]
+
+    def _return(self, stmt: ast.Return, depth: int, loops, indent: int) -> None:
+        if stmt.value is not None and not (isinstance(stmt.value, ast.Constant)
+                                           and stmt.value.value is None):
+            raise self._fail("a kernel returns nothing", stmt)
+        site = self._branch_site("return", stmt, "return")
+        retire = self._retire(range(depth + 1), [k for k, _ in loops])
+        line = stmt.lineno
+        if self.record:
+            # Lanes of the warp still alive (arrived) and those returning (taken).
+            self.emit(indent, "for _tm_w in range(_tm_nw):", line)
+            self.emit(indent + 1, "_tm_na = _tm_i64(0)", line)
+            self.emit(indent + 1, "_tm_nt = _tm_i64(0)", line)
+            self.emit(indent + 1, "for _tm_l in range(_tm_w * 32, min(_tm_w * 32 + 32, _tm_tpb)):",
+                      line)
+            self.emit(indent + 2, "if _tm_M[0, _tm_l]:", line)
+            self.emit(indent + 3, "_tm_na += 1", line)
+            self.emit(indent + 2, f"if _tm_M[{depth}, _tm_l]:", line)
+            self.emit(indent + 3, "_tm_nt += 1", line)
+            for text in retire:
+                self.emit(indent + 3, text, line)
+            self.emit(indent + 1, f"_tm_branch(_tm_br, _tm_brw, _tm_i64({site}), _tm_wg0 + _tm_w, _tm_na, "
+                                  "_tm_nt)", line)
+        else:
+            self._lanes(indent, f"_tm_M[{depth}, _tm_l]", retire, [], line)
+
+    def _leave(self, stmt: ast.stmt, depth: int, loops, indent: int) -> None:
+        k, body_depth = loops[-1]
+        retire = self._retire(range(body_depth, depth + 1),
+                              [k] if isinstance(stmt, ast.Break) else [])
+        self._lanes(indent, f"_tm_M[{depth}, _tm_l]", retire, [], stmt.lineno)
+
+    def _barrier(self, stmt: ast.stmt, depth: int, indent: int) -> None:
+        what = self._barrier_call(stmt)
+        if what != "syncthreads" and what not in VALUE_BARRIERS:
+            return  # a fence: memory is sequentially consistent here
+        site = len(self.barriers)
+        self.barriers.append(BarrierSite(site, stmt.lineno, ast.unparse(stmt.value)))
+        line = stmt.lineno
+        if what in VALUE_BARRIERS:
+            predicate, sites = self._expression(stmt.value.args[0])
+            self.emit(indent, "_tm_cnt = _tm_i64(0)", line)
+            self._lanes(indent, f"_tm_M[{depth}, _tm_l]",
+                        [f"if {predicate}:", "    _tm_cnt += 1"], sites, line)
+        self.emit(indent, "_tm_na = _tm_i64(0)", line)
+        self.emit(indent, "_tm_first = _tm_i64(-1)", line)
+        self.emit(indent, "for _tm_l in range(_tm_tpb):", line)
+        self.emit(indent + 1, f"if _tm_M[{depth}, _tm_l]:", line)
+        self.emit(indent + 2, "_tm_na += 1", line)
+        self.emit(indent + 1, "elif _tm_first < 0:", line)
+        self.emit(indent + 2, "_tm_first = _tm_l", line)
+        if self.record:
+            self.emit(indent, "if 0 < _tm_na < _tm_tpb:", line)
+            self.emit(indent + 1, f"_tm_barrier(_tm_bar, _tm_i64({site}), _tm_block, _tm_tpb, _tm_na, "
+                                  "_tm_first)", line)
+            self.emit(indent, "_tm_epoch += 1", line)
+        if what in VALUE_BARRIERS:
+            value = {"syncthreads_count": "_tm_cnt",
+                     "syncthreads_and": "1 if _tm_cnt == _tm_na else 0",
+                     "syncthreads_or": "1 if _tm_cnt > 0 else 0"}[what]
+            store = self.lanes.statement(ast.Assign(
+                targets=[ast.Name(stmt.targets[0].id, ast.Store())],
+                value=ast.Name("_tm_val", ast.Load())))
+            self.emit(indent, f"_tm_val = {value}", line)
+            self._lanes(indent, f"_tm_M[{depth}, _tm_l]",
+                        [ast.unparse(ast.fix_missing_locations(s)) for s in store], [], line)
+
+
+def _escapes(stmt: ast.stmt, inside_loop: bool) -> bool:
+    """Whether a break / continue in ``stmt`` leaves a loop that encloses it."""
+    if isinstance(stmt, (ast.Break, ast.Continue)):
+        return not inside_loop
+    if isinstance(stmt, (ast.For, ast.While)):
+        return any(_escapes(s, True) for s in stmt.body + stmt.orelse)
+    if isinstance(stmt, ast.If):
+        return any(_escapes(s, inside_loop) for s in stmt.body + stmt.orelse)
+    return False
+
+
+def _unparse_with_lines(stmt: ast.stmt) -> list[tuple[str, int]]:
+    """``stmt``'s source lines, each with the kernel line it comes from."""
+    text = ast.unparse(stmt)
+    reparsed = ast.parse(text).body[0]
+    starts: dict[int, int] = {}
+    for old, new in zip(ast.walk(stmt), ast.walk(reparsed)):
+        if isinstance(old, ast.stmt) and hasattr(old, "lineno"):
+            starts.setdefault(new.lineno, old.lineno)
+    out, current = [], getattr(stmt, "lineno", 0)
+    for number, part in enumerate(text.split("\n"), start=1):
+        current = starts.get(number, current)
+        out.append((part, current))
+    return out
+
+
+def _names_in(lines: list[tuple[str, int]]) -> set[str]:
+    return set(re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", "\n".join(t for t, _ in lines)))
+
+
+def _entries(variable: LaneVariable) -> str:
+    """A lane variable's value for lane ``_tm_l``, as source."""
+    array = f"_tm_V_{variable.dtype}"
+    if variable.width:
+        return "(" + ", ".join(f"{array}[{variable.row + i}, _tm_l]"
+                               for i in range(variable.width)) + ",)"
+    return f"{array}[{variable.row}, _tm_l]"
+
+
+def _literal_int(node: ast.expr) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = _literal_int(node.operand)
+        return -value if value is not None else None
+    return None
+
+
+class _LaneRenamer(ast.NodeTransformer):
+    """Local variables become their lane's entry; local arrays their lane's view."""
+
+    def __init__(self, variables: dict[str, LaneVariable], local_arrays: set[str]):
+        self.variables = variables
+        self.local_arrays = local_arrays
+
+    def _entry(self, variable: LaneVariable, offset: int, ctx: ast.expr_context) -> ast.expr:
+        index = ast.Tuple(elts=[ast.Constant(variable.row + offset), _name("_tm_l")],
+                          ctx=ast.Load())
+        return ast.Subscript(value=_name(f"_tm_V_{variable.dtype}"), slice=index, ctx=ctx)
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        variable = self.variables.get(node.id)
+        if variable is not None:
+            if variable.width:
+                if not isinstance(node.ctx, ast.Load):
+                    raise EmulationUnsupported(
+                        f"tuple variable {node.id!r} can only be assigned as a whole "
+                        f"('{node.id} = ...')", (getattr(node, "lineno", 0),))
+                return ast.copy_location(ast.Tuple(
+                    elts=[self._entry(variable, i, ast.Load()) for i in range(variable.width)],
+                    ctx=ast.Load()), node)
+            return ast.copy_location(self._entry(variable, 0, node.ctx), node)
+        if node.id in self.local_arrays:
+            return ast.copy_location(ast.Subscript(value=_name(f"_tm_local_{node.id}"),
+                                                   slice=_name("_tm_l"), ctx=ast.Load()), node)
+        return node
+
+    def statement(self, stmt: ast.stmt) -> list[ast.stmt]:
+        """``stmt`` for one lane; a whole tuple variable assigned entry by entry."""
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if stmt.value is None:
+                return []
+            if len(targets) == 1 and isinstance(targets[0], ast.Name) \
+                    and (self.variables.get(targets[0].id) or LaneVariable("", "", 0)).width:
+                variable = self.variables[targets[0].id]
+                out = [ast.Assign(targets=[ast.Name("_tm_tuple", ast.Store())],
+                                  value=self.visit(stmt.value))]
+                for i in range(variable.width):
+                    out.append(ast.Assign(
+                        targets=[self._entry(variable, i, ast.Store())],
+                        value=ast.Subscript(value=_name("_tm_tuple"), slice=ast.Constant(i),
+                                            ctx=ast.Load())))
+                return [ast.copy_location(s, stmt) for s in out]
+            if isinstance(stmt, ast.AnnAssign):
+                stmt = ast.copy_location(ast.Assign(targets=[stmt.target], value=stmt.value), stmt)
+        return [self.visit(stmt)]
