@@ -1,5 +1,6 @@
-"""The analysis panel beside the maps: coalescing, load balance, occupancy,
-replay of grid-stride iterations, and the difference of two runs."""
+"""The analysis panel beside the maps: coalescing, shared memory (bank
+conflicts, races, barriers), warp divergence, load balance, occupancy, replay
+of grid-stride iterations, and the difference of two runs."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,6 +11,8 @@ from kernels.result import RunResult, load_balance
 from .qt import QtCore, QtWidgets, pg
 
 COALESCING_COLUMNS = ("line", "access", "requests", "mean sectors", "max", "ideal", "efficiency")
+BANK_COLUMNS = ("line", "access", "requests", "mean ways", "max", "ideal")
+DIVERGENCE_COLUMNS = ("line", "branch", "warp runs", "split", "mean lanes", "fewest")
 OCCUPANCY_COLUMNS = ("GPU", "blocks / SM", "limited by", "occupancy", "waves", "last wave idle")
 
 
@@ -37,7 +40,8 @@ def _page(note: str | None = None) -> tuple[QtWidgets.QWidget, QtWidgets.QVBoxLa
 class AnalysisPanel(QtWidgets.QTabWidget):
     """Shows the figures of the current run; asks the window for special maps."""
 
-    site_selected = QtCore.Signal(int)  # show the sectors map of this site
+    #: show a per-warp map: ("sectors" | "ways" | "lanes", row of its table)
+    warp_map_requested = QtCore.Signal(str, int)
     replay_changed = QtCore.Signal(int)  # show the replay map at this iteration
     export_replay_requested = QtCore.Signal()
     diff_requested = QtCore.Signal()
@@ -47,6 +51,8 @@ class AnalysisPanel(QtWidgets.QTabWidget):
         super().__init__(parent)
         self.result: RunResult | None = None
         self.addTab(self._build_coalescing(), "Coalescing")
+        self.addTab(self._build_shared(), "Shared memory")
+        self.addTab(self._build_divergence(), "Divergence")
         self.addTab(self._build_load_balance(), "Load balance")
         self.addTab(self._build_occupancy(), "Occupancy")
         self.addTab(self._build_replay(), "Replay")
@@ -57,36 +63,106 @@ class AnalysisPanel(QtWidgets.QTabWidget):
 
     # -- coalescing ---------------------------------------------------------------------
 
+    def _site_table(self, name: str, columns: tuple[str, ...], kind: str) -> QtWidgets.QTableWidget:
+        """A table of sites; selecting a row asks for its per-warp map."""
+        table = _read_only_table(name, columns)
+        table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
+
+        def selected() -> None:
+            rows = table.selectionModel().selectedRows()
+            if rows:
+                self.warp_map_requested.emit(kind, rows[0].row())
+
+        table.itemSelectionChanged.connect(selected)
+        return table
+
+    def selected_row(self, kind: str) -> int:
+        """The selected row of the table behind per-warp map ``kind`` (0 if none)."""
+        table = {"sectors": self.coalescing_table, "ways": self.bank_table,
+                 "lanes": self.divergence_table}[kind]
+        rows = table.selectionModel().selectedRows()
+        return rows[0].row() if rows else 0
+
     def _build_coalescing(self) -> QtWidgets.QWidget:
         page, layout = _page(
-            "Distinct 32-byte sectors a warp's request touches at each access to A, B and C "
-            "(the first 4 times each thread gets there). Ideal: 4 for 32 consecutive float32, "
-            "8 for float64; 1 means all lanes read one address (a broadcast). Select a row for "
-            "its per-warp map.")
-        self.coalescing_table = _read_only_table("coalescing-table", COALESCING_COLUMNS)
-        self.coalescing_table.setSelectionBehavior(
-            QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
-        self.coalescing_table.setSelectionMode(
-            QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
-        self.coalescing_table.itemSelectionChanged.connect(self._on_coalescing_selection_changed)
+            "Distinct 32-byte sectors each warp request touches at each access to A, B and C: "
+            "every request, with the warp's active lanes as they run in lockstep. Ideal: the "
+            "fewest sectors its distinct elements fill (4 for 32 consecutive float32, 8 for "
+            "float64, 1 when every lane reads one element). Select a row for its per-warp map.")
+        self.coalescing_table = self._site_table("coalescing-table", COALESCING_COLUMNS,
+                                                 "sectors")
         layout.addWidget(self.coalescing_table, 1)
         return page
-
-    def _on_coalescing_selection_changed(self) -> None:
-        rows = self.coalescing_table.selectionModel().selectedRows()
-        if rows:
-            self.site_selected.emit(rows[0].row())
 
     def coalescing_rows(self) -> list[list[str]]:
         if self.result is None:
             return []
         rows = []
         for c in self.result.coalescing:
-            efficiency = "broadcast" if c.efficiency > 1 else f"{c.efficiency:.0%}"
             rows.append([str(c.site.line), f"{c.site.kind} {c.site.text}", f"{c.requests:,}",
-                         f"{c.mean_sectors:.2f}", str(c.max_sectors), f"{c.ideal_sectors:g}",
-                         efficiency if c.requests else "-"])
+                         f"{c.mean_sectors:.2f}", str(c.max_sectors), f"{c.ideal_sectors:.3g}",
+                         f"{c.efficiency:.0%}" if c.requests else "-"])
         return rows
+
+    def _build_shared(self) -> QtWidgets.QWidget:
+        from kernels.bank_conflicts import MODEL
+        page, layout = _page()
+        self.hazards_label = QtWidgets.QLabel()
+        self.hazards_label.setObjectName("hazards")
+        self.hazards_label.setWordWrap(True)
+        self.hazards_label.setTextInteractionFlags(
+            QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.hazards_label)
+        note = QtWidgets.QLabel(
+            "Bank conflicts: passes each warp request to a shared array takes (1 = none; n = "
+            "n-way). Select a row for its per-warp map.")
+        note.setWordWrap(True)
+        note.setToolTip(f"{MODEL['ways']}; {MODEL['wide_accesses']}. Source: {MODEL['source']}")
+        layout.addWidget(note)
+        self.bank_table = self._site_table("bank-table", BANK_COLUMNS, "ways")
+        layout.addWidget(self.bank_table, 1)
+        return page
+
+    def hazard_text(self) -> str:
+        """Barrier divergence, races and uninitialised reads of the shown run."""
+        result = self.result
+        if result is None:
+            return ""
+        analysis = result.analysis
+        if analysis is None:
+            return f"Shared memory and barriers: {result.analysis_note or 'not measured'}."
+        lines = [barrier.describe() for barrier in analysis.barrier_divergence] or [
+            "every barrier was reached by all threads of each block"]
+        lines.append(analysis.races.describe() if analysis.races.count
+                     else "no shared-memory race")
+        lines.append(analysis.uninitialised.describe() if analysis.uninitialised.count
+                     else "no read of shared memory the block had not written")
+        return "\n".join(f"• {line[0].upper()}{line[1:]}" for line in lines)
+
+    def bank_rows(self) -> list[list[str]]:
+        if self.result is None or self.result.analysis is None:
+            return []
+        return [[str(c.site.line), f"{c.site.kind} {c.site.text}", f"{c.requests:,}",
+                 f"{c.mean_ways:.2f}", str(c.max_ways), f"{c.ideal_ways:.3g}"]
+                for c in self.result.analysis.bank_conflicts]
+
+    def _build_divergence(self) -> QtWidgets.QWidget:
+        page, layout = _page(
+            "At each branch (if, loop test, return): how many times a warp ran it, how many of "
+            "those split the warp's active lanes, and how many lanes went on into it. Select "
+            "a row for its per-warp map.")
+        self.divergence_table = self._site_table("divergence-table", DIVERGENCE_COLUMNS,
+                                                 "lanes")
+        layout.addWidget(self.divergence_table, 1)
+        return page
+
+    def divergence_rows(self) -> list[list[str]]:
+        if self.result is None or self.result.analysis is None:
+            return []
+        return [[str(d.branch.line), d.branch.text, f"{d.requests:,}", f"{d.divergent:,}",
+                 f"{d.mean_active_lanes:.1f}", str(d.min_active_lanes)]
+                for d in self.result.analysis.divergence]
 
     # -- load balance ---------------------------------------------------------------------
 
@@ -227,15 +303,21 @@ class AnalysisPanel(QtWidgets.QTabWidget):
     def show_result(self, result: RunResult | None) -> None:
         self.result = result
         self.play_button.setChecked(False)
-        self.coalescing_table.setRowCount(0)
         self.balance_plot.clear()
+        tables = ((self.coalescing_table, self.coalescing_rows), (self.bank_table, self.bank_rows),
+                  (self.divergence_table, self.divergence_rows))
+        for table, rows in tables:
+            blocked = table.blockSignals(True)
+            table.setRowCount(0)
+            for row, values in enumerate(rows()):
+                table.insertRow(row)
+                for column, value in enumerate(values):
+                    table.setItem(row, column, QtWidgets.QTableWidgetItem(value))
+            table.resizeColumnsToContents()
+            table.blockSignals(blocked)
+        self.hazards_label.setText(self.hazard_text())
         if result is None:
             return
-        for row, values in enumerate(self.coalescing_rows()):
-            self.coalescing_table.insertRow(row)
-            for column, value in enumerate(values):
-                self.coalescing_table.setItem(row, column, QtWidgets.QTableWidgetItem(value))
-        self.coalescing_table.resizeColumnsToContents()
         balance = load_balance(result.maps.stores_per_thread)
         edges = np.array(balance["histogram"]["edges"])
         counts = np.array(balance["histogram"]["counts"])

@@ -144,8 +144,11 @@ def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str
                 plot.plot.setTitle(f"{cell.blocks} x {cell.threads}: error", size="8pt")
                 continue
             image = make_map(cell.result, map_name, shared_top=top)
-            plot.show(image, cell_title(cell))
-            plot.plot.titleLabel.setText(cell_title(cell), size="8pt")
+            title = cell_title(cell)
+            if cell_findings(cell):
+                title += f"<br>{cell_findings(cell)}"
+            plot.show(image, title)
+            plot.plot.titleLabel.setText(title, size="8pt")
         return _write_scene(widget, Path(path), size)
     finally:
         widget.close()
@@ -204,6 +207,23 @@ def export_replay(result: RunResult, folder: str | Path, size: tuple[int, int] =
             image.close()
         written.append(target)
     return written
+
+
+def cell_findings(cell: SweepCell) -> str:
+    """What the lockstep checks found in a cell, in a few words ("" if nothing):
+    why it failed, and bank conflicts."""
+    if cell.result is None:
+        return ""
+    found = []
+    verdict = cell.result.verdict
+    if not verdict.passed:
+        found.append(verdict.short_reasons)
+    analysis = cell.result.analysis
+    if analysis is not None:
+        worst = max((c.max_ways for c in analysis.bank_conflicts if c.conflicted), default=0)
+        if worst:
+            found.append(f"{worst}-way bank conflicts")
+    return "; ".join(found)
 
 
 def cell_title(cell: SweepCell) -> str:

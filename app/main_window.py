@@ -20,7 +20,7 @@ from .export import (export_contact_sheet, export_heatmap, export_replay, replay
 from .heatmap import HeatmapWidget
 from .analysis import AnalysisPanel
 from .maps import (ANALYSIS_MAPS, MAP_CHOICES, WRITER_KINDS, diff_map, make_map, replay_map,
-                   sectors_map)
+                   warp_map)
 from .qt import QtCore, QtGui, QtWidgets
 from .results_table import ResultsModel
 from .settings import Settings
@@ -230,7 +230,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.sweep_view.cell_opened.connect(self._on_sweep_cell_opened)
         self.sweep_view.export_sheet_requested.connect(self._on_export_sheet_triggered)
         self.sweep_view.export_folder_requested.connect(self._on_export_folder_triggered)
-        self.analysis.site_selected.connect(lambda _: self._select_map("sectors"))
+        self.analysis.warp_map_requested.connect(lambda kind, _: self._select_map(kind))
         self.analysis.replay_changed.connect(lambda _: self._select_map("replay"))
         self.analysis.diff_requested.connect(self._on_diff_triggered)
         self.analysis.export_replay_requested.connect(self._on_export_replay_triggered)
@@ -419,11 +419,18 @@ class MainWindow(QtWidgets.QMainWindow):
     def current_image(self):
         """The MapImage the map selector and the analysis panel ask for."""
         name = self.map_combo.currentData()
-        if name == "sectors":
-            rows = self.analysis.coalescing_table.selectionModel().selectedRows()
-            if not self.current.coalescing:
-                raise ThreadMapError("this run has no access to A, B or C to analyse")
-            return sectors_map(self.current, rows[0].row() if rows else 0)
+        if name in ("sectors", "ways", "lanes"):
+            analysis = self.current.analysis
+            if analysis is None:
+                raise ThreadMapError(f"no per-warp figures for this run: "
+                                     f"{self.current.analysis_note}")
+            sites = {"sectors": analysis.coalescing, "ways": analysis.bank_conflicts,
+                     "lanes": analysis.divergence}[name]
+            if not sites:
+                raise ThreadMapError({"sectors": "this run makes no access to A, B or C",
+                                      "ways": "this kernel has no shared array",
+                                      "lanes": "this kernel has no branch"}[name])
+            return warp_map(self.current, name, self.analysis.selected_row(name))
         if name == "replay":
             return replay_map(self.current, self.analysis.replay_slider.value())
         if name == "diff":

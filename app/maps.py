@@ -80,6 +80,8 @@ WRITER_KINDS = ("thread", "block", "warp")
 #: Maps that need more than a run (shown from the analysis panel).
 ANALYSIS_MAPS = {
     "sectors": "Sectors per warp request",
+    "ways": "Bank conflicts per warp request",
+    "lanes": "Active lanes per branch",
     "replay": "Replay of grid-stride iterations",
     "diff": "Difference of two runs",
 }
@@ -207,18 +209,52 @@ def make_map(result: RunResult, name: str, writer_kind: str = "thread",
     raise ValueError(f"unknown map {name!r}")
 
 
-def sectors_map(result: RunResult, site_index: int) -> MapImage:
-    """Sectors of each warp's request at one access site (warps x occurrences)."""
-    site = result.coalescing[site_index]
-    data = site.per_warp.astype(np.float64)
-    top = float(max(32, np.nanmax(data, initial=1)))
-    return MapImage("sectors", f"Sectors per warp request: {site.site.label()}", data,
-                    Colouring("sequential", top, 1.0),
-                    f"colour = distinct 32-byte sectors one warp's request touches (ideal "
-                    f"{site.ideal_sectors:g} for {site.element_bytes}-byte elements, 1 = all "
-                    "lanes on one address); blank = the warp did not get there",
-                    "occurrence (the thread's 1st, 2nd, ... time at this line)",
-                    "warp (block by block)", "warps", context=site)
+@dataclass(frozen=True)
+class WarpFigure:
+    """What a per-warp map shows: one site's figure, warp by warp."""
+
+    kind: str  # "sectors", "ways" or "lanes"
+    label: str  # the site, as the tables name it
+    unit: str  # "sectors", "passes" or "active lanes"
+    ideal: float | None
+
+
+def warp_map(result: RunResult, kind: str, index: int) -> MapImage:
+    """One site's figure per warp, from the lockstep emulation: mean sectors
+    per request ("sectors", global access site ``index`` of the coalescing
+    table), mean passes ("ways", shared site of the bank-conflict table) or
+    mean lanes taking a branch ("lanes").  Rows are blocks, columns the warps
+    of a block."""
+    analysis = result.analysis
+    if kind == "sectors":
+        site = analysis.coalescing[index]
+        figure = WarpFigure(kind, site.site.label(), "sectors", site.ideal_sectors)
+        top, bottom = max(32.0, float(np.nanmax(site.per_warp, initial=1))), 1.0
+        legend = (f"colour = mean distinct 32-byte sectors of each warp's requests (ideal "
+                  f"{site.ideal_sectors:.3g} for {site.element_bytes}-byte elements; 1 = all lanes "
+                  "on one element)")
+        data = site.per_warp
+    elif kind == "ways":
+        site = analysis.bank_conflicts[index]
+        figure = WarpFigure(kind, site.site.label(), "passes", site.ideal_ways)
+        top, bottom = max(8.0, float(np.nanmax(site.per_warp, initial=1))), 1.0
+        legend = (f"colour = mean passes of each warp's shared-memory requests (1 = no bank "
+                  f"conflict{'; 2 for 8-byte elements' if site.element_bytes == 8 else ''}; n = "
+                  "n-way conflict)")
+        data = site.per_warp
+    elif kind == "lanes":
+        branch = analysis.divergence[index]
+        figure = WarpFigure(kind, f"line {branch.branch.line}: {branch.branch.text}",
+                            "active lanes", None)
+        top, bottom = 32.0, 0.0
+        legend = ("colour = mean lanes of each warp that took the branch when it did "
+                  "(32 = the whole warp; fewer = divergence)")
+        data = branch.per_warp
+    else:
+        raise ValueError(f"unknown per-warp map {kind!r}")
+    return MapImage(kind, f"{ANALYSIS_MAPS[kind]}: {figure.label}", data.astype(np.float64),
+                    Colouring("sequential", top, bottom), legend + "; blank = the warp never "
+                    "got there", "warp within the block", "block", "warps", context=figure)
 
 
 def replay_map(result: RunResult, iteration: int) -> MapImage:
@@ -274,15 +310,13 @@ def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | 
         lines.append(f"C = {result.c[row, col]:.7g}   reference = {result.reference[row, col]:.7g}")
         return "\n".join(lines)
     if image.domain == "warps":
-        site = image.context
-        tpb = result.request.threads_per_block
-        warps_per_block = -(-tpb // WARP)
-        block, warp = divmod(row, warps_per_block)
+        figure = image.context
         value = image.data[row, col]
+        where = f"block {row}, warp {col}"
         if np.isnan(value):
-            return f"warp {row} (block {block}, warp {warp}): not at this line a {col + 1}th time"
-        return (f"warp {row} (block {block}, warp {warp}), occurrence {col}: "
-                f"{int(value)} sectors (ideal {site.ideal_sectors:g})")
+            return f"{where}: never got there"
+        ideal = f" (ideal {figure.ideal:.3g})" if figure.ideal is not None else ""
+        return f"{where}: {value:.3g} {figure.unit} per request{ideal}"
     if image.domain == "diff":
         second, diff = image.context
         from kernels.diff import CATEGORY_NAMES

@@ -10,7 +10,7 @@ from kernels.result import BACKEND_LABELS, BACKEND_SHORT
 from kernels.sweep import SweepCell
 
 from .colors import colour_map
-from .export import cell_title, shared_top
+from .export import cell_findings, cell_title, shared_top
 from .heatmap import HeatmapPlot, colour_bar_ticks
 from .maps import MAP_CHOICES, make_map
 from .qt import QtCore, QtWidgets, pg
@@ -141,11 +141,14 @@ class SweepView(QtWidgets.QWidget):
                 image = make_map(cell.result, self.map_name, shared_top=top)
                 images[id(cell)] = image
                 plot.show(image, "")
+                findings = cell_findings(cell)
                 plot.plot.setTitle(f"<span style='color:{colour}'>{cell_title(cell)}</span>"
-                                   f"<br>{self.occupancy_text(cell)}", size="8pt")
-                # pyqtgraph fixes a title's row at 30 px; these have three lines.
-                plot.plot.titleLabel.setMaximumHeight(46)
-                plot.plot.layout.setRowFixedHeight(0, 46)
+                                   + (f"<br>{findings}" if findings else "")
+                                   + f"<br>{self.occupancy_text(cell)}", size="8pt")
+                # pyqtgraph fixes a title's row at 30 px; these have three or four lines.
+                height = 60 if findings else 46
+                plot.plot.titleLabel.setMaximumHeight(height)
+                plot.plot.layout.setRowFixedHeight(0, height)
             self._plots.append((plot, cell))
         if images:
             first = next(iter(images.values()))

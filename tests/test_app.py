@@ -290,17 +290,69 @@ def test_a_file_that_does_not_parse_is_refused_and_nothing_is_lost(window, tmp_p
 def test_coalescing_table_and_per_warp_map(window):
     run_preset(window, "grid-stride")
     rows = window.analysis.coalescing_rows()
-    # 128 x 128 C, 1 x 1024: A broadcast (1 sector), B and C 4 sectors, 128 requests each.
+    # 128 x 128 C, K = 256, 1 x 1024: each thread stores 16 elements, so each of
+    # the 32 warps makes 16 x 256 = 4,096 requests to A and to B (131,072 in
+    # all) and 16 to C (512).  A is a broadcast (1 sector, ideal 1); B and C
+    # take 4 sectors, the ideal for 32 consecutive float32.
     assert [r[1] for r in rows] == ["load A[row, idx]", "load B[idx, col]", "store C[row, col]"]
-    assert [(r[3], r[4], r[5]) for r in rows] == [("1.00", "1", "4"), ("4.00", "4", "4"),
-                                                 ("4.00", "4", "4")]
-    assert rows[0][6] == "broadcast" and rows[2][6] == "100%"
+    assert [(r[2], r[3], r[4], r[5], r[6]) for r in rows] == [
+        ("131,072", "1.00", "1", "1", "100%"), ("131,072", "4.00", "4", "4", "100%"),
+        ("512", "4.00", "4", "4", "100%")]
     window.analysis.coalescing_table.selectRow(2)
     image = window.heatmap.image
-    assert image.name == "sectors" and image.data.shape == (32, 4)
+    assert image.name == "sectors" and image.data.shape == (1, 32)  # 1 block, 32 warps
     np.testing.assert_array_equal(image.data, 4)
-    text = window.heatmap.text_at(5, 2)
-    assert text == "warp 5 (block 0, warp 5), occurrence 2: 4 sectors (ideal 4)"
+    assert window.heatmap.text_at(0, 5) == "block 0, warp 5: 4 sectors per request (ideal 4)"
+
+
+def test_shared_memory_and_divergence_tabs(window, tmp_path):
+    # The transposed tile store sA[tx, ty] on 16 x 16 blocks: a warp holds
+    # ty = 0, 1 and tx = 0..15, so word tx * 16 + ty sits in bank
+    # 16 * (tx % 2) + ty: 4 banks of 8 distinct words each, 8 passes.
+    path = tmp_path / "transposed.py"
+    path.write_text(TRANSPOSED_TILE)
+    assert window.open_kernel_file(str(path))
+    set_shape(window, 32, 32, 32)
+    window.controls.grid_edit.setText("2x2")
+    window.controls.block_edit.setText("16x16")
+    window.controls.backend_combo.setCurrentText("cpu")
+    window._on_run_triggered()
+    assert window.current.verdict.passed, window.current.verdict.reasons
+    rows = window.analysis.bank_rows()
+    assert rows[0][:5] == ["15", "store sA[tx, ty]", "64", "8.00", "8"]
+    assert "No shared-memory race" in window.analysis.hazards_label.text()
+    window.analysis.bank_table.selectRow(0)
+    image = window.heatmap.image
+    assert image.name == "ways" and image.data.shape == (4, 8)  # 4 blocks of 8 warps
+    np.testing.assert_array_equal(image.data, 8)
+    window.analysis.divergence_table.selectRow(0)
+    assert window.heatmap.image.name == "lanes"
+    assert [r[1] for r in window.analysis.divergence_rows()] == [
+        "for i in range(A.shape[1] // TPB)", "for j in range(TPB)"]
+
+
+TRANSPOSED_TILE = """from numba import cuda, float32
+
+TPB = 16
+
+
+@cuda.jit
+def transposed(A, B, C):
+    sA = cuda.shared.array((TPB, TPB), float32)
+    sB = cuda.shared.array((TPB, TPB), float32)
+    x, y = cuda.grid(2)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    tmp = 0.0
+    for i in range(A.shape[1] // TPB):
+        sA[tx, ty] = A[y, i * TPB + tx]
+        sB[ty, tx] = B[i * TPB + ty, x]
+        cuda.syncthreads()
+        for j in range(TPB):
+            tmp += sA[j, ty] * sB[j, tx]
+        cuda.syncthreads()
+    C[y, x] = tmp
+"""
 
 
 def test_load_balance_and_occupancy_tables(window):
