@@ -165,10 +165,10 @@ def _tm_at{op}{nd}_{role}(x, {idx}, v, sl, site, {written}{oob}{shared}):
 
 
 #: The CPU emulation's recording library: warp requests (coalescing, bank
-#: conflicts), branches, barriers and the shared-memory shadow.  The flush of
-#: a global request comes in two copies, with and without counting reads, and
-#: takes the element size as a module constant: specialised so, it costs 20%
-#: less of a recording run than with those as arguments.  A warp
+#: conflicts), branches, barriers and the shared-memory shadow.  Its cost is
+#: in the flush of each warp request (benchmarks/bench_engine.py): it takes few
+#: arrays (each array argument of a numba call costs ~10 scalars), counts a
+#: full ascending request without branches, and inlines its small helpers.  A warp
 #: request is gathered while the lanes of one warp run one statement (a lane
 #: reaches a site at most once per statement), then flushed into the
 #: per-site sums.  Counters are int64 throughout; see records.py.
@@ -224,12 +224,42 @@ def _tm_sorted_request(a, row, n, counts, count):
     return elements, sectors
 
 
+@_tm_njit(inline="always", **_TM_OPTS)
+def _tm_full_request(req, site):
+    # All 32 lanes of req[site] at once, without branches (the loop
+    # vectorises): whether the elements ascend (then, lane 0 being active,
+    # every lane is), the distinct elements and the distinct sectors.
+    descents = 0
+    elements = 1
+    sectors = 1
+    for p in range(1, 32):
+        e = req[site, p]
+        d = req[site, p - 1]
+        descents += e < d
+        elements += e != d
+        sectors += ((e * _TM_ITEM) >> 5) != ((d * _TM_ITEM) >> 5)
+    return descents == 0, elements, sectors
+
+
 @_tm_njit(**_TM_OPTS)
 def _tm_flush_reads(req, site, accw, warp, counts):
     # A warp request that loads an input: as _tm_flush_global, and each
     # element's reads added to counts (one add per element, not per lane).
     # Counts are added as runs of lanes end; out of order, those are taken
     # back and the sorted request counted again.
+    if req[site, 0] >= 0:
+        ascending, elements, sectors = _tm_full_request(req, site)
+        if ascending:
+            first = req[site, 0]
+            if elements == 1:  # a broadcast
+                counts[first] += 32
+            elif elements == 32:
+                for p in range(32):
+                    counts[req[site, p]] += 1
+            else:
+                _tm_sorted_request(req, site, 32, counts, True)
+            _tm_request_done(req, site, accw, warp, 32, elements, sectors)
+            return
     lanes = 0
     elements = 0
     sectors = 0
@@ -277,9 +307,15 @@ def _tm_flush_reads(req, site, accw, warp, counts):
 @_tm_njit(**_TM_OPTS)
 def _tm_flush_global(req, site, accw, warp):
     # One warp request to global memory: the distinct 32-byte sectors it
-    # touches, against the fewest its distinct elements could fill.  One pass
-    # while the lanes' elements ascend (the usual case); else the request is
+    # touches, against the fewest its distinct elements could fill.  A full
+    # warp on ascending elements (the usual case) is counted without
+    # branches; else one pass while the elements ascend, or the request is
     # copied to the scratch row, sorted and counted there.
+    if req[site, 0] >= 0:
+        ascending, elements, sectors = _tm_full_request(req, site)
+        if ascending:
+            _tm_request_done(req, site, accw, warp, 32, elements, sectors)
+            return
     lanes = 0
     elements = 0
     sectors = 0
@@ -311,7 +347,7 @@ def _tm_flush_global(req, site, accw, warp):
     _tm_request_done(req, site, accw, warp, lanes, elements, sectors)
 
 
-@_tm_njit(**_TM_OPTS)
+@_tm_njit(inline="always", **_TM_OPTS)
 def _tm_request_done(req, site, accw, warp, lanes, elements, sectors):
     # Empty the site's lanes and add the request to its sums and its warp's.
     for p in range(32):
@@ -367,6 +403,22 @@ def _tm_flush_shared(req, site, item, accw, warp):
     # passes of 32 // (item // 4) lanes (half-warps for 8 bytes); each pass
     # takes as many cycles as the most distinct words one bank must deliver.
     # Fast path: the words of a pass within a span of 32 sit in distinct banks.
+    if item <= 4 and req[site, 0] >= 0:
+        # A full warp (every lane active) whose words span fewer than 32: one
+        # pass, found without branches (the loop vectorises).
+        inactive = 0
+        low = req[site, 0]
+        high = low
+        for p in range(1, 32):
+            e = req[site, p]
+            inactive += e < 0
+            low = min(low, e)
+            high = max(high, e)
+        if inactive == 0 and ((high * item) >> 2) - ((low * item) >> 2) < 32:
+            for p in range(32):
+                req[site, p] = -1
+            _tm_shared_done(req, site, accw, warp, 32, 1, 1)
+            return
     words = item >> 2 if item >= 4 else 1
     group = 32 // words
     passes = 0
@@ -399,8 +451,13 @@ def _tm_flush_shared(req, site, item, accw, warp):
             passes += 1
         else:
             passes += _tm_bank_ways(req, first_lane, group, item)
-    if lanes == 0:
-        return
+    if lanes:
+        _tm_shared_done(req, site, accw, warp, lanes, passes, groups)
+
+
+@_tm_njit(inline="always", **_TM_OPTS)
+def _tm_shared_done(req, site, accw, warp, lanes, passes, groups):
+    # Add a shared-memory request to its site's sums and its warp's.
     req[site, 32] += 1
     req[site, 33] += passes
     if passes > req[site, 34]:

@@ -1,9 +1,11 @@
 """Screenshots of the app as a person sees it (run under a real X server):
 
     xvfb-run -a -s "-screen 0 1600x1000x24" .venv/bin/python scripts/take_screenshots.py OUT_DIR
+    xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python scripts/take_screenshots.py OUT_DIR \
+        --size 1280x800 --only shared
 
-Drives the window through its own controls (seed preset, tid-rows, sweeps)
-and grabs the whole screen after each step.
+Drives the window through its own controls (seed preset, tid-rows, sweeps,
+shared-memory kernels) and grabs the whole screen after each step.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from pathlib import Path
 from app.main_window import MainWindow
 from app.qt import QtWidgets
 from app.settings import Settings
+
+KERNELS = Path(__file__).resolve().parents[1] / "tests" / "kernels"
 
 
 def settle(app, seconds=0.5):
@@ -40,16 +44,74 @@ def shoot(app, window, path: Path):
     print("wrote", path, flush=True)
 
 
-def main(out: str) -> int:
-    out_dir = Path(out)
+def analysis_tab(window, title: str) -> None:
+    tabs = window.analysis
+    tabs.setCurrentIndex(next(i for i in range(tabs.count()) if tabs.tabText(i) == title))
+
+
+def run_file(app, window, name: str, shape, grid: str, block: str) -> None:
+    window.open_kernel_file(str(KERNELS / name))
+    controls = window.controls
+    for edit, value in zip((controls.m_spin, controls.k_spin, controls.n_spin), shape):
+        edit.setValue(value)
+    controls.grid_edit.setText(grid)
+    controls.block_edit.setText(block)
+    controls.backend_combo.setCurrentText("cpu")
+    window._on_run_triggered()
+    wait_idle(app, window)
+
+
+def shared_memory_views(app, window, out_dir: Path, suffix: str) -> None:
+    """The lockstep emulation's views: tiled's tables, an 8-way conflict, a
+    barrier after an early return, a missing barrier, a divergent branch."""
+    controls = window.controls
+    controls.select_kernel("builtin", "tiled")
+    controls.apply_preset("ragged")
+    controls.backend_combo.setCurrentText("auto")
+    window._on_run_triggered()
+    wait_idle(app, window)
+    analysis_tab(window, "Shared memory")
+    shoot(app, window, out_dir / f"tiled_shared{suffix}.png")
+    run_file(app, window, "transposed_tile.py", (32, 32, 32), "2x2", "16x16")
+    analysis_tab(window, "Shared memory")
+    window.analysis.bank_table.selectRow(0)
+    shoot(app, window, out_dir / f"transposed_tile_conflicts{suffix}.png")
+    run_file(app, window, "early_return.py", (20, 16, 20), "2x2", "16x16")
+    analysis_tab(window, "Shared memory")
+    shoot(app, window, out_dir / f"early_return_barrier{suffix}.png")
+    run_file(app, window, "missing_barrier.py", (16, 16, 16), "1x1", "16x16")
+    analysis_tab(window, "Shared memory")
+    shoot(app, window, out_dir / f"missing_barrier_race{suffix}.png")
+    run_file(app, window, "divergent_branch.py", (32, 8, 64), "2x32", "32x1")
+    analysis_tab(window, "Divergence")
+    window.analysis.divergence_table.selectRow(2)
+    shoot(app, window, out_dir / f"divergent_branch_lanes{suffix}.png")
+    analysis_tab(window, "Coalescing")
+    window.analysis.coalescing_table.selectRow(1)
+    shoot(app, window, out_dir / f"divergent_branch_sectors{suffix}.png")
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", nargs="?", default="screenshots")
+    parser.add_argument("--size", default="1580x980", help="window size WxH")
+    parser.add_argument("--only", choices=("shared",), help="only the shared-memory views")
+    args = parser.parse_args(argv)
+    out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    app = QtWidgets.QApplication(sys.argv)
+    width, height = (int(v) for v in args.size.split("x"))
+    app = QtWidgets.QApplication(sys.argv[:1])
     settings = Settings(str(Path(tempfile.mkdtemp()) / "settings.ini"))
     window = MainWindow(settings=settings, confirm=lambda title, text: True)
-    window.resize(1580, 980)
+    window.resize(width, height)
     window.move(0, 0)
     window.show()
     settle(app, 1.0)
+    if args.only == "shared":
+        shared_memory_views(app, window, out_dir, f"_{args.size}")
+        window.close()
+        return 0
     controls = window.controls
     for kernel, stem in (("grid-stride", "seed_grid_stride"), ("tid-rows", "seed_tid_rows")):
         controls.select_kernel("builtin", kernel)
@@ -77,19 +139,19 @@ def main(out: str) -> int:
         controls.apply_preset("seed")
         window._on_run_triggered()
         wait_idle(app, window)
-        window.analysis.setCurrentIndex(0)
+        analysis_tab(window, "Coalescing")
         window.analysis.coalescing_table.selectRow(2)  # the store to C
         shoot(app, window, out_dir / f"warp_view_{kernel}.png")
-    window.analysis.setCurrentIndex(1)
+    analysis_tab(window, "Load balance")
     shoot(app, window, out_dir / "load_balance.png")
-    window.analysis.setCurrentIndex(2)
+    analysis_tab(window, "Occupancy")
     shoot(app, window, out_dir / "occupancy.png")
     controls.select_kernel("builtin", "grid-stride")
     controls.grid_edit.setText("2")
     controls.block_edit.setText("512")
     window._on_run_triggered()
     wait_idle(app, window)
-    window.analysis.setCurrentIndex(3)
+    analysis_tab(window, "Replay")
     window.analysis.replay_slider.setValue(5)
     shoot(app, window, out_dir / "replay.png")
     rows = window.results.rowCount()
@@ -101,7 +163,7 @@ def main(out: str) -> int:
     selection.select(window.results.index(rows - 1, 0),
                      QtCore.QItemSelectionModel.SelectionFlag.Select
                      | QtCore.QItemSelectionModel.SelectionFlag.Rows)
-    window.analysis.setCurrentIndex(4)
+    analysis_tab(window, "Diff")
     window.analysis.diff_button.click()
     shoot(app, window, out_dir / "diff.png")
     window.sweep_view.gpu_combo.setCurrentText("H100 SXM")
@@ -110,9 +172,11 @@ def main(out: str) -> int:
     window._on_sweep_triggered()
     wait_idle(app, window)
     shoot(app, window, out_dir / "sweep_occupancy.png")
+    window.tabs.setCurrentIndex(0)
+    shared_memory_views(app, window, out_dir, "")
     window.close()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "screenshots"))
+    sys.exit(main(sys.argv[1:]))

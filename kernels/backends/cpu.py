@@ -82,9 +82,16 @@ def check_emulation(plan: KernelPlan, request: RunRequest) -> None:
     emulation cannot run ``plan`` for ``request``: a local whose type it cannot
     hold per thread, a construct it cannot place.  Costs a typing pass and the
     writing of the code (tens of ms), not a compile."""
-    scalars = scalar_arguments(plan, request)
-    types = kernel_types(plan, request.dtype, scalar_types(scalars))
-    lockstep_code(plan, types, "record")
+    key = (plan.module.path, plan.module.text, plan.name, request.dtype,
+           scalar_types(scalar_arguments(plan, request)))
+    if key not in _CHECKED:
+        types = kernel_types(plan, request.dtype, key[-1])
+        lockstep_code(plan, types, "record")
+        _CHECKED.add(key)
+
+
+#: Kernels (by source text, dtype and scalar types) the emulation can run.
+_CHECKED: set[tuple] = set()
 
 
 @dataclass
