@@ -44,7 +44,8 @@ from .records import LOCKSTEP_RECORDS, RECORD_PARAMS, reads_flat_param, reads_pa
 from .transform import (AccessRewriter, AccessSite, CoordinateRewriter, access_sites,
                         shadow_param)
 
-_BLOCK_SCALARS = ("_tm_bx", "_tm_by", "_tm_bdx", "_tm_bdy", "_tm_gdx", "_tm_gdy", "_tm_block")
+_BLOCK_SCALARS = ("_tm_bx", "_tm_by", "_tm_bdx", "_tm_bdy", "_tm_gdx", "_tm_gdy", "_tm_block",
+                  "_tm_lane0", "_tm_lane1")
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,10 @@ class LockstepLayout:
     sites: tuple[AccessSite, ...]
     branches: tuple[BranchSite, ...]
     barriers: tuple[BarrierSite, ...]
+    #: Warps of a block are independent (no barrier, no shared array): each
+    #: warp runs through the kernel on its own, its 32 lanes' vectors in L1,
+    #: and the warps of one block can go to different cores.
+    warpwise: bool = False
 
     @property
     def workspace(self) -> tuple[str, ...]:
@@ -139,8 +144,12 @@ class LockstepLayout:
             names += recording_params()
         names += list(self.workspace) + list(self.array_params(mode))
         names += [a.flat_param for a in self.block_arrays]
-        return tuple(names) + ("_tm_gdx", "_tm_gdy", "_tm_bdx", "_tm_bdy", "_tm_b0", "_tm_b1",
+        return tuple(names) + ("_tm_gdx", "_tm_gdy", "_tm_bdx", "_tm_bdy", "_tm_u0", "_tm_u1",
                                "_tm_epoch")
+
+    def units(self, blocks: int, threads_per_block: int) -> int:
+        """Units of work of a launch: warps (``warpwise``) or blocks."""
+        return blocks * (-(-threads_per_block // 32) if self.warpwise else 1)
 
 
 def recording_params() -> list[str]:
@@ -245,7 +254,9 @@ class _Writer:
         layout = LockstepLayout(
             variables=tuple(self.variables.values()), rows=self.rows, depth=self.depth,
             loops=self.loops, block_arrays=self.block_arrays, sites=self.sites,
-            branches=tuple(self.branches), barriers=tuple(self.barriers))
+            branches=tuple(self.branches), barriers=tuple(self.barriers),
+            warpwise=not self.plan.barrier_lines and not any(
+                a.kind == "shared" for a in self.block_arrays))
         params = list(plan.kernel.params)
         if self.record:
             params += recording_params()
@@ -259,7 +270,9 @@ class _Writer:
         self.emit(1, "_tm_g0 = _tm_block * _tm_tpb")
         self.emit(1, "_tm_wg0 = _tm_block * _tm_nw")
         self.emit(1, "_tm_epoch0 = _tm_epoch")
-        self.emit(1, "for _tm_l in range(_tm_tpb):")
+        self.emit(1, "_tm_w0 = _tm_lane0 // 32")
+        self.emit(1, "_tm_w1 = (_tm_lane1 + 31) // 32")
+        self.emit(1, "for _tm_l in range(_tm_lane0, _tm_lane1):")
         self.emit(2, "_tm_M[0, _tm_l] = True")
         self.lines.extend(body)
         self.emit(1, f"return {returned}")
@@ -267,13 +280,25 @@ class _Writer:
         driver = layout.driver_params(plan, self.mode)
         self.emit(0, "@_tm_njit(**_TM_OPTS)")
         self.emit(0, f"def _tm_run_{self.mode}({', '.join(driver)}):")
-        self.emit(1, "for _tm_block in range(_tm_b0, _tm_b1):")
+        self.emit(1, "# Units of work: warps when the warps of a block are independent (no")
+        self.emit(1, "# barrier, no shared array), else whole blocks; see LockstepLayout.")
+        self.emit(1, "_tm_tpb = _tm_bdx * _tm_bdy")
+        self.emit(1, f"_tm_parts = (_tm_tpb + 31) // 32 if {layout.warpwise} else 1")
+        self.emit(1, "for _tm_u in range(_tm_u0, _tm_u1):")
         self.emit(2, "if _tm_ctl[0] != 0:")
         self.emit(3, "return _tm_epoch")
+        self.emit(2, "_tm_block = _tm_u // _tm_parts")
+        self.emit(2, "_tm_part = _tm_u - _tm_block * _tm_parts")
+        self.emit(2, "_tm_lane0 = _tm_part * 32 if _tm_parts > 1 else 0")
+        self.emit(2, "_tm_lane1 = min(_tm_lane0 + 32, _tm_tpb) if _tm_parts > 1 else _tm_tpb")
         self.emit(2, "_tm_by = _tm_block // _tm_gdx")
         self.emit(2, "_tm_bx = _tm_block - _tm_by * _tm_gdx")
         for array in self.block_arrays:
-            self.emit(2, f"for _tm_p in range({array.flat_param}.size):")
+            # A shared array is the block's; a local array, its lanes' rows.
+            size = "1" if array.kind == "shared" else str(int(np.prod(array.shape)))
+            first, last = (("0", f"{array.flat_param}.size") if array.kind == "shared" else
+                           (f"_tm_lane0 * {size}", f"_tm_lane1 * {size}"))
+            self.emit(2, f"for _tm_p in range({first}, {last}):")
             self.emit(3, f"{array.flat_param}[_tm_p] = {array.poison}")
         call = ", ".join(params + list(_BLOCK_SCALARS) + ["_tm_epoch"])
         self.emit(2, f"_tm_epoch = {block_name}({call}) + 1")
@@ -335,7 +360,7 @@ class _Writer:
         names = _names_in(body)
         used = [v for v in self.variables.values() if v.name in names]
         line = body[0][1]
-        self.emit(indent, "for _tm_l in range(_tm_tpb):", line)
+        self.emit(indent, "for _tm_l in range(_tm_lane0, _tm_lane1):", line)
         self.emit(indent + 1, f"if _tm_M[{depth}, _tm_l]:", line)
         for text in self._prelude([t for t, _ in body]):
             self.emit(indent + 2, text, line)
@@ -464,14 +489,14 @@ class _Writer:
         by_warp = by_warp or bool(analysed)
         lines = self._prelude(body) + body
         if by_warp:
-            self.emit(indent, "for _tm_w in range(_tm_nw):", line)
+            self.emit(indent, "for _tm_w in range(_tm_w0, _tm_w1):", line)
             for text in warp_head:
                 self.emit(indent + 1, text, line)
-            self.emit(indent + 1, "for _tm_l in range(_tm_w * 32, min(_tm_w * 32 + 32, _tm_tpb)):",
+            self.emit(indent + 1, "for _tm_l in range(_tm_w * 32, min(_tm_w * 32 + 32, _tm_lane1)):",
                       line)
             inner = indent + 2
         else:
-            self.emit(indent, "for _tm_l in range(_tm_tpb):", line)
+            self.emit(indent, "for _tm_l in range(_tm_lane0, _tm_lane1):", line)
             inner = indent + 1
         self.emit(inner, f"if {mask}:", line)
         for text in lines:
@@ -527,7 +552,7 @@ class _Writer:
         self._statements(stmt.body, inner, loops, indent + 1)
         if stmt.orelse:
             self.emit(indent, f"if {other}:", line)
-            self.emit(indent + 1, "for _tm_l in range(_tm_tpb):", line)
+            self.emit(indent + 1, "for _tm_l in range(_tm_lane0, _tm_lane1):", line)
             self.emit(indent + 2, f"_tm_M[{inner}, _tm_l] = _tm_M[{depth}, _tm_l] and not "
                                   f"_tm_C[{depth}, _tm_l]", line)
             self._statements(stmt.orelse, inner, loops, indent + 1)
@@ -598,7 +623,7 @@ class _Writer:
             text, touched = self._expression(value)
             texts.append(text)
             sites += touched
-        self.emit(indent, "for _tm_l in range(_tm_tpb):", line)
+        self.emit(indent, "for _tm_l in range(_tm_lane0, _tm_lane1):", line)
         self.emit(indent + 1, f"_tm_L[{k}, _tm_l] = _tm_M[{depth}, _tm_l]", line)
         init = [f"{cur} = {texts[0]}", f"{end} = {texts[1]}"]
         if literal_step is None:
@@ -675,7 +700,7 @@ class _Writer:
         inner = depth + 1
         self._use_depth(inner)
         line = stmt.lineno
-        self.emit(indent, "for _tm_l in range(_tm_tpb):", line)
+        self.emit(indent, "for _tm_l in range(_tm_lane0, _tm_lane1):", line)
         self.emit(indent + 1, f"_tm_L[{k}, _tm_l] = _tm_M[{depth}, _tm_l]", line)
         self.emit(indent, "while True:", line)
         test, sites = self._expression(stmt.test)
@@ -695,10 +720,10 @@ class _Writer:
         line = stmt.lineno
         if self.record:
             # Lanes of the warp still alive (arrived) and those returning (taken).
-            self.emit(indent, "for _tm_w in range(_tm_nw):", line)
+            self.emit(indent, "for _tm_w in range(_tm_w0, _tm_w1):", line)
             self.emit(indent + 1, "_tm_na = _tm_i64(0)", line)
             self.emit(indent + 1, "_tm_nt = _tm_i64(0)", line)
-            self.emit(indent + 1, "for _tm_l in range(_tm_w * 32, min(_tm_w * 32 + 32, _tm_tpb)):",
+            self.emit(indent + 1, "for _tm_l in range(_tm_w * 32, min(_tm_w * 32 + 32, _tm_lane1)):",
                       line)
             self.emit(indent + 2, "if _tm_M[0, _tm_l]:", line)
             self.emit(indent + 3, "_tm_na += 1", line)
@@ -731,7 +756,7 @@ class _Writer:
                         [f"if {predicate}:", "    _tm_cnt += 1"], sites, line)
         self.emit(indent, "_tm_na = _tm_i64(0)", line)
         self.emit(indent, "_tm_first = _tm_i64(-1)", line)
-        self.emit(indent, "for _tm_l in range(_tm_tpb):", line)
+        self.emit(indent, "for _tm_l in range(_tm_lane0, _tm_lane1):", line)
         self.emit(indent + 1, f"if _tm_M[{depth}, _tm_l]:", line)
         self.emit(indent + 2, "_tm_na += 1", line)
         self.emit(indent + 1, "elif _tm_first < 0:", line)

@@ -16,7 +16,7 @@ def test_progress_is_reported_and_reaches_one():
         progress=lambda fraction, message: seen.append((fraction, message)))
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
-    assert any("blocks" in message for _, message in seen)
+    assert any("warps" in message for _, message in seen)
 
 
 def test_cancel_in_process_stops_between_chunks():

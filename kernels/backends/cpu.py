@@ -1,13 +1,15 @@
 """The CPU emulation: every block of the grid, its threads in lockstep.
 
 Each block runs in a compiled function derived from the kernel (see
-``lockstep.py``); blocks run one after another, in order of block id.  To use
-several cores without changing the result, the grid is split into contiguous
-ranges of blocks, one per worker; each worker keeps private per-element maps
+``lockstep.py``); blocks run one after another, in order of block id.  When
+the warps of a block are independent (no barrier, no shared array), the unit
+of work is a warp instead: each warp runs through the kernel on its own.  To
+use several cores without changing the result, the units are split into
+contiguous ranges, one per worker; each worker keeps private per-element maps
 and a private C, merged afterwards (counts added, min / max taken, and each
 element of C taken from the last range that wrote it), which gives exactly the
 sequential result.  Kernels that read their output or store into an input run
-on one worker, since there a block may see another range's writes.
+on one worker, since there a unit may see another range's writes.
 
 Each worker runs its range in chunks of ~50 ms, so progress is reported and a
 cancel is honoured between chunks; within a long block the compiled code
@@ -40,8 +42,9 @@ CHUNK_SECONDS = 0.05
 WARP = 32
 
 
-def worker_count(job: KernelJob) -> int:
-    """How many cores the emulation of ``job`` uses (at most one per block)."""
+def worker_count(job: KernelJob, units: int) -> int:
+    """How many cores the emulation of ``job`` uses (at most one per unit of
+    work: a block, or a warp when warps are independent)."""
     plan = job.plan
     if plan.reads_output or set(plan.stored_arrays) - {plan.output}:
         return 1
@@ -54,7 +57,7 @@ def worker_count(job: KernelJob) -> int:
         except AttributeError:
             cores = os.cpu_count() or 1
         cores = min(cores, 8)
-    cores = min(cores, job.request.blocks)
+    cores = min(cores, units)
     if cores > 1:
         # Each extra worker holds a private copy of C and of the per-element maps.
         m, k, n = job.request.shape
@@ -183,16 +186,17 @@ def _call_args(worker: _Worker, layout: LockstepLayout, job: KernelJob, mode: st
 def _run_ranges(function, workers: list[_Worker], ranges: list[tuple[int, int]],
                 job: KernelJob, layout: LockstepLayout, mode: str, control: np.ndarray,
                 lo: float, hi: float, phase: str) -> float:
-    """Run each worker's range of blocks in adaptive chunks, in parallel;
+    """Run each worker's range of units (blocks or warps) in adaptive chunks, in parallel;
     report progress and honour cancel from this thread; return the wall time."""
     total = sum(stop - start for start, stop in ranges)
+    noun = "warps" if layout.warpwise else "blocks"
     done = [0] * len(ranges)
     failures: list[BaseException] = []
     halt = threading.Event()
 
     def work(w: int) -> None:
         start, stop = ranges[w]
-        # Start with one block (one block of a buggy kernel can be long), then
+        # Start with one unit (one block of a buggy kernel can be long), then
         # grow the chunk while it stays under CHUNK_SECONDS.
         current, chunk, epoch = start, 1, 0
         try:
@@ -228,7 +232,7 @@ def _run_ranges(function, workers: list[_Worker], ranges: list[tuple[int, int]],
                     thread.join()
                 raise RunCancelled("run cancelled")
             job.progress(lo + (hi - lo) * sum(done) / max(total, 1),
-                         f"{phase}: {sum(done):,} of {total:,} blocks")
+                         f"{phase}: {sum(done):,} of {total:,} {noun}")
     finally:
         control[0] = 0
     elapsed = time.perf_counter() - began
@@ -237,7 +241,7 @@ def _run_ranges(function, workers: list[_Worker], ranges: list[tuple[int, int]],
         if isinstance(exc, (ZeroDivisionError, IndexError, ValueError)):
             raise KernelRuntimeError(f"{job.plan.name!r} raised in the emulation: {exc}") from None
         raise exc
-    job.progress(hi, f"{phase}: {total:,} blocks done")
+    job.progress(hi, f"{phase}: {total:,} {noun} done")
     return elapsed
 
 
@@ -277,9 +281,11 @@ def run_cpu(job: KernelJob, plain: bool = True) -> BackendOutput:
     compile_seconds = _compile(gen, job, {"record": workers[0], "plain": plain_workers[0]})
     timings = [Timing("compile", "cpu", compile_seconds,
                       "first call of the emulation (numba compile, or load from its cache)")]
-    n_workers = worker_count(job)
-    ranges = _ranges(request.blocks, n_workers)
-    method = ("wall clock of the compiled lockstep loop over all blocks"
+    units = layout.units(request.blocks, request.threads_per_block)
+    n_workers = worker_count(job, units)
+    ranges = _ranges(units, n_workers)
+    method = ("wall clock of the compiled lockstep loop over all "
+              + ("warps" if layout.warpwise else "blocks")
               + (f", {n_workers} cores" if n_workers > 1 else ", 1 core"))
 
     shared = {name: lockstep[name] for name in LOCKSTEP_SHARED}
