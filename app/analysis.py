@@ -51,9 +51,9 @@ class AnalysisPanel(QtWidgets.QTabWidget):
         super().__init__(parent)
         self.result: RunResult | None = None
         self.addTab(self._build_coalescing(), "Coalescing")
-        self.addTab(self._build_shared(), "Shared memory")
+        self.addTab(self._build_shared(), "Shared")
         self.addTab(self._build_divergence(), "Divergence")
-        self.addTab(self._build_load_balance(), "Load balance")
+        self.addTab(self._build_load_balance(), "Balance")
         self.addTab(self._build_occupancy(), "Occupancy")
         self.addTab(self._build_replay(), "Replay")
         self.addTab(self._build_diff(), "Diff")

@@ -36,6 +36,9 @@ class HeatmapPlot:
         if not axes:
             self.plot.hideAxis("left")
             self.plot.hideAxis("bottom")
+        for side in ("left", "bottom"):
+            # Rows, columns, warps: whole indices, never "(x0.001)".
+            self.plot.getAxis(side).enableAutoSIPrefix(False)
         self.plot.invertY(True)
         self.plot.setAspectLocked(False)
         self.plot.showGrid(x=False, y=False)

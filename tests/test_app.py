@@ -436,3 +436,23 @@ def test_sweep_cells_show_occupancy_and_idle_threads(window):
     assert window.sweep_view.occupancy_text(four).endswith("<br>50% of threads idle")
     window.sweep_view.gpu_combo.setCurrentText("T4")
     assert "1 wave" in window.sweep_view.occupancy_text(four)
+
+
+def test_sweep_cells_name_what_the_lockstep_checks_found():
+    from pathlib import Path
+
+    from app.export import cell_findings
+    from kernels import RunRequest, run
+    from kernels.sweep import SweepCell
+
+    kernels = Path(__file__).parent / "kernels"
+    racy = RunRequest(kernel=None, kernel_file=str(kernels / "missing_barrier.py"), m=16, k=16,
+                      n=16, grid=(1, 1), block=(16, 16), backend="cpu")
+    conflicted = racy.with_(kernel_file=str(kernels / "transposed_tile.py"), m=32, k=32, n=32,
+                            grid=(2, 2))
+    racy_cell = SweepCell(1, 256, racy, run(racy))
+    conflicted_cell = SweepCell(4, 256, conflicted, run(conflicted))
+    assert "shared races" in cell_findings(racy_cell)
+    assert cell_findings(conflicted_cell) == "8-way bank conflicts"
+    row = racy_cell.row()
+    assert row["shared_races"] == 7680 and row["max_bank_ways"] == 1
