@@ -1,7 +1,8 @@
 """Engine benchmark: every ratio is measured side by side in one run.
 
-    .venv/bin/python benchmarks/bench_engine.py            # everything (several minutes)
+    .venv/bin/python benchmarks/bench_engine.py            # everything (15+ minutes)
     .venv/bin/python benchmarks/bench_engine.py --quick    # skip the 262k-thread simulator run
+    .venv/bin/python benchmarks/bench_engine.py --baseline /tmp/before   # and section 7
 
 Sections
 1. CPU emulation vs CUDA simulator on the same request (grid-stride, C 128 x 256,
@@ -11,6 +12,13 @@ Sections
 3. First-call compile times: the emulation (cold cache, warm cache in a new
    process) and ``compile_ptx`` for every built-in kernel.
 4. Why the emulation disables NRT: the same recording loop with and without it.
+5. Shared memory: ``tiled`` at 128^3 in the block-lockstep emulation vs the
+   simulator, same request, kernel times in the process that ran them.
+6. ``tiled`` at 1024^3: the whole ``threadmap run`` command, in a new process
+   (numba's cache warm, as after a first run).
+7. With ``--baseline DIR`` (a checkout of an earlier commit, its own venv not
+   needed): grid-stride 4096 x 16 x 4096 at 2048 x 256 in both trees,
+   alternating, 1 core and 2: the recording and plain runs.
 """
 from __future__ import annotations
 
@@ -105,9 +113,6 @@ def compile_times() -> dict:
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, THREADMAP_CACHE_DIR=cache)
         for name in CATALOGUE:
-            plan = _builtin_plan(name)
-            if not plan.emulable:
-                continue
             seconds = []
             for _ in ("cold", "warm"):
                 probe = _COMPILE_PROBE.format(root=str(ROOT), kernel=name)
@@ -135,28 +140,34 @@ def compile_times() -> dict:
 def nrt_ablation() -> dict:
     import numpy as np
 
+    from kernels.backends import cpu
+    from kernels.backends.common import KernelJob
     from kernels.codegen import _CPU_OPTIONS, load_module
     from kernels.inputs import make_inputs
     from kernels.loader import _builtin_plan
-    from kernels.records import allocate_records
-    from kernels.transform import access_sites, array_slots
+    from kernels.local_types import kernel_types
 
     plan = _builtin_plan("grid-stride")
     m = k = n = 256
+    request = RunRequest(kernel="grid-stride", m=m, k=k, n=n, grid=(1,), block=(1024,),
+                         backend="cpu")
     a, b = make_inputs("random", m, k, n, "float32")
+    job = KernelJob(request, plan, a, b, (), False)
+    types = kernel_types(plan, "float32", ())
+    control = np.zeros(2, np.int64)
     out = {}
     for label, options in (("NRT off (ThreadMap)", _CPU_OPTIONS),
                            ("NRT on (numba default)", _CPU_OPTIONS.replace("_nrt=False",
                                                                           "_nrt=True"))):
-        gen = load_module(plan, "cpu", "float32", cpu_options=options)
+        gen = load_module(plan, "cpu", "float32", types, cpu_options=options)
         driver = gen.function("_tm_run_record")
         times = []
         for _ in range(3):
-            records = allocate_records((m, n), ((m, k), (k, n)), len(array_slots(plan)), 1024,
-                                       n_sites=len(access_sites(plan)))
-            c = np.full((m, n), np.nan, np.float32)
+            worker = cpu._make_worker(gen, job, control, True, job.fresh_records(),
+                                      cpu._lockstep_records(gen.layout, job))
             started = time.perf_counter()
-            driver(a, b, c, *records, 1, 1, 1024, 1, 0, 1024)
+            units = gen.layout.units(request.blocks, request.threads_per_block)
+            driver(*cpu._call_args(worker, gen.layout, job, "record", 0, units, 0))
             times.append(time.perf_counter() - started)
         best = min(times[1:])
         out[label] = {"seconds": best, "ns_per_inner_iteration": best / (m * n * k) * 1e9}
@@ -168,10 +179,106 @@ def nrt_ablation() -> dict:
     return out
 
 
+def shared_memory_vs_simulator() -> dict:
+    request = RunRequest(kernel="tiled", m=128, k=128, n=128, grid=(8, 8), block=(16, 16),
+                         repeats=1)
+    run(request.with_(backend="cpu"))  # compiled and cached: time the runs themselves
+    cpu = run(request.with_(backend="cpu"))
+    started = time.perf_counter()
+    sim = run(request.with_(backend="sim"))
+    sim_wall = time.perf_counter() - started
+    row = {"request": "tiled 128^3, 8 x 8 blocks of 16 x 16"}
+    for what in ("instrumented kernel", "kernel"):
+        c, s = kernel_seconds(cpu, what), kernel_seconds(sim, what)
+        row[what] = {"emulator_s": c, "simulator_s": s, "ratio": s / c}
+    row["simulator_run_wall_s"] = sim_wall
+    row["maps_identical"] = all(
+        bool((getattr(cpu.maps, f) == getattr(sim.maps, f)).all())
+        for f in ("count", "min_writer", "max_writer", "iteration", "reads_a", "reads_b"))
+    print(f"  tiled 128^3: instrumented emulation {row['instrumented kernel']['emulator_s']:.4f} s"
+          f" vs simulator {row['instrumented kernel']['simulator_s']:.1f} s = "
+          f"{row['instrumented kernel']['ratio']:,.0f}x; plain {row['kernel']['emulator_s']:.4f} s"
+          f" vs {row['kernel']['simulator_s']:.1f} s = {row['kernel']['ratio']:,.0f}x; maps "
+          f"identical: {row['maps_identical']}", flush=True)
+    return row
+
+
+def tiled_whole_command() -> list[dict]:
+    rows = []
+    with tempfile.TemporaryDirectory() as out:
+        # The installed command, as a user types it.
+        command = [str(Path(sys.executable).with_name("threadmap")), "run", "--kernel", "tiled",
+                   "--shape", "1024x1024x1024", "--backend", "cpu", "--out", out]
+        for attempt in ("first", "second"):
+            started = time.perf_counter()
+            proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+            wall = time.perf_counter() - started
+            result = json.loads((Path(out) / "result.json").read_text())
+            timings = {t["what"]: t["seconds"] for t in result["timings"]}
+            row = {"attempt": attempt, "wall_s": wall, "verdict": result["verdict"],
+                   "exit": proc.returncode, "compile_s": timings.get("compile"),
+                   "recording_s": timings.get("instrumented kernel"),
+                   "plain_s": timings.get("kernel")}
+            rows.append(row)
+            print(f"  threadmap run tiled 1024^3 ({attempt}): {wall:.2f} s whole command; "
+                  f"compile {row['compile_s']:.2f} s, recording {row['recording_s']:.2f} s, "
+                  f"plain {row['plain_s']:.2f} s, {row['verdict']}", flush=True)
+    return rows
+
+
+_GRID_STRIDE_PROBE = """
+import sys
+sys.path.insert(0, {root!r})
+from kernels import RunRequest, run
+request = RunRequest(kernel="grid-stride", m=4096, k=16, n=4096, grid=(2048,), block=(256,),
+                     backend="cpu", repeats=1)
+run(request.with_(m=64, n=64))
+result = run(request)
+print(result.timing("instrumented kernel").seconds, result.timing("kernel").seconds)
+"""
+
+
+def against_baseline(baseline: Path, rounds: int = 3) -> dict:
+    out: dict = {}
+    for workers in ("1", "2"):
+        env = dict(os.environ, THREADMAP_EMULATION_WORKERS=workers)
+        samples: dict = {"baseline": [], "this": []}
+        for _ in range(rounds):
+            for label, root in (("baseline", baseline), ("this", ROOT)):
+                probe = _GRID_STRIDE_PROBE.format(root=str(root))
+                proc = subprocess.run([sys.executable, "-c", probe], env=env,
+                                      capture_output=True, text=True, check=True)
+                recording, plain = map(float, proc.stdout.split()[-2:])
+                samples[label].append((recording, plain))
+        row = {}
+        for label, values in samples.items():
+            recording = sorted(v[0] for v in values)
+            plain = sorted(v[1] for v in values)
+            row[label] = {"recording_s": recording, "plain_s": plain}
+        row["recording_ratio_of_medians"] = (row["this"]["recording_s"][rounds // 2]
+                                             / row["baseline"]["recording_s"][rounds // 2])
+        row["plain_ratio_of_medians"] = (row["this"]["plain_s"][rounds // 2]
+                                         / row["baseline"]["plain_s"][rounds // 2])
+        out[f"{workers} core(s)"] = row
+        print(f"  grid-stride 4096 x 16 x 4096, 2048 x 256, {workers} core(s): recording "
+              f"{fmt(row['this']['recording_s'])} s vs baseline "
+              f"{fmt(row['baseline']['recording_s'])} s (median ratio "
+              f"{row['recording_ratio_of_medians']:.2f}); plain {fmt(row['this']['plain_s'])} "
+              f"vs {fmt(row['baseline']['plain_s'])} (ratio "
+              f"{row['plain_ratio_of_medians']:.2f})", flush=True)
+    return out
+
+
+def fmt(values: list[float]) -> str:
+    return "/".join(f"{v:.2f}" for v in values)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="skip the 1024 x 256 simulator run")
     parser.add_argument("--json", help="also write the figures to this JSON file")
+    parser.add_argument("--baseline", type=Path,
+                        help="a checkout of an earlier commit to compare grid-stride against")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
     figures = {}
@@ -183,6 +290,13 @@ def main() -> int:
     figures["compile"] = compile_times()
     print("4. NRT ablation", flush=True)
     figures["nrt"] = nrt_ablation()
+    print("5. shared memory: emulation vs simulator", flush=True)
+    figures["shared_memory"] = shared_memory_vs_simulator()
+    print("6. tiled 1024^3, the whole command", flush=True)
+    figures["tiled_1024"] = tiled_whole_command()
+    if args.baseline:
+        print(f"7. against {args.baseline}", flush=True)
+        figures["baseline"] = against_baseline(args.baseline)
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
     return 0

@@ -455,6 +455,28 @@ def _tm_flush_shared(req, site, item, accw, warp):
         _tm_shared_done(req, site, accw, warp, lanes, passes, groups)
 
 
+@_tm_njit(**_TM_OPTS)
+def _tm_flush_shared4(req, site, accw, warp):
+    # _tm_flush_shared for 4-byte elements (float32, int32), the usual case,
+    # its fast path without the element size to test: a full warp whose
+    # words span fewer than 32 takes one pass.
+    if req[site, 0] >= 0:
+        inactive = 0
+        low = req[site, 0]
+        high = low
+        for p in range(1, 32):
+            e = req[site, p]
+            inactive += e < 0
+            low = min(low, e)
+            high = max(high, e)
+        if inactive == 0 and high - low < 32:
+            for p in range(32):
+                req[site, p] = -1
+            _tm_shared_done(req, site, accw, warp, 32, 1, 1)
+            return
+    _tm_flush_shared(req, site, _tm_i64(4), accw, warp)
+
+
 @_tm_njit(inline="always", **_TM_OPTS)
 def _tm_shared_done(req, site, accw, warp, lanes, passes, groups):
     # Add a shared-memory request to its site's sums and its warp's.

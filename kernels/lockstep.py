@@ -467,7 +467,10 @@ class _Writer:
 
     def _flushes(self, sites: list[AccessSite], indent: int) -> None:
         for site in sites:
-            if site.space == "shared":
+            if site.space == "shared" and self.item[site.array] == 4:
+                self.emit(indent, f"_tm_flush_shared4(_tm_req, _tm_i64({site.site}), _tm_accw, "
+                                  "_tm_wg0 + _tm_w)")
+            elif site.space == "shared":
                 self.emit(indent, f"_tm_flush_shared(_tm_req, _tm_i64({site.site}), "
                                   f"_tm_i64({self.item[site.array]}), _tm_accw, _tm_wg0 + _tm_w)")
             elif site.kind == "load" and site.role in ("A", "B"):

@@ -14,12 +14,14 @@ installed, else from an assumption the user can change (stated as such).
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import math
 import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 #: Default registers per thread when nothing measured them.
@@ -213,7 +215,28 @@ def kernel_resources(plan, dtype: str, gpu: GpuModel, assumed_registers: int = A
             return Resources(int(registers), int(shared), "numba, compiled for this GPU")
         except Exception:  # not compiled yet, or no GPU: fall through
             pass
+    measured = _measured_by_ptxas(plan, dtype, gpu)
+    if measured is not None:
+        return measured
+    return Resources(assumed_registers, static_shared_bytes(plan, dtype),
+                     f"assumed {assumed_registers} registers (no GPU, no ptxas)")
+
+
+def _measured_by_ptxas(plan, dtype: str, gpu: GpuModel) -> Resources | None:
+    """ptxas's figures for the kernel, kept on disk next to the generated
+    modules: the kernel's PTX and ptxas take ~1 s, once per kernel source,
+    dtype, architecture and ptxas."""
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        return None
     try:
+        from .codegen import cache_dir, module_text
+        text, _ = module_text(plan, "cuda", dtype)
+        key = hashlib.sha256("\0".join((text.text, str(gpu.compute_capability),
+                                         _ptxas_version(ptxas))).encode()).hexdigest()[:20]
+        stored = cache_dir() / f"resources_{key}.json"
+        if stored.exists():
+            return Resources(**json.loads(stored.read_text()))
         from .codegen import load_module
         from .ptx import compile_ptx_for
 
@@ -222,11 +245,13 @@ def kernel_resources(plan, dtype: str, gpu: GpuModel, assumed_registers: int = A
                               cc=min(gpu.compute_capability, (9, 0)))
         measured = ptxas_resources(ptx, gpu.compute_capability)
     except Exception:  # numba or the toolkit missing: use the assumption
-        measured = None
+        return None
     if measured is not None:
-        return measured
-    return Resources(assumed_registers, static_shared_bytes(plan, dtype),
-                     f"assumed {assumed_registers} registers (no GPU, no ptxas)")
+        try:
+            stored.write_text(json.dumps(asdict(measured)))
+        except OSError:  # a read-only cache: measure again next time
+            pass
+    return measured
 
 
 def static_shared_bytes(plan, dtype: str) -> int:
