@@ -99,7 +99,7 @@ def check_shared_memory(request: RunRequest, plan: KernelPlan) -> None:
     shared = [s for s in block_array_specs(plan, request.dtype) if s.kind == "shared"]
     total = sum(s.nbytes for s in shared)
     if total > MAX_STATIC_SHARED:
-        arrays = ", ".join(f"{s.name} {'x'.join(map(str, s.shape))} {s.dtype} (line {s.line})"
+        arrays = "; ".join(f"{s.name}: {'x'.join(map(str, s.shape))} {s.dtype}, line {s.line}"
                            for s in shared)
         raise RequestError(
             f"{plan.name} declares {format_bytes(total)} of static shared memory per block "
