@@ -233,8 +233,11 @@ from kernels import RunRequest, run
 request = RunRequest(kernel="grid-stride", m=4096, k=16, n=4096, grid=(2048,), block=(256,),
                      backend="cpu", repeats=1)
 run(request.with_(m=64, n=64))
+import time
+started = time.perf_counter()
 result = run(request)
-print(result.timing("instrumented kernel").seconds, result.timing("kernel").seconds)
+wall = time.perf_counter() - started
+print(result.timing("instrumented kernel").seconds, result.timing("kernel").seconds, wall)
 """
 
 
@@ -248,24 +251,29 @@ def against_baseline(baseline: Path, rounds: int = 3) -> dict:
                 probe = _GRID_STRIDE_PROBE.format(root=str(root))
                 proc = subprocess.run([sys.executable, "-c", probe], env=env,
                                       capture_output=True, text=True, check=True)
-                recording, plain = map(float, proc.stdout.split()[-2:])
-                samples[label].append((recording, plain))
+                recording, plain, wall = map(float, proc.stdout.split()[-3:])
+                samples[label].append((recording, plain, wall))
         row = {}
         for label, values in samples.items():
             recording = sorted(v[0] for v in values)
             plain = sorted(v[1] for v in values)
-            row[label] = {"recording_s": recording, "plain_s": plain}
+            wall = sorted(v[2] for v in values)
+            row[label] = {"recording_s": recording, "plain_s": plain, "run_s": wall}
         row["recording_ratio_of_medians"] = (row["this"]["recording_s"][rounds // 2]
                                              / row["baseline"]["recording_s"][rounds // 2])
         row["plain_ratio_of_medians"] = (row["this"]["plain_s"][rounds // 2]
                                          / row["baseline"]["plain_s"][rounds // 2])
+        row["run_ratio_of_medians"] = (row["this"]["run_s"][rounds // 2]
+                                       / row["baseline"]["run_s"][rounds // 2])
         out[f"{workers} core(s)"] = row
         print(f"  grid-stride 4096 x 16 x 4096, 2048 x 256, {workers} core(s): recording "
               f"{fmt(row['this']['recording_s'])} s vs baseline "
               f"{fmt(row['baseline']['recording_s'])} s (median ratio "
               f"{row['recording_ratio_of_medians']:.2f}); plain {fmt(row['this']['plain_s'])} "
               f"vs {fmt(row['baseline']['plain_s'])} (ratio "
-              f"{row['plain_ratio_of_medians']:.2f})", flush=True)
+              f"{row['plain_ratio_of_medians']:.2f}); whole run() {fmt(row['this']['run_s'])} vs "
+              f"{fmt(row['baseline']['run_s'])} (ratio {row['run_ratio_of_medians']:.2f})",
+              flush=True)
     return out
 
 
