@@ -1,6 +1,8 @@
 """The desktop app, driven through its widgets (offscreen)."""
 import xml.etree.ElementTree as ET
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -305,12 +307,11 @@ def test_coalescing_table_and_per_warp_map(window):
     assert window.heatmap.text_at(0, 5) == "block 0, warp 5: 4 sectors per request (ideal 4)"
 
 
-def test_shared_memory_and_divergence_tabs(window, tmp_path):
+def test_shared_memory_and_divergence_tabs(window):
     # The transposed tile store sA[tx, ty] on 16 x 16 blocks: a warp holds
     # ty = 0, 1 and tx = 0..15, so word tx * 16 + ty sits in bank
     # 16 * (tx % 2) + ty: 4 banks of 8 distinct words each, 8 passes.
-    path = tmp_path / "transposed.py"
-    path.write_text(TRANSPOSED_TILE)
+    path = Path(__file__).parent / "kernels" / "transposed_tile.py"
     assert window.open_kernel_file(str(path))
     set_shape(window, 32, 32, 32)
     window.controls.grid_edit.setText("2x2")
@@ -319,7 +320,7 @@ def test_shared_memory_and_divergence_tabs(window, tmp_path):
     window._on_run_triggered()
     assert window.current.verdict.passed, window.current.verdict.reasons
     rows = window.analysis.bank_rows()
-    assert rows[0][:5] == ["15", "store sA[tx, ty]", "64", "8.00", "8"]
+    assert rows[0][:5] == ["16", "store sA[tx, ty]", "64", "8.00", "8"]
     assert "No shared-memory race" in window.analysis.hazards_label.text()
     window.analysis.bank_table.selectRow(0)
     image = window.heatmap.image
@@ -331,28 +332,6 @@ def test_shared_memory_and_divergence_tabs(window, tmp_path):
         "for i in range(A.shape[1] // TPB)", "for j in range(TPB)"]
 
 
-TRANSPOSED_TILE = """from numba import cuda, float32
-
-TPB = 16
-
-
-@cuda.jit
-def transposed(A, B, C):
-    sA = cuda.shared.array((TPB, TPB), float32)
-    sB = cuda.shared.array((TPB, TPB), float32)
-    x, y = cuda.grid(2)
-    tx = cuda.threadIdx.x
-    ty = cuda.threadIdx.y
-    tmp = 0.0
-    for i in range(A.shape[1] // TPB):
-        sA[tx, ty] = A[y, i * TPB + tx]
-        sB[ty, tx] = B[i * TPB + ty, x]
-        cuda.syncthreads()
-        for j in range(TPB):
-            tmp += sA[j, ty] * sB[j, tx]
-        cuda.syncthreads()
-    C[y, x] = tmp
-"""
 
 
 def test_load_balance_and_occupancy_tables(window):
@@ -439,8 +418,6 @@ def test_sweep_cells_show_occupancy_and_idle_threads(window):
 
 
 def test_sweep_cells_name_what_the_lockstep_checks_found():
-    from pathlib import Path
-
     from app.export import cell_findings
     from kernels import RunRequest, run
     from kernels.sweep import SweepCell

@@ -46,7 +46,7 @@ def test_cancel_stops_a_single_long_block_from_inside():
     with pytest.raises(RunCancelled):
         run(request(kernel="grid-stride", shape=(512, 512, 512), grid=(1,), block=(1024,),
                     backend="cpu"), progress=progress, cancel=lambda: bool(cancelled_at))
-    assert time.perf_counter() - cancelled_at[0] < 0.3
+    assert time.perf_counter() - cancelled_at[0] < 0.5
 
 
 @pytest.mark.parametrize("backend,isolate", [("cpu", True), ("sim", False)])
