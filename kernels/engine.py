@@ -4,6 +4,7 @@ The GUI, the command line, the benchmarks and the tests all come through here.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from functools import lru_cache
 
@@ -163,7 +164,7 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         analysis_note = "from this run (CPU lockstep emulation)"
     else:
         analysis, analysis_note = _analysis_run(job, slots, progress)
-    progress(0.95, "checking against the float64 reference")
+    progress(0.97, "checking against the float64 reference")
     ref = reference(a, b)
     maps = read_back(output.raw_records, ((m, k), (k, n), (m, n)), slots)
     c = output.c_plain if output.c_plain is not None else output.c_record
@@ -203,9 +204,13 @@ def _analysis_run(job: KernelJob, slots, progress: ProgressCallback):
         return None, (f"not measured: the CPU emulation would take about {seconds:.0f} s "
                       "for this size; run a smaller shape for these figures")
     from .backends.cpu import run_cpu
-    progress(0.9, "warp figures and hazards from the CPU emulation")
+
+    def within(fraction: float, message: str) -> None:
+        # After the GPU or simulator run's own progress, which ends at 0.95.
+        progress(0.95 + 0.02 * fraction, f"warp figures and hazards: {message}")
+
     try:
-        output = run_cpu(job, plain=False)
+        output = run_cpu(dataclasses.replace(job, progress=within), plain=False)
     except (KernelCompileError, KernelRuntimeError) as exc:
         return None, f"not measured: the CPU emulation failed ({exc})"
     return (read_analysis(output.lockstep, output.layout, request, slots),
