@@ -19,14 +19,11 @@ from .estimate import ANALYSIS_SECONDS_LIMIT, emulation_seconds
 from .inputs import make_inputs
 from .loader import load_plan, resolve_scalars, scalar_arguments
 from .local_types import block_array_specs
+from .occupancy import MAX_STATIC_SHARED
 from .plan import KernelPlan
 from .records import read_back
 from .request import RunRequest, check_request, format_bytes
 from .result import RunResult, Timing, make_verdict
-
-#: Static shared memory one block may declare (CUDA: 48 KiB; more needs
-#: dynamic shared memory and an opt-in, which ThreadMap does not launch).
-MAX_STATIC_SHARED = 48 * 1024
 
 
 @lru_cache(maxsize=1)

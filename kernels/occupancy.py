@@ -26,6 +26,8 @@ from pathlib import Path
 
 #: Default registers per thread when nothing measured them.
 ASSUMED_REGISTERS = 32
+#: Static shared memory per block that CUDA can build (48 KiB).
+MAX_STATIC_SHARED = 48 * 1024
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ GPU_MODELS: dict[str, GpuModel] = {g.name: g for g in (
              source="SMs: NVIDIA Ada GPU Architecture whitepaper (AD102 in RTX 4090: 128 SMs); "
                     f"per-SM limits: {_CC}, 8.9; Ada Tuning Guide (100 KB shared per SM)"),
     GpuModel("T4", (7, 5), 40, 1024, 32, 16, 65536, 255, 64 * 1024, 64 * 1024, 0,
+             shared_unit=256,  # cuda_occupancy.h: cudaOccSMemAllocationGranularity, 7.5
              source="SMs: NVIDIA T4 datasheet / Turing architecture whitepaper (TU104 in T4: "
                     f"40 SMs); per-SM limits: {_CC}, 7.5; Turing Tuning Guide"),
 )}
@@ -127,8 +130,10 @@ def occupancy(gpu: GpuModel, blocks: int, threads_per_block: int, registers_per_
     if shared_per_block > 0:
         per_block = math.ceil((shared_per_block + gpu.reserved_shared_per_block)
                               / gpu.shared_unit) * gpu.shared_unit
-        limits["shared memory"] = (0 if shared_per_block > gpu.max_shared_per_block
-                                   else gpu.shared_per_sm // per_block)
+        # Static shared memory past 48 KiB cannot be built for any of these
+        # GPUs (ptxas refuses it; more needs dynamic shared memory and an opt-in).
+        fits = shared_per_block <= min(gpu.max_shared_per_block, MAX_STATIC_SHARED)
+        limits["shared memory"] = gpu.shared_per_sm // per_block if fits else 0
     limited_by = min(limits, key=lambda k: (limits[k], list(limits).index(k)))
     per_sm = limits[limited_by]
     capacity = per_sm * gpu.sms
@@ -154,8 +159,9 @@ class Resources:
 
 
 @functools.lru_cache(maxsize=64)
-def ptxas_resources(ptx: str, compute_capability: tuple[int, int]) -> Resources | None:
-    """Ask the CUDA toolkit's ptxas what the kernel uses (no GPU needed)."""
+def ptxas_resources(ptx: str, compute_capability: tuple[int, int]) -> Resources | str | None:
+    """Ask the CUDA toolkit's ptxas what the kernel uses (no GPU needed):
+    its figures, why it refused the kernel (a message), or None without ptxas."""
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         return None
@@ -174,7 +180,10 @@ def ptxas_resources(ptx: str, compute_capability: tuple[int, int]) -> Resources 
         output, ok = _run_ptxas(ptxas, text, arch)
     registers = re.search(r"Used (\d+) registers", output)
     if not ok or registers is None:
-        return None
+        refusal = re.search(r"ptxas (?:fatal|error)\s*:\s*(?:Entry function '[^']*' )?(.+)",
+                            output)
+        return refusal.group(1).strip() if refusal else (output.strip().splitlines() or
+                                                          ["ptxas failed"])[-1]
     shared = re.search(r"(\d+) bytes smem", output)
     version = re.search(r"release (\d+\.\d+)", _ptxas_version(ptxas))
     label = f"ptxas {version.group(1)} for {arch}" if version else f"ptxas for {arch}"
@@ -216,16 +225,17 @@ def kernel_resources(plan, dtype: str, gpu: GpuModel, assumed_registers: int = A
         except Exception:  # not compiled yet, or no GPU: fall through
             pass
     measured = _measured_by_ptxas(plan, dtype, gpu)
-    if measured is not None:
+    if isinstance(measured, Resources):
         return measured
+    why = f"ptxas refused the kernel: {measured}" if measured else "no GPU, no ptxas"
     return Resources(assumed_registers, static_shared_bytes(plan, dtype),
-                     f"assumed {assumed_registers} registers (no GPU, no ptxas)")
+                     f"assumed {assumed_registers} registers ({why})")
 
 
-def _measured_by_ptxas(plan, dtype: str, gpu: GpuModel) -> Resources | None:
-    """ptxas's figures for the kernel, kept on disk next to the generated
-    modules: the kernel's PTX and ptxas take ~1 s, once per kernel source,
-    dtype, architecture and ptxas."""
+def _measured_by_ptxas(plan, dtype: str, gpu: GpuModel) -> Resources | str | None:
+    """ptxas's figures for the kernel (or why it refused it), kept on disk
+    next to the generated modules: the kernel's PTX and ptxas take ~1 s, once
+    per kernel source, dtype, architecture and ptxas."""
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         return None
@@ -236,7 +246,8 @@ def _measured_by_ptxas(plan, dtype: str, gpu: GpuModel) -> Resources | None:
                                          _ptxas_version(ptxas))).encode()).hexdigest()[:20]
         stored = cache_dir() / f"resources_{key}.json"
         if stored.exists():
-            return Resources(**json.loads(stored.read_text()))
+            figures = json.loads(stored.read_text())
+            return Resources(**figures) if isinstance(figures, dict) else figures
         from .codegen import load_module
         from .ptx import compile_ptx_for
 
@@ -248,7 +259,8 @@ def _measured_by_ptxas(plan, dtype: str, gpu: GpuModel) -> Resources | None:
         return None
     if measured is not None:
         try:
-            stored.write_text(json.dumps(asdict(measured)))
+            stored.write_text(json.dumps(asdict(measured) if isinstance(measured, Resources)
+                                         else measured))
         except OSError:  # a read-only cache: measure again next time
             pass
     return measured

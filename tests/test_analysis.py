@@ -152,3 +152,21 @@ def test_diff_by_hand():
     # Two blocks of one-block-chunks store every element twice.
     ac = diff_runs(a, c)
     assert (ac.category == COUNT).all() and ac.count_changed == 64
+
+
+@pytest.mark.skipif(__import__("shutil").which("ptxas") is None,
+                    reason="needs the CUDA toolkit's ptxas")
+def test_a_kernel_ptxas_refuses_says_so_in_its_register_figure():
+    # 128 x 128 float32 = 64 KiB of static shared memory: ptxas 13 refuses it
+    # ("uses too much shared data (0x10000 bytes, 0xc000 max)").
+    from pathlib import Path
+
+    from kernels.occupancy import kernel_resources
+    from kernels.plan import make_plan
+    from kernels.source import read_module
+    module = read_module(Path(__file__).parent / "kernels" / "huge_tile.py")
+    plan = make_plan(module, module.kernel(None))
+    found = kernel_resources(plan, "float32", GPU_MODELS["H100 SXM"])
+    assert "ptxas refused the kernel" in found.source and "too much shared data" in found.source
+    assert "no ptxas" not in found.source
+    assert found.registers == 32 and found.shared_bytes == 64 * 1024
