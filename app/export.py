@@ -5,6 +5,8 @@ offscreen), so the command line and the tests use the same code.
 """
 from __future__ import annotations
 
+import errno
+
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +79,9 @@ def _write_scene(widget: pg.GraphicsLayoutWidget, path: Path, size: tuple[int, i
         _write_svg(widget, path, size)
     else:
         raise ValueError(f"export to .png or .svg, not {suffix or 'no extension'}")
+    if not path.is_file() or path.stat().st_size == 0:
+        # Qt's image writers fail silently (QImage.save returns False).
+        raise OSError(errno.EIO, "the image could not be written", str(path))
     return path
 
 
@@ -90,7 +95,9 @@ def _write_svg(widget: pg.GraphicsLayoutWidget, path: Path, size: tuple[int, int
     generator.setSize(QtCore.QSize(*size))
     generator.setViewBox(QtCore.QRect(0, 0, *size))
     generator.setTitle("ThreadMap heatmap")
-    painter = QtGui.QPainter(generator)
+    painter = QtGui.QPainter()
+    if not painter.begin(generator):
+        raise OSError(errno.EACCES, "the SVG file could not be opened for writing", str(path))
     try:
         widget.scene().render(painter, QtCore.QRectF(0, 0, *size), widget.sceneRect())
     finally:

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
 from .catalogue import CATALOGUE
-from .errors import (KernelCompileError, KernelRuntimeError, RunCancelled, RunTimedOut,
-                     ThreadMapError)
+from .errors import (KernelCompileError, KernelRuntimeError, KernelSourceError, RunCancelled,
+                     RunTimedOut, ThreadMapError)
 from .request import BACKENDS, DTYPES, PATTERNS, RunRequest, parse_dims, parse_shape
 
 #: Called with (result, png_path, svg_path) to export heatmap images.
@@ -118,12 +120,57 @@ def default_launch(request: RunRequest) -> tuple[tuple[int, ...], tuple[int, ...
         from .loader import load_plan
         launch = load_plan(request).kernel.launch
         if launch is not None:
-            return launch.grid, launch.block
+            return _two_dimensional(launch, request.kernel_file)
         return (-(-request.m * request.n // 256),), (256,)
     if request.kernel in CATALOGUE:
         launch = CATALOGUE[request.kernel].default_launch(request.m, request.k, request.n)
         return launch.grid, launch.block
     return request.grid, request.block
+
+
+def _two_dimensional(launch, path: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A file's launch, its trailing z = 1 dropped; a real third dimension is
+    refused at the line of the launch."""
+    def trim(dims: tuple[int, ...]) -> tuple[int, ...]:
+        return dims[:2] if len(dims) == 3 and dims[2] == 1 else dims
+
+    grid, block = trim(launch.grid), trim(launch.block)
+    if len(grid) > 2 or len(block) > 2:
+        raise KernelSourceError(
+            f"the file launches the kernel with a 3-D {'grid' if len(grid) > 2 else 'block'} "
+            f"({launch}); ThreadMap runs 1-D and 2-D launches: give --grid and --block",
+            path, launch.line)
+    return grid, block
+
+
+def check_numbers(args: argparse.Namespace) -> None:
+    """Refuse --time-limit and --registers that cannot mean anything."""
+    limit = getattr(args, "time_limit", None)
+    if limit is not None and not (math.isfinite(limit) and limit > 0):
+        raise ThreadMapError(f"--time-limit must be a positive number of seconds, not {limit}")
+    registers = getattr(args, "registers", None)
+    if registers is not None and not 1 <= registers <= 255:
+        raise ThreadMapError(f"--registers must be between 1 and 255 (registers per thread), "
+                             f"not {registers}")
+
+
+def check_output_path(option: str, path: str | None, folder: bool = False) -> None:
+    """Refuse, before anything runs, an output that cannot be written: a file
+    where a folder must be, a folder where a file must be, no write access."""
+    if not path:
+        return
+    target = Path(path)
+    if folder and target.exists() and not target.is_dir():
+        raise ThreadMapError(f"{option} {path} is a file; give a folder")
+    if not folder and target.is_dir():
+        raise ThreadMapError(f"{option} {path} is a folder; give a file name")
+    ancestor = target if folder else target.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ThreadMapError(f"{option} {path}: {ancestor} is a file, not a folder")
+    if not os.access(ancestor, os.W_OK):
+        raise ThreadMapError(f"{option} {path}: cannot write in {ancestor}")
 
 
 def check_gpu_model(name: str) -> None:
@@ -178,6 +225,10 @@ def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
         raise ThreadMapError("--png/--svg need the app package (PySide6, pyqtgraph); "
                              "run through the 'threadmap' command")
     size = check_image_options(args)
+    check_numbers(args)
+    for option, path in (("--png", args.png), ("--svg", args.svg)):
+        check_output_path(option, path)
+    check_output_path("--out", args.out, folder=True)
     request = request_from_args(args, args.grid, args.block)
     check_gpu_model(args.gpu_model)
     result = run(request, time_limit=args.time_limit)
@@ -211,6 +262,8 @@ def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
     from .sweep import parse_list, run_sweep, write_sweep
 
     check_image_options(args)
+    check_numbers(args)
+    check_output_path("--out", args.out, folder=True)
     base = request_from_args(args, "1", "32")
     grids = parse_list(args.grids, "--grids")
     blocks = parse_list(args.blocks, "--blocks")
@@ -255,6 +308,12 @@ def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = 
             return _cmd_sweep(args, sweep_exporter)
         parser.print_help()
         return 0
+    except KeyboardInterrupt:
+        # Ctrl-C: end any child process, one line, the shell's status for SIGINT.
+        from .backends.child import stop_all
+        stop_all()
+        print("threadmap: cancelled", file=sys.stderr)
+        return 130
     except (KernelCompileError, KernelRuntimeError, RunCancelled, RunTimedOut) as exc:
         print(f"threadmap: error: {exc}", file=sys.stderr)
         return 1

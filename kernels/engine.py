@@ -5,6 +5,8 @@ The GUI, the command line, the benchmarks and the tests all come through here.
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import time
 from functools import lru_cache
 
@@ -92,6 +94,31 @@ def emulation_refusal(request: RunRequest, plan: KernelPlan) -> str | None:
     return None
 
 
+def check_whole_scalars(request: RunRequest, plan: KernelPlan) -> None:
+    """Refuse a fraction, NaN or infinity for a scalar the kernel uses as a
+    whole number (an index, a range): numba would fail on its typing."""
+    from .local_types import kernel_types
+
+    values = scalar_arguments(plan, request)
+    for position, (name, value) in enumerate(zip(plan.scalars, values)):
+        if not isinstance(value, float) or (math.isfinite(value) and value == int(value)):
+            continue
+        types = ["int64" if isinstance(v, int) else "float64" for v in values]
+        try:
+            kernel_types(plan, request.dtype, tuple(types))
+        except KernelCompileError as exc:
+            types[position] = "int64"
+            try:
+                kernel_types(plan, request.dtype, tuple(types))
+            except KernelCompileError:
+                return  # not this scalar: the run will report numba's error
+            where = re.search(r'File "([^"]+)", line (\d+)', str(exc))
+            at = f" ({where.group(1)}:{where.group(2)})" if where else ""
+            raise RequestError(f"scalar {name} = {value} is not a whole number, and kernel "
+                               f"{plan.name!r} uses {name} as one (an index or a range){at}") \
+                from None
+
+
 def check_shared_memory(request: RunRequest, plan: KernelPlan) -> None:
     """Refuse a kernel whose static shared memory no GPU can hold."""
     shared = [s for s in block_array_specs(plan, request.dtype) if s.kind == "shared"]
@@ -122,6 +149,7 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
     check_request(request)
     plan = load_plan(request)
     scalar_arguments(plan, request)  # refuse missing scalars before starting anything
+    check_whole_scalars(request, plan)
     check_shared_memory(request, plan)
     backend, note = resolve_backend(request, plan)
     resolved = request.with_(backend=backend)

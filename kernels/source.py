@@ -22,10 +22,12 @@ _JIT_NAMES = frozenset({"numba.cuda.jit"})
 
 @dataclass(frozen=True)
 class Launch:
-    """A launch configuration: grid and block, each a tuple of 1 or 2 ints."""
+    """A launch configuration: grid and block, each a tuple of 1 or 2 ints
+    (a file's own launch may have 3; ``line`` is where the file launches)."""
 
     grid: tuple[int, ...]
     block: tuple[int, ...]
+    line: int | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return f"{format_dims(self.grid)} x {format_dims(self.block)}"
@@ -288,5 +290,5 @@ def _find_literal_launch(tree: ast.Module, kernel_name: str,
                 grid = _literal_dims(sub.slice.elts[0], local, constants)
                 block = _literal_dims(sub.slice.elts[1], local, constants)
                 if grid and block:
-                    return Launch(grid, block)
+                    return Launch(grid, block, node.lineno)
     return None

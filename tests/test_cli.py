@@ -122,5 +122,113 @@ def test_unwritable_output_is_a_one_line_error(tmp_path):
     blocker.write_text("not a directory")
     proc = threadmap("run", "--shape", "4x4x4", "--block", "32", "--backend", "cpu",
                      "--out", str(blocker / "out"))
-    assert proc.returncode == 2 and "cannot write" in proc.stderr
+    # Refused before the run, naming what is in the way.
+    assert proc.returncode == 2 and f"{blocker} is a file, not a folder" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+FLAT = """from numba import cuda
+
+
+@cuda.jit
+def flat(A, B, C, n):
+    idx = cuda.grid(1)
+    row = idx // n
+    col = idx % n
+    if row < n and col < n:
+        s = 0.
+        for k in range(n):
+            s += A[row * n + k] * B[k * n + col]
+        C[row * n + col] = s
+"""
+
+THREE_D = """from numba import cuda
+
+
+@cuda.jit
+def mm(A, B, C):
+    i, j = cuda.grid(2)
+    if i < C.shape[0] and j < C.shape[1]:
+        C[i, j] = A[i, 0] * B[0, j]
+
+
+def host(a, b, c):
+    mm[(2, 2, 2), (8, 8, 1)](a, b, c)
+"""
+
+
+def one_line_refusal(proc, *expected):
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("threadmap: error:"), proc.stderr
+    for text in expected:
+        assert text in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("value", ["16.5", "nan"])
+def test_a_fraction_for_an_integer_scalar_is_refused_with_its_line(tmp_path, value):
+    path = tmp_path / "flat.py"
+    path.write_text(FLAT)
+    proc = threadmap("run", "--kernel-file", str(path), "--shape", "16x16x16", "--scalar",
+                     f"n={value}", "--backend", "cpu", "--out", str(tmp_path / "out"))
+    one_line_refusal(proc, "scalar n", "not a whole number", f"{path}:12")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args,text", [
+    (("--time-limit", "-1"), "--time-limit must be a positive number"),
+    (("--time-limit", "nan"), "--time-limit must be a positive number"),
+    (("--registers", "-5"), "--registers must be between 1 and 255"),
+])
+def test_numbers_that_mean_nothing_are_refused(tmp_path, args, text):
+    proc = threadmap("run", "--shape", "8x8x8", "--backend", "cpu", "--out",
+                     str(tmp_path / "out"), *args)
+    one_line_refusal(proc, text)
+
+
+def test_a_3d_launch_in_a_file_names_its_line(tmp_path):
+    path = tmp_path / "three_d.py"
+    path.write_text(THREE_D)
+    proc = threadmap("run", "--kernel-file", str(path), "--shape", "16x16x16", "--backend",
+                     "cpu", "--out", str(tmp_path / "out"))
+    one_line_refusal(proc, f"{path}:12", "3-D grid", "--grid and --block")
+
+
+def test_outputs_that_cannot_be_written_are_refused_before_the_run(tmp_path):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    for args, text in ((("--png", str(a_file / "x.png")), "is a file, not a folder"),
+                       (("--svg", str(tmp_path / "folder.svg")), "is a folder"),
+                       (("--out", str(a_file)), "is a file; give a folder")):
+        if "folder.svg" in args[1]:
+            (tmp_path / "folder.svg").mkdir()
+        out = args[1] if args[0] == "--out" else str(tmp_path / "out")
+        extra = () if args[0] == "--out" else args
+        proc = threadmap("run", "--shape", "8x8x8", "--backend", "cpu", "--out", out, *extra)
+        one_line_refusal(proc, text)
+        assert not (tmp_path / "out").exists()
+
+
+def test_ctrl_c_ends_with_one_line_status_130_and_no_child_left(tmp_path):
+    import signal
+    import time
+    # A simulator run lives in a child process: Ctrl-C must end both.
+    proc = subprocess.Popen([sys.executable, "-m", "app.launcher", "run", "--kernel",
+                             "grid-stride", "--shape", "64x64x64", "--grid", "64", "--block",
+                             "256", "--backend", "sim", "--out", str(tmp_path / "out")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    children = []
+    deadline = time.monotonic() + 60
+    while not children and time.monotonic() < deadline:
+        time.sleep(0.2)
+        children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                                  text=True).stdout.split()
+    assert children, "the simulator's child process never started"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert [line for line in stderr.splitlines() if line.strip()] == ["threadmap: cancelled"]
+    for pid in children:
+        assert subprocess.run(["kill", "-0", pid], capture_output=True).returncode != 0, pid
