@@ -200,6 +200,12 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         notes.append(f"{plan.name} reads or accumulates into its output, so C started "
                      "zeroed (as its author's host code would do) instead of NaN; the write "
                      "counts still show elements it never wrote")
+    earlier = plan.module.redefined.get(plan.name)
+    if earlier:
+        lines = ", ".join(map(str, earlier))
+        notes.append(f"kernel {plan.name!r} is defined more than once (line {lines} and line "
+                     f"{plan.kernel.lineno}); as Python does, the last definition (line "
+                     f"{plan.kernel.lineno}) is the one run")
     if scalars:
         notes.append("scalar arguments: " + ", ".join(
             f"{name} = {value} ({source})" for name, value, source in resolved_scalars))

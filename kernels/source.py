@@ -66,6 +66,9 @@ class ModuleInfo:
     kernels: tuple[KernelDef, ...]
     #: names of ``cuda.jit(device=True)`` functions (not runnable on their own).
     device_functions: tuple[str, ...] = ()
+    #: kernel name -> lines of earlier definitions that a later one replaced
+    #: (as Python binds the name, the last definition is the kernel)
+    redefined: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False)
 
     def kernel(self, name: str | None) -> KernelDef:
         """The kernel called ``name``; with ``None``, the only kernel."""
@@ -91,7 +94,8 @@ def read_module(path: str | Path) -> ModuleInfo:
     """Parse a kernel file from disk (see :func:`parse_module`)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: a byte-order mark is read as CPython reads it (ignored).
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise KernelSourceError(f"cannot read the file: {exc.strerror or exc}", str(path)) from None
     except UnicodeDecodeError:
@@ -107,6 +111,7 @@ def parse_module(text: str, path: str = "<kernel>") -> ModuleInfo:
     KernelSourceError
         If the text is not valid Python.
     """
+    text = text.lstrip("\ufeff")  # a byte-order mark, as CPython ignores it
     try:
         tree = ast.parse(text, filename=path)
     except SyntaxError as exc:
@@ -122,22 +127,27 @@ def parse_module(text: str, path: str = "<kernel>") -> ModuleInfo:
                 imports.append(ast.unparse(kept))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             _record_constant(node, aliases, constants)
-    kernels: list[KernelDef] = []
+    kernels: dict[str, KernelDef] = {}
+    redefined: dict[str, tuple[int, ...]] = {}
     device_functions: list[str] = []
     for node in tree.body:
         if not isinstance(node, ast.FunctionDef):
             continue
         role = _jit_role(node, aliases)
         if role == "kernel":
-            kernels.append(KernelDef(
+            if node.name in kernels:
+                redefined[node.name] = redefined.get(node.name, ()) + (kernels[node.name].lineno,)
+                del kernels[node.name]  # Python binds the name to the last definition
+            kernels[node.name] = KernelDef(
                 name=node.name, node=node, lineno=node.lineno,
                 params=tuple(a.arg for a in node.args.args),
-                launch=_find_literal_launch(tree, node.name, constants)))
+                launch=_find_literal_launch(tree, node.name, constants))
         elif role == "device":
             device_functions.append(node.name)
-    return ModuleInfo(path=path, text=text, tree=tree, aliases=aliases,
+    return ModuleInfo(path=path, text=text.lstrip("\ufeff"), tree=tree, aliases=aliases,
                       imports=tuple(imports), constants=constants,
-                      kernels=tuple(kernels), device_functions=tuple(device_functions))
+                      kernels=tuple(kernels.values()), device_functions=tuple(device_functions),
+                      redefined=redefined)
 
 
 def qualified_name(node: ast.expr, aliases: dict[str, str]) -> str | None:

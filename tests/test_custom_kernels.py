@@ -358,3 +358,50 @@ def test_a_store_evaluates_its_value_before_its_index(tmp_path):
     by_array = {o.array: o for o in result.maps.out_of_bounds}
     assert by_array["B"].first_index == (99, 0)
     assert by_array["A"].first_index is None and by_array["A"].count == 1
+
+
+def test_a_file_with_a_byte_order_mark_parses_as_cpython_reads_it(tmp_path):
+    path = tmp_path / "bom.py"
+    path.write_bytes(b"\xef\xbb\xbf" + textwrap.dedent('''
+        from numba import cuda
+
+        @cuda.jit
+        def mm(A, B, C):
+            i, j = cuda.grid(2)
+            if i < C.shape[0] and j < C.shape[1]:
+                s = 0.0
+                for k in range(A.shape[1]):
+                    s += A[i, k] * B[k, j]
+                C[i, j] = s
+    ''').encode())
+    compile(path.read_bytes(), str(path), "exec")  # CPython accepts it
+    result = run(file_request(path, shape=(8, 8, 8), grid=(1, 1), block=(8, 8)))
+    assert result.verdict.passed, result.verdict.reasons
+
+
+def test_a_kernel_defined_twice_runs_the_last_definition_and_says_so(tmp_path):
+    # As Python binds the name: the second mm (line 10) replaces the first (line 4).
+    path = write(tmp_path, "twice.py", '''
+        from numba import cuda
+
+        @cuda.jit
+        def mm(A, B, C):
+            i, j = cuda.grid(2)
+            if i < C.shape[0] and j < C.shape[1]:
+                C[i, j] = 0.0
+
+        @cuda.jit
+        def mm(A, B, C):
+            i, j = cuda.grid(2)
+            if i < C.shape[0] and j < C.shape[1]:
+                s = 0.0
+                for k in range(A.shape[1]):
+                    s += A[i, k] * B[k, j]
+                C[i, j] = s
+    ''')
+    module = read_module(path)
+    assert [k.lineno for k in module.kernels] == [11] and module.redefined == {"mm": (5,)}
+    result = run(file_request(path, shape=(8, 8, 8), grid=(1, 1), block=(8, 8)))
+    assert result.verdict.passed, result.verdict.reasons
+    assert any("defined more than once (line 5 and line 11)" in note
+               and "last definition (line 11)" in note for note in result.notes)
