@@ -208,7 +208,7 @@ class ControlPanel(QtWidgets.QWidget):
                       dtype=self.dtype_combo.currentText(),
                       pattern=self.pattern_combo.currentText(), seed=self.seed_spin.value(),
                       grid=grid, block=block, backend=self.backend_combo.currentData(),
-                      scalars=scalars)
+                      scalars=scalars, launch_source=self.launch_source())
         if kind == "file":
             function = self.function_combo.currentText() or None
             return RunRequest(kernel=function, kernel_file=value, **common)
@@ -237,17 +237,25 @@ class ControlPanel(QtWidgets.QWidget):
         self.dtype_combo.setCurrentText(request.dtype)
         self.pattern_combo.setCurrentText(request.pattern)
         self.seed_spin.setValue(request.seed)
-        self.grid_edit.setText(_dims_text(request.grid))
-        self.block_edit.setText(_dims_text(request.block))
+        self.apply_launch(request.grid, request.block, request.launch_source)
         index = self.backend_combo.findData(request.backend)
         model = self.backend_combo.model()
         if index >= 0 and model.item(index).isEnabled():
             self.backend_combo.setCurrentIndex(index)
         self.scalars_edit.setText(", ".join(f"{n}={v}" for n, v in request.scalars))
 
-    def apply_launch(self, grid: tuple[int, ...], block: tuple[int, ...]) -> None:
+    def apply_launch(self, grid: tuple[int, ...], block: tuple[int, ...],
+                     source: str = "given") -> None:
+        """Show a launch, and where it came from until the user edits it."""
         self.grid_edit.setText(_dims_text(grid))
         self.block_edit.setText(_dims_text(block))
+        self._applied_launch = (_dims_text(grid), _dims_text(block), source)
+
+    def launch_source(self) -> str:
+        """Where the launch shown came from ("given" once edited)."""
+        applied = getattr(self, "_applied_launch", None)
+        shown = (self.grid_edit.text().strip(), self.block_edit.text().strip())
+        return applied[2] if applied and shown == applied[:2] else "given"
 
     def _on_preset_activated(self, index: int) -> None:
         key = self.preset_combo.itemData(index)
@@ -258,20 +266,21 @@ class ControlPanel(QtWidgets.QWidget):
 
     def apply_preset(self, key: str) -> None:
         """Apply a launch preset ("kernel", "seed", "per-element", "ragged")."""
-        from kernels.cli import default_launch
         from kernels.loader import load_plan
+        from kernels.presets import default_launch
 
         try:
             request = self.request()
             if key == "kernel":
-                grid, block = default_launch(request)
-                self.apply_launch(grid, block)
+                chosen = default_launch(request)
+                self.apply_launch(chosen.grid, chosen.block, chosen.launch_source)
                 return
             dims = load_plan(request).launch_dims
         except ThreadMapError as exc:
             self.show_message(str(exc))
             return
-        self.set_request(PRESETS[key][1](request, dims))
+        chosen = PRESETS[key][1](request, dims)
+        self.set_request(chosen.with_(launch_source=f"the preset: {PRESETS[key][0]}"))
         self.show_message("")
 
     def show_message(self, text: str) -> None:

@@ -11,7 +11,8 @@ from kernels.estimate import SLOW_SIMULATOR_SECONDS, describe_seconds, simulator
 from kernels.loader import load_plan
 from kernels.request import check_request
 from kernels.result import RunResult
-from kernels.source import read_module
+from kernels.presets import default_launch
+from kernels.source import format_dims, read_module
 from kernels.sweep import SweepCell, parse_list, sweep_requests, write_sweep
 
 from .controls import ControlPanel
@@ -396,7 +397,8 @@ class MainWindow(QtWidgets.QMainWindow):
         reasons = "".join(f"<li>{r}</li>" for r in verdict.reasons)
         self.verdict_label.setText(
             f"<b style='color:{colour}; font-size:14pt'>{verdict.word}</b> &nbsp; "
-            f"{run_title(result)}<br>backend: {result.backend_note}"
+            f"{run_title(result)}<br>backend: {result.backend_note}; launch: "
+            f"{result.request.launch_source}"
             + (f"<ul style='margin:0'>{reasons}</ul>" if reasons else
                "<br>every element written once by one thread, no out-of-bounds access, "
                f"relative error {verdict.errors.rel_error:.2e} within tolerance "
@@ -537,14 +539,13 @@ class MainWindow(QtWidgets.QMainWindow):
         if kind != "file":
             return
         try:
-            module = read_module(path)
-            kernel = module.kernel(self.controls.function_combo.currentText() or None)
+            chosen = default_launch(self.controls.request())
         except ThreadMapError:
             return
-        if kernel.launch is not None:
-            self.controls.apply_launch(kernel.launch.grid, kernel.launch.block)
-            self.statusBar().showMessage(f"{kernel.name}: the file's own launch {kernel.launch}",
-                                         10000)
+        self.controls.apply_launch(chosen.grid, chosen.block, chosen.launch_source)
+        self.statusBar().showMessage(
+            f"launch {format_dims(chosen.grid)} x {format_dims(chosen.block)}: "
+            f"{chosen.launch_source}", 10000)
 
     # -- export ---------------------------------------------------------------------------------
 

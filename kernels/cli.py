@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .catalogue import CATALOGUE
-from .errors import (KernelCompileError, KernelRuntimeError, KernelSourceError, RunCancelled,
-                     RunTimedOut, ThreadMapError)
+from .errors import (KernelCompileError, KernelRuntimeError, RunCancelled, RunTimedOut,
+                     ThreadMapError)
+from .presets import default_launch
 from .request import BACKENDS, DTYPES, PATTERNS, RunRequest, parse_dims, parse_shape
 
 #: Called with (result, png_path, svg_path) to export heatmap images.
@@ -108,39 +109,14 @@ def request_from_args(args: argparse.Namespace, grid: str | None,
     request = RunRequest(kernel=kernel, kernel_file=args.kernel_file, m=m, k=k, n=n,
                          dtype=args.dtype, pattern=args.pattern, seed=args.seed,
                          backend=args.backend, scalars=parse_scalars(args.scalar))
-    preset = default_launch(request)
-    return request.with_(grid=parse_dims(grid, "--grid") if grid else preset[0],
-                         block=parse_dims(block, "--block") if block else preset[1])
-
-
-def default_launch(request: RunRequest) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The kernel's preset launch: the catalogue's, or the kernel file's own literal
-    launch, else one thread per element in blocks of 256."""
-    if request.kernel_file:
-        from .loader import load_plan
-        launch = load_plan(request).kernel.launch
-        if launch is not None:
-            return _two_dimensional(launch, request.kernel_file)
-        return (-(-request.m * request.n // 256),), (256,)
-    if request.kernel in CATALOGUE:
-        launch = CATALOGUE[request.kernel].default_launch(request.m, request.k, request.n)
-        return launch.grid, launch.block
-    return request.grid, request.block
-
-
-def _two_dimensional(launch, path: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """A file's launch, its trailing z = 1 dropped; a real third dimension is
-    refused at the line of the launch."""
-    def trim(dims: tuple[int, ...]) -> tuple[int, ...]:
-        return dims[:2] if len(dims) == 3 and dims[2] == 1 else dims
-
-    grid, block = trim(launch.grid), trim(launch.block)
-    if len(grid) > 2 or len(block) > 2:
-        raise KernelSourceError(
-            f"the file launches the kernel with a 3-D {'grid' if len(grid) > 2 else 'block'} "
-            f"({launch}); ThreadMap runs 1-D and 2-D launches: give --grid and --block",
-            path, launch.line)
-    return grid, block
+    if grid or block:
+        default = default_launch(request) if not (grid and block) else request
+        return request.with_(grid=parse_dims(grid, "--grid") if grid else default.grid,
+                             block=parse_dims(block, "--block") if block else default.block,
+                             launch_source="given" if grid and block else
+                             f"{'grid' if grid else 'block'} given, the rest "
+                             f"{default.launch_source}")
+    return default_launch(request)
 
 
 def check_numbers(args: argparse.Namespace) -> None:
@@ -203,10 +179,11 @@ def write_outputs(result, out: Path, occupancy: dict | None = None) -> None:
 
 def print_summary(result, stream=sys.stdout) -> None:
     request = result.request
+    source = "" if request.launch_source == "given" else f" ({request.launch_source})"
     print(f"{result.verdict.word}  {request.kernel_label}  {request.m}x{request.k}x{request.n} "
           f"{request.dtype}  grid {'x'.join(map(str, request.grid))} x block "
-          f"{'x'.join(map(str, request.block))}  [{result.backend}: {result.backend_note}]",
-          file=stream)
+          f"{'x'.join(map(str, request.block))}{source}  [{result.backend}: "
+          f"{result.backend_note}]", file=stream)
     for reason in result.verdict.reasons:
         print(f"  - {reason}", file=stream)
     errors = result.verdict.errors

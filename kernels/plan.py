@@ -83,6 +83,9 @@ class KernelPlan:
     launch_dims: int = 1
     #: lines of its barriers (cuda.syncthreads and friends)
     barrier_lines: tuple[int, ...] = ()
+    #: which dimension of the output the x coordinate indexes ("rows" or
+    #: "cols"), when its stores say so
+    x_indexes: str | None = None
 
     @property
     def name(self) -> str:
@@ -182,7 +185,8 @@ class _Planner:
             reads_output=output in loaded_arrays, stored_arrays=tuple(stored),
             constants=self._used_constants(),
             local_arrays=local_arrays, emulation_blockers=self._emulation_blockers(),
-            launch_dims=self._launch_dims(), barrier_lines=self._barrier_lines())
+            launch_dims=self._launch_dims(), barrier_lines=self._barrier_lines(),
+            x_indexes=self._x_indexes(output))
 
     # -- checks ---------------------------------------------------------------------
 
@@ -399,6 +403,42 @@ class _Planner:
                 if what and what.endswith(".y") and what.split(".")[0] in COORDINATE_OBJECTS:
                     return 2
         return 1
+
+    def _x_indexes(self, output: str) -> str | None:
+        """"rows" or "cols": which index of the output's stores the x
+        coordinate (threadIdx.x, blockIdx.x, cuda.grid(2)[0]) flows into."""
+        depends: set[str] = set()
+
+        def uses_x(node: ast.AST) -> bool:
+            for sub in ast.walk(node):
+                what = cuda_attribute(sub, self.aliases) if isinstance(
+                    sub, (ast.Attribute, ast.Name)) else None
+                if what in ("threadIdx.x", "blockIdx.x") or (
+                        isinstance(sub, ast.Name) and sub.id in depends):
+                    return True
+            return False
+
+        for _ in range(4):  # enough passes for chains like col = x; c = col + 1
+            for node in self._walk():
+                if not isinstance(node, ast.Assign):
+                    continue
+                value = node.value
+                call = cuda_attribute(value.func, self.aliases) if isinstance(
+                    value, ast.Call) else None
+                for target in node.targets:
+                    if isinstance(target, ast.Tuple) and call == "grid":
+                        if target.elts and isinstance(target.elts[0], ast.Name):
+                            depends.add(target.elts[0].id)
+                    elif isinstance(target, ast.Name) and uses_x(value):
+                        depends.add(target.id)
+        for node in self._walk():
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+                root, indices, _ = subscript_chain(node)
+                if isinstance(root, ast.Name) and root.id == output and len(indices) == 2:
+                    row, col = (uses_x(i) for i in indices)
+                    if row != col:
+                        return "rows" if row else "cols"
+        return None
 
     def _barrier_lines(self) -> tuple[int, ...]:
         return tuple(sorted({node.lineno for node in self._walk()

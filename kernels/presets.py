@@ -1,6 +1,9 @@
-"""Launch presets the GUI offers: the seed's, one thread per element, a ragged edge."""
+"""Launches: a kernel's default, and the presets the GUI offers (the seed's,
+one thread per element, a ragged edge)."""
 from __future__ import annotations
 
+from .catalogue import CATALOGUE
+from .errors import KernelSourceError
 from .request import RunRequest
 
 SEED_SHAPE = (128, 256, 128)
@@ -35,3 +38,59 @@ PRESETS = {
     "per-element": ("One thread per element", one_thread_per_element),
     "ragged": ("Ragged edge: 100x37x90, one thread per element", ragged_edge),
 }
+
+
+def default_launch(request: RunRequest) -> RunRequest:
+    """``request`` with the kernel's default launch and where it came from:
+
+    * a built-in kernel: its preset;
+    * a kernel file that launches the kernel with literals: that launch (a
+      trailing z of 1 dropped; a real third dimension is refused at its line);
+    * else a guess that covers C with one thread per element: for a kernel
+      that uses a second dimension (``cuda.grid(2)``, ``.y``), 16 x 16 blocks
+      with x along the dimension of C the kernel indexes with x; else 1-D
+      blocks of 256.
+    """
+    m, k, n = request.shape
+    if not request.kernel_file:
+        if request.kernel in CATALOGUE:
+            launch = CATALOGUE[request.kernel].default_launch(m, k, n)
+            return request.with_(grid=launch.grid, block=launch.block,
+                                 launch_source="the built-in kernel's preset")
+        return request
+    from .loader import load_plan
+
+    plan = load_plan(request)
+    launch = plan.kernel.launch
+    if launch is not None:
+        grid, block = _two_dimensional(launch, request.kernel_file)
+        return request.with_(grid=grid, block=block,
+                             launch_source=f"from the file, line {launch.line}")
+    if plan.launch_dims == 2:
+        x_rows = plan.x_indexes == "rows"
+        x, y = (m, n) if x_rows else (n, m)
+        if plan.x_indexes is None:
+            x = y = max(m, n)  # either way round, C is covered
+        how = {"rows": "x along its rows", "cols": "x along its columns",
+               None: "square, as the kernel's use of x is not clear"}[plan.x_indexes]
+        return request.with_(grid=(-(-x // 16), -(-y // 16)), block=(16, 16),
+                             launch_source=f"guessed: 2-D kernel, 16 x 16 blocks covering C "
+                                           f"({how})")
+    return request.with_(grid=(-(-(m * n) // 256),), block=(256,),
+                         launch_source="guessed: 1-D kernel, one thread per element of C in "
+                                       "blocks of 256")
+
+
+def _two_dimensional(launch, path: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A file's launch, its trailing z = 1 dropped; a real third dimension is
+    refused at the line of the launch."""
+    def trim(dims: tuple[int, ...]) -> tuple[int, ...]:
+        return dims[:2] if len(dims) == 3 and dims[2] == 1 else dims
+
+    grid, block = trim(launch.grid), trim(launch.block)
+    if len(grid) > 2 or len(block) > 2:
+        raise KernelSourceError(
+            f"the file launches the kernel with a 3-D {'grid' if len(grid) > 2 else 'block'} "
+            f"({launch}); ThreadMap runs 1-D and 2-D launches: give --grid and --block",
+            path, launch.line)
+    return grid, block

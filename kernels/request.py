@@ -46,6 +46,9 @@ class RunRequest:
     scalars: tuple[tuple[str, float], ...] = ()
     #: timed launches of the plain kernel (after one warm-up); median reported
     repeats: int = 5
+    #: where grid and block came from when they were not given: "from the
+    #: file, line 12", "guessed: ...", "the built-in kernel's preset"
+    launch_source: str = "given"
 
     @property
     def shape(self) -> tuple[int, int, int]:

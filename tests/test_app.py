@@ -433,3 +433,31 @@ def test_sweep_cells_name_what_the_lockstep_checks_found():
     assert cell_findings(conflicted_cell) == "8-way bank conflicts"
     row = racy_cell.row()
     assert row["shared_races"] == 7680 and row["max_bank_ways"] == 1
+
+
+def test_opening_a_2d_kernel_file_applies_its_guessed_launch_and_says_so(window, tmp_path):
+    path = tmp_path / "naive.py"
+    path.write_text("""from numba import cuda
+
+
+@cuda.jit
+def naive(A, B, C):
+    row, col = cuda.grid(2)
+    if row < C.shape[0] and col < C.shape[1]:
+        s = 0.0
+        for k in range(A.shape[1]):
+            s += A[row, k] * B[k, col]
+        C[row, col] = s
+""")
+    set_shape(window, 100, 37, 40)
+    assert window.open_kernel_file(str(path))
+    controls = window.controls
+    # C 100 x 40 with x along the rows: 7 x 3 blocks of 16 x 16.
+    assert (controls.grid_edit.text(), controls.block_edit.text()) == ("7x3", "16x16")
+    assert controls.launch_source().startswith("guessed: 2-D kernel")
+    controls.backend_combo.setCurrentText("cpu")
+    window._on_run_triggered()
+    assert window.current.verdict.passed, window.current.verdict.reasons
+    assert "launch: guessed: 2-D kernel" in window.verdict_label.text()
+    controls.block_edit.setText("8x8")  # edited: the launch is the user's now
+    assert controls.launch_source() == "given"

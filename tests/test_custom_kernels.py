@@ -405,3 +405,54 @@ def test_a_kernel_defined_twice_runs_the_last_definition_and_says_so(tmp_path):
     assert result.verdict.passed, result.verdict.reasons
     assert any("defined more than once (line 5 and line 11)" in note
                and "last definition (line 11)" in note for note in result.notes)
+
+
+ROW_X = '''
+from numba import cuda
+
+@cuda.jit
+def naive(A, B, C):
+    row, col = cuda.grid(2)
+    if row < C.shape[0] and col < C.shape[1]:
+        s = 0.0
+        for k in range(A.shape[1]):
+            s += A[row, k] * B[k, col]
+        C[row, col] = s
+'''
+COL_X = ROW_X.replace("row, col = cuda.grid(2)", "col, row = cuda.grid(2)")
+
+
+@pytest.mark.parametrize("source,grid,how", [
+    # C is 100 x 40: 7 blocks of 16 rows, 3 of 16 columns.
+    (ROW_X, (7, 3), "x along its rows"),
+    (COL_X, (3, 7), "x along its columns"),
+])
+def test_a_2d_kernel_without_a_launch_gets_a_2d_one_covering_c(tmp_path, source, grid, how):
+    from kernels.presets import default_launch
+    path = write(tmp_path, "naive.py", source)
+    chosen = default_launch(file_request(path, shape=(100, 37, 40)))
+    assert (chosen.grid, chosen.block) == (grid, (16, 16))
+    assert chosen.launch_source == f"guessed: 2-D kernel, 16 x 16 blocks covering C ({how})"
+    result = run(chosen)
+    assert result.verdict.passed, result.verdict.reasons
+    assert result.summary()["request"]["launch_source"] == chosen.launch_source
+
+
+def test_every_default_launch_says_where_it_came_from(tmp_path):
+    from kernels.presets import default_launch
+    path = write(tmp_path, "launched.py", ROW_X + '''
+
+def host(a, b, c):
+    threads = (8, 8)
+    naive[(2, 3), threads](a, b, c)
+''')
+    chosen = default_launch(file_request(path, shape=(16, 8, 24)))
+    assert (chosen.grid, chosen.block, chosen.launch_source) == (
+        (2, 3), (8, 8), "from the file, line 16")
+    builtin = default_launch(RunRequest(kernel="tiled", m=40, k=8, n=33))
+    assert builtin.launch_source == "the built-in kernel's preset"
+    flat = write(tmp_path, "flat.py", ROW_X.replace("row, col = cuda.grid(2)",
+                                                     "row = cuda.grid(1) // C.shape[1]\n"
+                                                     "    col = cuda.grid(1) % C.shape[1]"))
+    assert default_launch(file_request(flat, shape=(10, 4, 10))).launch_source.startswith(
+        "guessed: 1-D kernel")
