@@ -31,6 +31,14 @@ EMULATED_CALLS = frozenset({"shared.array", "local.array", "threadfence",
 BARRIERS = frozenset({"syncthreads", "syncthreads_count", "syncthreads_and",
                       "syncthreads_or"})
 _BUILTIN_NAMES = frozenset(dir(builtins))
+#: The builtins a CUDA kernel can use (numba-cuda's): anything else of Python's
+#: (open, exec, eval, getattr, __import__, ...) is refused where it appears, so
+#: a kernel body never runs as Python, not even in the simulator.
+KERNEL_BUILTINS = frozenset({
+    "abs", "bool", "complex", "divmod", "enumerate", "float", "int", "len", "max", "min",
+    "pow", "print", "range", "round", "tuple", "zip", "True", "False", "None",
+    "ArithmeticError", "ZeroDivisionError",
+})
 _UNSUPPORTED_STATEMENTS = {
     ast.With: "'with' blocks", ast.Try: "'try' blocks", ast.Raise: "'raise'",
     ast.Global: "'global'", ast.Nonlocal: "'nonlocal'", ast.FunctionDef: "nested functions",
@@ -156,6 +164,7 @@ class _Planner:
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
             raise self.fail("only plain positional parameters are supported", self.node)
         self._check_constructs()
+        self._check_builtins()
         self._check_names()
         arities = self._array_arities()
         stored, loaded_arrays = self._stores_and_loads(arities)
@@ -207,6 +216,20 @@ class _Planner:
                                 "parameter to keep naming its argument", node)
             if isinstance(node, ast.Call):
                 self._check_call(node)
+
+    def _check_builtins(self) -> None:
+        """Python's builtins a kernel cannot use, named with their line (a
+        local or a module constant of the same name is the kernel's own)."""
+        assigned = set(self.params) | set(self.module.constants) | set(self.aliases) | {
+            n.id for n in self._walk() if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        for node in self._walk():
+            if isinstance(node, ast.Name) and node.id in _BUILTIN_NAMES \
+                    and node.id not in KERNEL_BUILTINS and node.id not in assigned:
+                raise self.fail(f"{node.id!r} is Python's, not something a CUDA kernel can "
+                                "call; ThreadMap never runs it", node)
+            if isinstance(node, ast.Attribute) and node.attr.startswith("__"):
+                raise self.fail(f"{ast.unparse(node)!r}: a kernel cannot reach Python's "
+                                "internals", node)
 
     def _check_names(self) -> None:
         """Every name the kernel reads must exist: a parameter, a local, a kept

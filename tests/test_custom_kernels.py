@@ -456,3 +456,30 @@ def host(a, b, c):
                                                      "    col = cuda.grid(1) % C.shape[1]"))
     assert default_launch(file_request(flat, shape=(10, 4, 10))).launch_source.startswith(
         "guessed: 1-D kernel")
+
+
+@pytest.mark.parametrize("statement,name", [
+    ("__import__('os').system('touch {marker}')", "__import__"),
+    ("open('{marker}', 'w').write('x')", "open"),
+    ("eval(\"open('{marker}', 'w')\")", "eval"),
+    ("x = getattr(A, 'shape')", "getattr"),
+    ("x = A.__class__", "A.__class__"),
+])
+def test_python_a_kernel_cannot_call_is_refused_at_its_line(tmp_path, statement, name):
+    marker = tmp_path / "ran"
+    path = write(tmp_path, "evil.py", f'''
+        from numba import cuda
+
+        @cuda.jit
+        def mm(A, B, C):
+            i, j = cuda.grid(2)
+            if i < C.shape[0] and j < C.shape[1]:
+                {statement.format(marker=marker)}
+                C[i, j] = A[i, 0] * B[0, j]
+    ''')
+    for backend in ("cpu", "sim"):
+        with pytest.raises(UnsupportedConstruct) as info:
+            run(file_request(path, shape=(8, 8, 8), grid=(1, 1), block=(8, 8)).with_(
+                backend=backend))
+        assert info.value.line == 8 and name in str(info.value)
+    assert not marker.exists()
