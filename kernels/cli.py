@@ -81,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
     sweep_parser.add_argument("--no-images", action="store_true",
                               help="skip the .png files and the contact sheet")
     commands.add_parser("kernels", help="list the built-in kernels")
+    cache_parser = commands.add_parser(
+        "cache", help="the cache of generated kernels: its size, or --clear it")
+    cache_parser.add_argument("--clear", action="store_true",
+                              help="remove every generated module and compiled code")
     return parser
 
 
@@ -259,6 +263,23 @@ def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
     return 0
 
 
+def _cmd_cache(args: argparse.Namespace) -> int:
+    from .codegen import CACHE_LIMIT_BYTES, cache_dir, cache_entries, clear_cache
+    from .request import format_bytes
+
+    directory = cache_dir()
+    if args.clear:
+        files, size = clear_cache(directory)
+        print(f"removed {files:,} files ({format_bytes(size)}) from {directory}")
+        return 0
+    entries = cache_entries(directory)
+    size = sum(e.nbytes for e in entries)
+    print(f"{directory}: {len(entries):,} generated module{'s' if len(entries) != 1 else ''}, "
+          f"{format_bytes(size)} "
+          f"(kept to {format_bytes(CACHE_LIMIT_BYTES)}, least recently used removed first)")
+    return 0
+
+
 def _cmd_kernels() -> int:
     for name, spec in CATALOGUE.items():
         launch = spec.default_launch(128, 256, 128)
@@ -283,6 +304,8 @@ def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = 
             return _cmd_kernels()
         if args.command == "sweep":
             return _cmd_sweep(args, sweep_exporter)
+        if args.command == "cache":
+            return _cmd_cache(args)
         parser.print_help()
         return 0
     except KeyboardInterrupt:

@@ -57,6 +57,80 @@ def cache_dir() -> Path:
     return path
 
 
+#: The cache keeps the most recently used modules (with numba's compiled code
+#: and the register figures) up to this size.
+CACHE_LIMIT_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """A generated module and the files that go with it."""
+
+    name: str
+    files: tuple[Path, ...]
+    last_used: float
+
+    @property
+    def nbytes(self) -> int:
+        return sum(f.stat().st_size for f in self.files if f.exists())
+
+
+def cache_entries(directory: Path | None = None) -> list[CacheEntry]:
+    """The cache's modules, least recently used first: each module's .py, and
+    numba's compiled code for it in __pycache__."""
+    directory = directory or cache_dir()
+    compiled: dict[str, list[Path]] = {}
+    pycache = directory / "__pycache__"
+    if pycache.is_dir():
+        for file in pycache.iterdir():
+            compiled.setdefault(file.name.split(".", 1)[0], []).append(file)
+    entries = []
+    for source in directory.glob(f"{GENERATED_PREFIX}*.py"):
+        name = source.stem
+        try:
+            used = source.stat().st_mtime
+        except FileNotFoundError:  # pruned meanwhile by another process
+            continue
+        entries.append(CacheEntry(name, (source, *compiled.get(name, ())), used))
+    return sorted(entries, key=lambda e: e.last_used)
+
+
+def prune_cache(directory: Path | None = None, limit: int = CACHE_LIMIT_BYTES,
+                keep: str | None = None) -> int:
+    """Remove least recently used modules until the cache holds at most
+    ``limit`` bytes (never ``keep``, the module in use); returns how many."""
+    entries = cache_entries(directory)
+    total = sum(e.nbytes for e in entries)
+    removed = 0
+    for entry in entries:
+        if total <= limit:
+            break
+        if entry.name == keep:
+            continue
+        total -= entry.nbytes
+        for file in entry.files:
+            try:
+                file.unlink()
+            except OSError:
+                pass
+        removed += 1
+    return removed
+
+
+def clear_cache(directory: Path | None = None) -> tuple[int, int]:
+    """Remove every generated module, numba's code for them and the stored
+    register figures; returns (files, bytes) removed."""
+    directory = directory or cache_dir()
+    files = [f for f in directory.rglob("*") if f.is_file()]
+    size = sum(f.stat().st_size for f in files)
+    for file in files:
+        try:
+            file.unlink()
+        except OSError:
+            pass
+    return len(files), size
+
+
 @dataclass(frozen=True)
 class GeneratedModule:
     """An imported derived module, and how to find its lines in the user's file."""
@@ -182,8 +256,11 @@ def load_module(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
         with os.fdopen(fd, "w") as handle:
             handle.write(text.text)
         os.replace(tmp, path)
+    else:
+        os.utime(path)  # last used now: the cache keeps the most recently used
     if str(directory) not in sys.path:
         sys.path.insert(0, str(directory))
     module = sys.modules.get(name) or importlib.import_module(name)
+    prune_cache(directory, keep=name)
     return GeneratedModule(module=module, path=path, source_path=plan.module.path,
                            line_map=text.line_map, layout=layout)
