@@ -399,6 +399,8 @@ class MainWindow(QtWidgets.QMainWindow):
             f"<b style='color:{colour}; font-size:14pt'>{verdict.word}</b> &nbsp; "
             f"{run_title(result)}<br>backend: {result.backend_note}; launch: "
             f"{result.request.launch_source}"
+            + (f"; output: {result.output} ({result.output_reason})"
+               if result.request.kernel_file else "")
             + (f"<ul style='margin:0'>{reasons}</ul>" if reasons else
                "<br>every element written once by one thread, no out-of-bounds access, "
                f"relative error {verdict.errors.rel_error:.2e} within tolerance "

@@ -148,6 +148,12 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
     cancel = cancel or _never
     check_request(request)
     plan = load_plan(request)
+    if plan.signature_dtype and plan.signature_dtype[0] != request.dtype:
+        dtype, line = plan.signature_dtype
+        request = request.with_(dtype=dtype, dtype_note=(
+            f"the kernel's signature (line {line}) fixes its arrays as {dtype}: the run uses "
+            f"{dtype}, not {request.dtype}"))
+        check_request(request)
     scalar_arguments(plan, request)  # refuse missing scalars before starting anything
     check_whole_scalars(request, plan)
     check_shared_memory(request, plan)
@@ -194,12 +200,14 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
     maps = read_back(output.raw_records, ((m, k), (k, n), (m, n)), slots)
     c = output.c_plain if output.c_plain is not None else output.c_record
     errors = compare(c, ref)
-    verdict = make_verdict(maps, errors, analysis)
+    verdict = make_verdict(maps, errors, analysis, plan.output)
     notes = list(output.notes)
     if plan.reads_output:
         notes.append(f"{plan.name} reads or accumulates into its output, so C started "
                      "zeroed (as its author's host code would do) instead of NaN; the write "
                      "counts still show elements it never wrote")
+    if request.dtype_note:
+        notes.append(request.dtype_note)
     earlier = plan.module.redefined.get(plan.name)
     if earlier:
         lines = ", ".join(map(str, earlier))
@@ -216,7 +224,8 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         c=c, c_source="plain kernel" if output.c_plain is not None else "instrumented kernel",
         reference=ref.c, maps=maps, verdict=verdict, timings=tuple(timings),
         notes=tuple(notes), output_init="zeros" if plan.reads_output else "nan", slots=slots,
-        analysis=analysis, analysis_note=analysis_note)
+        analysis=analysis, analysis_note=analysis_note, output=plan.output,
+        output_reason=plan.output_reason)
 
 
 def _analysis_run(job: KernelJob, slots, progress: ProgressCallback):

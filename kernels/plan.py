@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from dataclasses import dataclass
 
 from .errors import UnsupportedConstruct
@@ -94,6 +95,10 @@ class KernelPlan:
     #: which dimension of the output the x coordinate indexes ("rows" or
     #: "cols"), when its stores say so
     x_indexes: str | None = None
+    #: why ``output`` is the output
+    output_reason: str = "the array the kernel stores into"
+    #: (dtype, line) when the kernel's @cuda.jit signature fixes its arrays' dtype
+    signature_dtype: tuple[str, int] | None = None
 
     @property
     def name(self) -> str:
@@ -174,7 +179,7 @@ class _Planner:
             raise self.fail(
                 "expected the matmul convention: three array parameters (A, B, C) that the "
                 f"kernel indexes; found {len(arrays)} ({found})", self.node)
-        output = self._choose_output(arrays, stored)
+        output, output_reason = self._choose_output(arrays, stored)
         inputs = tuple(a for a in arrays if a != output)
         ndim = {}
         for name in arrays:
@@ -195,7 +200,8 @@ class _Planner:
             constants=self._used_constants(),
             local_arrays=local_arrays, emulation_blockers=self._emulation_blockers(),
             launch_dims=self._launch_dims(), barrier_lines=self._barrier_lines(),
-            x_indexes=self._x_indexes(output))
+            x_indexes=self._x_indexes(output), output_reason=output_reason,
+            signature_dtype=self._signature_dtype())
 
     # -- checks ---------------------------------------------------------------------
 
@@ -362,15 +368,20 @@ class _Planner:
         # output inside a store's own index (C[C[0, 0], 1]) is still a read.
         return stored, loaded
 
-    def _choose_output(self, arrays: tuple[str, ...], stored: list[str]) -> str:
+    def _choose_output(self, arrays: tuple[str, ...], stored: list[str]) -> tuple[str, str]:
+        """The output array, and why it is the one."""
         stored_arrays = [a for a in arrays if a in stored]
         if len(stored_arrays) == 1:
-            return stored_arrays[0]
+            return stored_arrays[0], "the array the kernel stores into"
         if not stored_arrays:
             # Nothing is stored: the matmul convention's last array is the output,
             # and the coverage map will show it was never written.
-            return arrays[-1]
-        return stored_arrays[-1] if arrays[-1] not in stored_arrays else arrays[-1]
+            return arrays[-1], "the last array parameter: the kernel stores into none"
+        if arrays[-1] in stored_arrays:
+            return arrays[-1], ("the last array parameter, of the arrays the kernel stores "
+                                f"into ({', '.join(stored_arrays)})")
+        return stored_arrays[-1], ("the last of the arrays the kernel stores into "
+                                   f"({', '.join(stored_arrays)})")
 
     def _local_arrays(self) -> tuple[LocalArray, ...]:
         found = []
@@ -461,6 +472,24 @@ class _Planner:
                     row, col = (uses_x(i) for i in indices)
                     if row != col:
                         return "rows" if row else "cols"
+        return None
+
+    def _signature_dtype(self) -> tuple[str, int] | None:
+        """The dtype an explicit signature gives every array parameter
+        (``@cuda.jit('void(float32[:,:], ...)')`` or ``@cuda.jit(void(f8[:, :], ...))``),
+        and the decorator's line; None without one, or with mixed dtypes."""
+        names = {"float32": "float32", "f4": "float32", "float64": "float64", "f8": "float64",
+                 "double": "float64"}
+        for decorator in self.node.decorator_list:
+            if not (isinstance(decorator, ast.Call) and decorator.args):
+                continue
+            first = decorator.args[0]
+            text = first.value if isinstance(first, ast.Constant) and isinstance(
+                first.value, str) else ast.unparse(first)
+            found = {names[m] for m in re.findall(r"\b(float32|float64|f4|f8|double)\s*\[",
+                                                   text)}
+            if len(found) == 1:
+                return found.pop(), decorator.lineno
         return None
 
     def _barrier_lines(self) -> tuple[int, ...]:

@@ -49,6 +49,8 @@ class RunRequest:
     #: where grid and block came from when they were not given: "from the
     #: file, line 12", "guessed: ...", "the built-in kernel's preset"
     launch_source: str = "given"
+    #: set when the kernel's own signature changed the dtype asked for
+    dtype_note: str = ""
 
     @property
     def shape(self) -> tuple[int, int, int]:

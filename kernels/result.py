@@ -109,19 +109,21 @@ class Verdict:
 
 
 def make_verdict(maps: AccessMaps, errors: ErrorFigures,
-                 analysis: LockstepAnalysis | None = None) -> Verdict:
+                 analysis: LockstepAnalysis | None = None, output: str = "C") -> Verdict:
+    """PASS or FAIL with each reason; ``output`` is the output array's name in
+    the kernel (its reasons name it)."""
     reasons = []
     total = maps.count.size
     if maps.unwritten:
-        reasons.append(f"{maps.unwritten:,} of {total:,} elements of C never written")
+        reasons.append(f"{maps.unwritten:,} of {total:,} elements of {output} never written")
     if maps.collided:
-        reasons.append(f"{maps.collided:,} elements of C written by more than one thread "
-                       "(collisions: the value depends on which thread came last)")
+        reasons.append(f"{maps.collided:,} elements of {output} written by more than one "
+                       "thread (collisions: the value depends on which thread came last)")
     for oob in maps.out_of_bounds:
         reasons.append(oob.describe())
     poisoned = errors.non_finite - maps.unwritten
     if poisoned > 0:
-        reasons.append(f"{poisoned:,} written elements of C are NaN or infinite")
+        reasons.append(f"{poisoned:,} written elements of {output} are NaN or infinite")
     if errors.wrong:
         reasons.append(f"{errors.wrong:,} elements off by more than the tolerance "
                        f"(relative error {errors.rel_error:.3g}, tolerance "
@@ -162,6 +164,9 @@ class RunResult:
     analysis: LockstepAnalysis | None = None
     #: where ``analysis`` comes from, or why there is none
     analysis_note: str | None = None
+    #: the kernel's output array (C of C = A @ B), and why it is the one
+    output: str = "C"
+    output_reason: str = ""
 
     @property
     def backend(self) -> str:
@@ -200,6 +205,7 @@ class RunResult:
             "backend_note": self.backend_note,
             "verdict": self.verdict.word,
             "reasons": list(self.verdict.reasons),
+            "output": {"array": self.output, "why": self.output_reason},
             "errors": asdict(self.verdict.errors),
             "counts": {
                 "elements": int(self.maps.count.size),

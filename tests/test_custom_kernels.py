@@ -483,3 +483,48 @@ def test_python_a_kernel_cannot_call_is_refused_at_its_line(tmp_path, statement,
                 backend=backend))
         assert info.value.line == 8 and name in str(info.value)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("signature", [
+    "'void(float64[:,:], float64[:,:], float64[:,:])'",
+    "void(float64[:, :], float64[:, :], float64[:, :])",
+])
+def test_an_explicit_signature_fixes_the_dtype_and_says_so(tmp_path, signature):
+    path = write(tmp_path, "signed.py", f'''
+        from numba import cuda, void, float64
+
+        @cuda.jit({signature})
+        def mm(A, B, C):
+            i, j = cuda.grid(2)
+            if i < C.shape[0] and j < C.shape[1]:
+                s = 0.0
+                for k in range(A.shape[1]):
+                    s += A[i, k] * B[k, j]
+                C[i, j] = s
+    ''')
+    result = run(file_request(path, shape=(16, 8, 16), grid=(1, 1), block=(16, 16),
+                              dtype="float32"))
+    assert result.request.dtype == "float64" and result.c.dtype == np.float64
+    assert any("signature (line 4) fixes its arrays as float64" in n for n in result.notes)
+    assert result.verdict.passed, result.verdict.reasons
+
+
+def test_the_output_is_named_with_why_and_its_reasons_use_its_name(tmp_path):
+    # The kernel stores into its first array, `out`, and skips row 0.
+    path = write(tmp_path, "first_out.py", '''
+        from numba import cuda
+
+        @cuda.jit
+        def mm(out, A, B):
+            i, j = cuda.grid(2)
+            if i < out.shape[0] and j < out.shape[1] and i > 0:
+                s = 0.0
+                for k in range(A.shape[1]):
+                    s += A[i, k] * B[k, j]
+                out[i, j] = s
+    ''')
+    result = run(file_request(path, shape=(16, 8, 16), grid=(1, 1), block=(16, 16)))
+    summary = result.summary()
+    assert summary["output"] == {"array": "out", "why": "the array the kernel stores into"}
+    assert summary["reasons"] == ["16 of 256 elements of out never written"]
+    assert not any(" of C " in reason for reason in result.verdict.reasons)
