@@ -10,7 +10,7 @@ from kernels.engine import gpu_available, gpu_status, resolve_backend
 from kernels.estimate import SLOW_SIMULATOR_SECONDS, describe_seconds, simulator_seconds
 from kernels.loader import load_plan
 from kernels.request import check_request
-from kernels.result import RunResult
+from kernels.result import KERNEL_OUTPUT_LINES, RunResult
 from kernels.presets import default_launch
 from kernels.source import format_dims, read_module
 from kernels.sweep import SweepCell, parse_list, sweep_requests, write_sweep
@@ -20,6 +20,7 @@ from .export import (export_contact_sheet, export_heatmap, export_replay, replay
                      run_title)
 from .heatmap import HeatmapWidget
 from .analysis import AnalysisPanel
+from .gui_gc import collect_on_gui_thread
 from .maps import (ANALYSIS_MAPS, MAP_CHOICES, WRITER_KINDS, diff_map, make_map, replay_map,
                    warp_map)
 from .qt import QtCore, QtGui, QtWidgets
@@ -44,6 +45,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def __init__(self, synchronous: bool | None = None, settings: Settings | None = None,
                  confirm=None):
         super().__init__()
+        collect_on_gui_thread()  # runs work on worker threads: see gui_gc.py
         self.settings = settings or Settings()
         #: asks the user a yes/no question (replaced in tests)
         self.confirm = confirm or self._confirm_dialog
@@ -325,12 +327,18 @@ class MainWindow(QtWidgets.QMainWindow):
         self.controller.start_run(request, self.analysis.assumed_registers)
 
     def _simulator_ok(self, request: RunRequest, configurations: int) -> bool:
-        seconds = simulator_seconds(request) * configurations
+        try:
+            plan = load_plan(request)
+        except ThreadMapError:
+            plan = None
+        seconds = simulator_seconds(request, plan) * configurations
         if seconds <= SLOW_SIMULATOR_SECONDS:
             return True
+        barriers = " and each barrier makes a block's threads wait on each other" if (
+            plan is not None and plan.barrier_lines) else ""
         return self.confirm(
             "Slow simulator run",
-            f"The CUDA simulator runs one Python thread per CUDA thread: this "
+            f"The CUDA simulator runs one Python thread per CUDA thread{barriers}: this "
             f"{'sweep' if configurations > 1 else 'run'} ({request.total_threads:,} threads"
             f"{' in its largest configuration' if configurations > 1 else ''}, "
             f"{request.m}x{request.k}x{request.n}) will take at least "
@@ -406,6 +414,14 @@ class MainWindow(QtWidgets.QMainWindow):
                f"relative error {verdict.errors.rel_error:.2e} within tolerance "
                f"{verdict.errors.rel_tolerance:.2e}"))
         lines = [t.describe() for t in result.timings] + [f"note: {n}" for n in result.notes]
+        if result.kernel_output:
+            printed = result.kernel_output.splitlines()
+            lines.append(f"kernel output ({len(printed):,} lines, from its instrumented launch "
+                         "only):")
+            lines += [f"| {line}" for line in printed[:KERNEL_OUTPUT_LINES]]
+            if len(printed) > KERNEL_OUTPUT_LINES:
+                lines.append(f"| ... {len(printed) - KERNEL_OUTPUT_LINES:,} more (export "
+                             "the result for all of it)")
         self.details_label.setText("\n".join(lines))
         self.diff_pair = None
         self.analysis.show_result(result)

@@ -14,12 +14,11 @@ import traceback
 from typing import Callable
 
 from kernels import RunCancelled, RunRequest, ThreadMapError, run
+from kernels.estimate import KERNEL_FILE_TIME_LIMIT
 from kernels.sweep import run_sweep
 
 from .qt import QtCore
 
-#: Time limit for runs of a user's kernel file (it may loop forever).
-KERNEL_FILE_TIME_LIMIT = 300.0
 
 
 def run_options(request: RunRequest) -> dict:

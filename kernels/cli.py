@@ -40,7 +40,10 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scalar", action="append", default=[], metavar="NAME=VALUE",
                         help="value of a kernel's scalar parameter (repeatable)")
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
-                        help="end the run (in a child process) if it takes longer")
+                        help="end the run (in a child process) if it takes longer (default: "
+                             "300 s for a kernel file, none for a built-in kernel)")
+    parser.add_argument("--yes", action="store_true",
+                        help="run even when the estimate is over a minute")
     parser.add_argument("--gpu-model", default="H100 SXM",
                         help="GPU model for the occupancy figures (H100 SXM, H200, A100, "
                              "RTX 4090, T4)")
@@ -134,6 +137,54 @@ def check_numbers(args: argparse.Namespace) -> None:
                              f"not {registers}")
 
 
+def time_limit(args: argparse.Namespace, request: RunRequest) -> float | None:
+    """--time-limit, else 300 s for a kernel file (as in the app), so that a
+    kernel that never finishes ends."""
+    from .estimate import KERNEL_FILE_TIME_LIMIT
+
+    if args.time_limit is not None:
+        return args.time_limit
+    return KERNEL_FILE_TIME_LIMIT if request.kernel_file else None
+
+
+def check_estimate(request: RunRequest, configurations: list[RunRequest] | None = None) -> None:
+    """Refuse a run (or sweep) estimated over a minute, with the estimate and
+    something smaller to try; --yes runs it anyway."""
+    from .engine import prepare
+    from .estimate import COMMAND_LINE_SECONDS, describe_seconds, run_seconds
+    from .result import BACKEND_SHORT
+
+    request, plan, _ = prepare(request)
+    backend = request.backend
+    seconds = sum(run_seconds(r, plan, backend) for r in (configurations or [request]))
+    if seconds <= COMMAND_LINE_SECONDS:
+        return
+    what = f"this sweep of {len(configurations)} configurations" if configurations else "this run"
+    smaller = "fewer or smaller configurations" if configurations else \
+        _smaller_launch(request, plan, backend)
+    raise ThreadMapError(
+        f"{what} would take about {describe_seconds(seconds)} on the {BACKEND_SHORT[backend]} "
+        f"(an estimate); add --yes to run it anyway, or try {smaller}")
+
+
+def _smaller_launch(request: RunRequest, plan, backend: str) -> str:
+    """Options for a run that takes under a minute: C covered once by the same
+    block, then halved shapes."""
+    from .estimate import COMMAND_LINE_SECONDS, describe_seconds, run_seconds
+    from .presets import covering_launch
+
+    candidate = covering_launch(request, plan)
+    while run_seconds(candidate, plan, backend) > COMMAND_LINE_SECONDS and max(
+            candidate.m, candidate.n) > 1:
+        candidate = covering_launch(candidate.with_(m=max(1, candidate.m // 2),
+                                                    n=max(1, candidate.n // 2),
+                                                    k=max(1, candidate.k // 2)), plan)
+    return (f"--shape {candidate.m}x{candidate.k}x{candidate.n} --grid "
+            f"{'x'.join(map(str, candidate.grid))} --block "
+            f"{'x'.join(map(str, candidate.block))} (about "
+            f"{describe_seconds(run_seconds(candidate, plan, backend))})")
+
+
 def check_output_path(option: str, path: str | None, folder: bool = False) -> None:
     """Refuse, before anything runs, an output that cannot be written: a file
     where a folder must be, a folder where a file must be, no write access."""
@@ -171,14 +222,15 @@ def occupancy_for(result, args: argparse.Namespace) -> dict:
 
 def write_outputs(result, out: Path, occupancy: dict | None = None) -> None:
     """``result.json`` and ``maps.npz`` into ``out``."""
-    import numpy as np
+    from .maps_file import save_maps
 
     out.mkdir(parents=True, exist_ok=True)
     summary = result.summary()
     if occupancy is not None:
         summary["occupancy"] = occupancy
+    # how maps.npz restores each map (maps_file.load_maps)
+    summary["maps"] = save_maps(out / "maps.npz", result.maps_arrays(), result.request.dtype)
     (out / "result.json").write_text(json.dumps(summary, indent=2))
-    np.savez(out / "maps.npz", **result.maps_arrays())
 
 
 def print_summary(result, stream=sys.stdout) -> None:
@@ -197,9 +249,30 @@ def print_summary(result, stream=sys.stdout) -> None:
         print(f"  {timing.describe()}", file=stream)
     for note in result.notes:
         print(f"  note: {note}", file=stream)
+    print_kernel_output(result, stream)
+
+
+def print_kernel_output(result, stream=sys.stdout) -> None:
+    """The kernel's own prints, once, fenced off from ThreadMap's summary."""
+    from .result import KERNEL_OUTPUT_LINES
+
+    if not result.kernel_output:
+        return
+    lines = result.kernel_output.splitlines()
+    print(f"  kernel output ({len(lines):,} line{'s' if len(lines) != 1 else ''} printed by "
+          "the kernel in its instrumented launch; the timed launches' prints are dropped):",
+          file=stream)
+    for line in lines[:KERNEL_OUTPUT_LINES]:
+        print(f"  | {line}", file=stream)
+    more = len(lines) - KERNEL_OUTPUT_LINES
+    if more > 0 or result.kernel_output_cut:
+        print(f"  | ... {max(more, 0):,} more lines in result.json"
+              + (f" ({result.kernel_output_cut:,} characters past 256 KiB cut)"
+                 if result.kernel_output_cut else ""), file=stream)
 
 
 def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
+    from .cli_progress import CommandLineProgress
     from .engine import run
 
     if (args.png or args.svg) and exporter is None:
@@ -212,7 +285,13 @@ def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
     check_output_path("--out", args.out, folder=True)
     request = request_from_args(args, args.grid, args.block)
     check_gpu_model(args.gpu_model)
-    result = run(request, time_limit=args.time_limit)
+    if not args.yes:
+        check_estimate(request)
+    progress = CommandLineProgress()
+    try:
+        result = run(request, progress=progress, time_limit=time_limit(args, request))
+    finally:
+        progress.clear()
     out = Path(args.out)
     write_outputs(result, out, occupancy_for(result, args))
     if exporter is not None and (args.png or args.svg):
@@ -240,6 +319,7 @@ def check_image_options(args: argparse.Namespace) -> tuple[int, int]:
 
 
 def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
+    from .cli_progress import CommandLineProgress
     from .sweep import parse_list, run_sweep, write_sweep
 
     check_image_options(args)
@@ -250,17 +330,45 @@ def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
     blocks = parse_list(args.blocks, "--blocks")
     check_gpu_model(args.gpu_model)
 
+    if not args.yes:
+        from .sweep import sweep_requests
+        check_estimate(base, sweep_requests(base, grids, blocks))
+    from functools import partial
+
+    from .engine import run
+
     cells = []
-    for cell in run_sweep(base, grids, blocks):
-        cells.append(cell)
-        status = cell.result.verdict.summary() if cell.result else f"ERROR: {cell.error}"
-        print(f"{cell.blocks:>8} x {cell.threads:<5} {status}", flush=True)
+    progress = CommandLineProgress()
+    run_one = partial(run, time_limit=time_limit(args, base))
+    try:
+        for cell in run_sweep(base, grids, blocks, progress=progress, run_one=run_one):
+            cells.append(cell)
+            progress.clear()
+            print(sweep_line(cell), flush=True)
+    finally:
+        progress.clear()
     out = Path(args.out)
     write_sweep(cells, out, occupancy=lambda cell: occupancy_for(cell.result, args))
     if sweep_exporter is not None and not args.no_images:
         sweep_exporter(cells, out, args.map)
     print(f"wrote {out / 'summary.csv'}, {out / 'summary.json'} and {len(cells)} configurations")
     return 0
+
+
+def sweep_line(cell) -> str:
+    """One configuration of a sweep: its launch, verdict, and kernel time with
+    where it was measured."""
+    from .result import BACKEND_SHORT, format_seconds
+
+    launch = f"{cell.blocks:>8} x {cell.threads:<5}"
+    if cell.result is None:
+        return f"{launch} ERROR: {cell.error}"
+    result = cell.result
+    timing = result.timing("kernel") or result.timing("instrumented kernel")
+    time_text = (f"  {timing.what} {format_seconds(timing.seconds)} "
+                 f"[{BACKEND_SHORT.get(timing.backend, timing.backend)}]" if timing else "")
+    return f"{launch} {result.verdict.word}{time_text}" + (
+        f"  ({result.verdict.short_reasons})" if not result.verdict.passed else "")
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:

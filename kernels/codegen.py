@@ -82,16 +82,20 @@ def cache_entries(directory: Path | None = None) -> list[CacheEntry]:
     compiled: dict[str, list[Path]] = {}
     pycache = directory / "__pycache__"
     if pycache.is_dir():
-        for file in pycache.iterdir():
-            compiled.setdefault(file.name.split(".", 1)[0], []).append(file)
+        with os.scandir(pycache) as found:
+            for file in found:
+                compiled.setdefault(file.name.split(".", 1)[0], []).append(Path(file.path))
     entries = []
-    for source in directory.glob(f"{GENERATED_PREFIX}*.py"):
-        name = source.stem
-        try:
-            used = source.stat().st_mtime
-        except FileNotFoundError:  # pruned meanwhile by another process
-            continue
-        entries.append(CacheEntry(name, (source, *compiled.get(name, ())), used))
+    with os.scandir(directory) as found:
+        for file in found:
+            if not (file.name.startswith(GENERATED_PREFIX) and file.name.endswith(".py")):
+                continue
+            name = file.name[:-3]
+            try:
+                used = file.stat().st_mtime
+            except FileNotFoundError:  # pruned meanwhile by another process
+                continue
+            entries.append(CacheEntry(name, (Path(file.path), *compiled.get(name, ())), used))
     return sorted(entries, key=lambda e: e.last_used)
 
 
@@ -251,7 +255,8 @@ def load_module(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
     name = f"{GENERATED_PREFIX}{target}_{digest}"
     directory = cache_dir()
     path = directory / f"{name}.py"
-    if not path.exists() or path.read_text() != text.text:
+    written = not path.exists() or path.read_text() != text.text
+    if written:
         fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
         with os.fdopen(fd, "w") as handle:
             handle.write(text.text)
@@ -261,6 +266,7 @@ def load_module(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
     if str(directory) not in sys.path:
         sys.path.insert(0, str(directory))
     module = sys.modules.get(name) or importlib.import_module(name)
-    prune_cache(directory, keep=name)
+    if written:  # the cache only grows here
+        prune_cache(directory, keep=name)
     return GeneratedModule(module=module, path=path, source_path=plan.module.path,
                            line_map=text.line_map, layout=layout)

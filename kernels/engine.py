@@ -24,6 +24,7 @@ from .local_types import block_array_specs
 from .occupancy import MAX_STATIC_SHARED
 from .plan import KernelPlan
 from .records import read_back
+from .transform import division_sites
 from .request import RunRequest, check_request, format_bytes
 from .result import RunResult, Timing, make_verdict
 
@@ -132,6 +133,25 @@ def check_shared_memory(request: RunRequest, plan: KernelPlan) -> None:
             "GPU can build it (ptxas refuses it): use smaller tiles")
 
 
+def prepare(request: RunRequest) -> tuple[RunRequest, KernelPlan, str]:
+    """Every check that can refuse ``request`` before anything runs; the
+    request as it will run (dtype from a signature, backend resolved), its
+    kernel's plan, and why that backend, in words."""
+    check_request(request)
+    plan = load_plan(request)
+    if plan.signature_dtype and plan.signature_dtype[0] != request.dtype:
+        dtype, line = plan.signature_dtype
+        request = request.with_(dtype=dtype, dtype_note=(
+            f"the kernel's signature (line {line}) fixes its arrays as {dtype}: the run uses "
+            f"{dtype}, not {request.dtype}"))
+        check_request(request)
+    scalar_arguments(plan, request)  # refuse missing scalars before starting anything
+    check_whole_scalars(request, plan)
+    check_shared_memory(request, plan)
+    backend, note = resolve_backend(request, plan)
+    return request.with_(backend=backend), plan, note
+
+
 def run(request: RunRequest, progress: ProgressCallback | None = None,
         cancel: CancelCallback | None = None, *, isolate: bool = False,
         time_limit: float | None = None) -> RunResult:
@@ -146,19 +166,8 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
     """
     progress = progress or _no_progress
     cancel = cancel or _never
-    check_request(request)
-    plan = load_plan(request)
-    if plan.signature_dtype and plan.signature_dtype[0] != request.dtype:
-        dtype, line = plan.signature_dtype
-        request = request.with_(dtype=dtype, dtype_note=(
-            f"the kernel's signature (line {line}) fixes its arrays as {dtype}: the run uses "
-            f"{dtype}, not {request.dtype}"))
-        check_request(request)
-    scalar_arguments(plan, request)  # refuse missing scalars before starting anything
-    check_whole_scalars(request, plan)
-    check_shared_memory(request, plan)
-    backend, note = resolve_backend(request, plan)
-    resolved = request.with_(backend=backend)
+    resolved, plan, note = prepare(request)
+    backend = resolved.backend
     if backend == "sim" and not _simulating():
         from .backends.child import runner
         return runner(simulator=True).run(resolved, note, progress, cancel, time_limit)
@@ -197,7 +206,8 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         analysis, analysis_note = _analysis_run(job, slots, progress)
     progress(0.97, "checking against the float64 reference")
     ref = reference(a, b)
-    maps = read_back(output.raw_records, ((m, k), (k, n), (m, n)), slots)
+    maps = read_back(output.raw_records, ((m, k), (k, n), (m, n)), slots,
+                     tuple((line, text) for line, _, text in division_sites(plan)))
     c = output.c_plain if output.c_plain is not None else output.c_record
     errors = compare(c, ref)
     verdict = make_verdict(maps, errors, analysis, plan.output)
@@ -225,7 +235,9 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         reference=ref.c, maps=maps, verdict=verdict, timings=tuple(timings),
         notes=tuple(notes), output_init="zeros" if plan.reads_output else "nan", slots=slots,
         analysis=analysis, analysis_note=analysis_note, output=plan.output,
-        output_reason=plan.output_reason)
+        output_reason=plan.output_reason,
+        kernel_output=output.prints.text if output.prints else "",
+        kernel_output_cut=output.prints.dropped_chars if output.prints else 0)
 
 
 def _analysis_run(job: KernelJob, slots, progress: ProgressCallback):

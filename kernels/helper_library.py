@@ -54,7 +54,49 @@ def _tm_oob_hit(oob, oobmin, oobt, oobf, sl, d, g, i, j):
     for nd in (1, 2):
         for role in ROLES:
             _record_helpers(emit, target, nd, role)
+    out.append(_division_helpers(target, decorator))
     return "\n\n".join(out)
+
+
+#: Python's operator of each division helper, and numpy's function for it.
+DIVISIONS = {"truediv": ("/", "true_divide"), "floordiv": ("//", "floor_divide"),
+             "mod": ("%", "remainder")}
+
+
+def _division_helpers(target: str, decorator: str) -> str:
+    """``_tm_<op>(a, b, site, divz, divzt, g)``: ``a op b``, with a division
+    by zero counted at ``site`` (and the lowest thread that made one).
+
+    Compiled (a GPU, the CPU emulation), numba's numpy error model already
+    gives what a GPU gives: 0 for an integer // or %, inf or NaN for floats.
+    The simulator runs Python, which would raise ZeroDivisionError: there
+    numpy's functions give the same values without stopping the run.
+    """
+    record = (f"{_atomic_line(target, 'add', 'divz', 'site', '1')}\n"
+              f"        {_atomic_line(target, 'min', 'divzt', 'site', 'g')}")
+    compiled, simulated = [], []
+    for name, (op, numpy_function) in DIVISIONS.items():
+        compiled.append(f"""{decorator}
+def _tm_{name}(a, b, site, divz, divzt, g):
+    if b == 0:
+        {record}
+    return a {op} b
+""")
+        simulated.append(f"""{decorator}
+def _tm_{name}(a, b, site, divz, divzt, g):
+    if b == 0:
+        {record}
+        with _tm_np.errstate(all="ignore"):
+            return _tm_np.{numpy_function}(a, b)
+    return a {op} b
+""")
+    if target == "cpu":
+        return "\n\n".join(compiled)
+    indent = lambda texts: "\n".join("    " + line if line else line
+                                      for line in "\n\n".join(texts).splitlines())
+    return ("from numba import config as _tm_numba_config\n"
+            "if _tm_numba_config.ENABLE_CUDASIM:\n" + indent(simulated)
+            + "\nelse:\n" + indent(compiled) + "\n")
 
 
 def _index_forms(nd: int) -> tuple[str, str, str, str]:

@@ -92,6 +92,9 @@ class KernelPlan:
     launch_dims: int = 1
     #: lines of its barriers (cuda.syncthreads and friends)
     barrier_lines: tuple[int, ...] = ()
+    #: barrier calls inside a loop, and outside any (for the time estimate)
+    barriers_in_loops: int = 0
+    barriers_outside_loops: int = 0
     #: which dimension of the output the x coordinate indexes ("rows" or
     #: "cols"), when its stores say so
     x_indexes: str | None = None
@@ -200,6 +203,8 @@ class _Planner:
             constants=self._used_constants(),
             local_arrays=local_arrays, emulation_blockers=self._emulation_blockers(),
             launch_dims=self._launch_dims(), barrier_lines=self._barrier_lines(),
+            barriers_in_loops=self._barrier_calls(inside_loops=True),
+            barriers_outside_loops=self._barrier_calls(inside_loops=False),
             x_indexes=self._x_indexes(output), output_reason=output_reason,
             signature_dtype=self._signature_dtype())
 
@@ -249,14 +254,12 @@ class _Planner:
         for node in self._walk():
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
                     and node.id not in known:
-                defined_elsewhere = any(
-                    isinstance(top, (ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.ClassDef))
-                    and node.id in {t.id for t in ast.walk(top) if isinstance(t, ast.Name)}
-                    | ({top.name} if isinstance(top, (ast.FunctionDef, ast.ClassDef)) else set())
-                    for top in self.module.tree.body)
-                why = (" (it is defined in the file, but not as a simple constant: kernels see "
-                       "only the file's numpy/math/numba imports and constants such as TPB = 16)"
-                       if defined_elsewhere else "")
+                line = _module_definition(self.module.tree, node.id)
+                why = (f" for kernels (line {line} of the file defines it, but not as a simple "
+                       "constant: kernels see only the file's numpy/math/numba imports and "
+                       "constants such as TPB = 16)" if line else
+                       " (not as a parameter, a local, an import or a constant anywhere in the "
+                       "file)")
                 raise self.fail(f"name {node.id!r} is not defined{why}", node)
         for node in self._walk():
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) \
@@ -492,6 +495,16 @@ class _Planner:
                 return found.pop(), decorator.lineno
         return None
 
+    def _barrier_calls(self, inside_loops: bool) -> int:
+        """Barrier calls inside a for / while loop (or outside every loop)."""
+        inside: set[int] = set()
+        for node in self._walk():
+            if isinstance(node, (ast.For, ast.While)):
+                inside.update(id(sub) for sub in ast.walk(node))
+        return sum(1 for node in self._walk() if isinstance(node, ast.Call)
+                   and cuda_attribute(node.func, self.aliases) in BARRIERS
+                   and (id(node) in inside) == inside_loops)
+
     def _barrier_lines(self) -> tuple[int, ...]:
         return tuple(sorted({node.lineno for node in self._walk()
                              if isinstance(node, ast.Attribute)
@@ -556,3 +569,28 @@ class _Planner:
             return None
         return (f"cuda.{what}(...) inside an expression: the emulation places it only as "
                 f"'name = cuda.{what}(predicate)'")
+
+
+def _module_definition(tree: ast.Module, name: str) -> int | None:
+    """The line where the module's top level binds ``name`` (an assignment
+    target, a def, a class, an import, a for or with target), or None."""
+    for top in tree.body:
+        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if top.name == name:
+                return top.lineno
+            continue
+        if isinstance(top, (ast.Import, ast.ImportFrom)):
+            if any((alias.asname or alias.name.split(".")[0]) == name for alias in top.names):
+                return top.lineno
+            continue
+        targets = []
+        if isinstance(top, ast.Assign):
+            targets = top.targets
+        elif isinstance(top, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+            targets = [top.target]
+        elif isinstance(top, ast.With):
+            targets = [item.optional_vars for item in top.items if item.optional_vars]
+        for target in targets:
+            if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
+                return top.lineno
+    return None

@@ -94,3 +94,14 @@ def _two_dimensional(launch, path: str) -> tuple[tuple[int, ...], tuple[int, ...
             f"({launch}); ThreadMap runs 1-D and 2-D launches: give --grid and --block",
             path, launch.line)
     return grid, block
+
+
+def covering_launch(request: RunRequest, plan) -> RunRequest:
+    """``request``'s block, with the grid that covers C once with one thread
+    per element (x along the dimension of C the kernel indexes with x)."""
+    m, n = request.m, request.n
+    if len(request.block) == 1:
+        return request.with_(grid=(-(-(m * n) // request.block[0]),))
+    x, y = (m, n) if plan.x_indexes == "rows" else (n, m)
+    bx, by = request.block2
+    return request.with_(grid=(-(-x // bx), -(-y // by)))

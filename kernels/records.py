@@ -39,16 +39,21 @@ DIRECTIONS = ("read", "write")
 #: kernel's own parameters; then one read-count array per input (reads_param).
 RECORD_PARAMS = ("_tm_count", "_tm_atomics", "_tm_min_writer", "_tm_max_writer",
                  "_tm_iteration", "_tm_stores", "_tm_oob", "_tm_oob_min_thread",
-                 "_tm_oob_thread", "_tm_oob_first")
+                 "_tm_oob_thread", "_tm_oob_first", "_tm_divz", "_tm_divz_thread")
 (COUNT, ATOMICS, MIN_WRITER, MAX_WRITER, ITERATION, STORES, OOB, OOB_MIN_THREAD, OOB_THREAD,
- OOB_FIRST) = range(len(RECORD_PARAMS))
+ OOB_FIRST, DIVZ, DIVZ_THREAD) = range(len(RECORD_PARAMS))
+#: Division sites recorded (``_tm_divz``: divisions by zero per site;
+#: ``_tm_divz_thread``: the lowest thread that made one); a kernel with more
+#: shares the last one.
+DIVISION_SITES = 64
 #: Index of the first read-count array in a list of recording arrays.
 READS = len(RECORD_PARAMS)
 
 #: Per-element and per-slot arrays that each worker of a parallel emulation
 #: keeps privately, and how they are merged.
 PRIVATE_RECORDS = {COUNT: "sum", ATOMICS: "sum", MIN_WRITER: "min", MAX_WRITER: "max",
-                   ITERATION: "min", OOB: "sum", OOB_MIN_THREAD: "min"}
+                   ITERATION: "min", OOB: "sum", OOB_MIN_THREAD: "min", DIVZ: "sum",
+                   DIVZ_THREAD: "min"}
 #: Per-thread arrays: each thread belongs to one worker, so they are shared.
 SHARED_RECORDS = (STORES, OOB_THREAD, OOB_FIRST)
 
@@ -134,6 +139,8 @@ def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[in
         np.full((n_slots, 2), INT64_MAX, np.int64),      # oob_min_thread
         np.zeros(n_threads, np.int64),                   # oob_thread
         first,                                           # oob_first
+        np.zeros(DIVISION_SITES, np.int64),              # divz
+        np.full(DIVISION_SITES, INT64_MAX, np.int64),    # divz_thread
     ] + [np.zeros(shape, np.int64) for shape in input_shapes]
 
 
@@ -219,6 +226,21 @@ class OutOfBounds:
         return text
 
 
+@dataclass(frozen=True)
+class DivisionByZero:
+    """Divisions (``/``, ``//``, ``%``) by zero at one place in the kernel."""
+
+    line: int
+    text: str  # the expression as written
+    count: int
+    first_thread: int  # lowest global thread id that made one
+
+    def describe(self) -> str:
+        return (f"{self.count:,} division{'s' if self.count != 1 else ''} by zero at line "
+                f"{self.line} ({self.text}; first: thread {self.first_thread}): a GPU does not "
+                "stop there: numba gives 0 for an integer // or % and inf or NaN for floats")
+
+
 @dataclass(frozen=True, eq=False)
 class AccessMaps:
     """Everything the recording kernel found, in the shape of C."""
@@ -233,6 +255,7 @@ class AccessMaps:
     reads_a: np.ndarray
     reads_b: np.ndarray
     out_of_bounds: tuple[OutOfBounds, ...]
+    divisions_by_zero: tuple[DivisionByZero, ...] = ()
 
     @property
     def writes(self) -> np.ndarray:
@@ -264,13 +287,19 @@ class AccessMaps:
 
 
 def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, int], ...],
-              slots: tuple[tuple[str, str, int], ...]) -> AccessMaps:
+              slots: tuple[tuple[str, str, int], ...],
+              division_sites: tuple[tuple[int, str], ...] = ()) -> AccessMaps:
     """Turn raw recording arrays into :class:`AccessMaps`.
 
     ``matrix_shapes`` are the (rows, cols) of A, B and C; flattened (1-D)
-    arrays are reshaped to them.  ``slots`` gives (name, role, ndim) per slot.
+    arrays are reshaped to them.  ``slots`` gives (name, role, ndim) per slot;
+    ``division_sites`` (line, text) per division site.
     """
     count, atomics, min_w, max_w, iteration, stores, oob, oob_min, oob_thread, first = raw[:10]
+    divisions = tuple(
+        DivisionByZero(line, text, int(raw[DIVZ][site]), int(raw[DIVZ_THREAD][site]))
+        for site, (line, text) in enumerate(division_sites[:DIVISION_SITES])
+        if raw[DIVZ][site])
     reads_a, reads_b = raw[READS], raw[READS + 1]
     shape_a, shape_b, shape_c = matrix_shapes
     # In place: these maps can be hundreds of MB, and fresh pages are slow.
@@ -293,4 +322,5 @@ def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, int], ...],
         count=count.reshape(shape_c), atomics=atomics.reshape(shape_c), min_writer=min_w,
         max_writer=max_w, iteration=iteration, stores_per_thread=stores,
         oob_per_thread=oob_thread, reads_a=reads_a.reshape(shape_a),
-        reads_b=reads_b.reshape(shape_b), out_of_bounds=tuple(summaries))
+        reads_b=reads_b.reshape(shape_b), out_of_bounds=tuple(summaries),
+        divisions_by_zero=divisions)

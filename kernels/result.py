@@ -55,6 +55,14 @@ class Timing:
         return text
 
 
+#: Which launch's prints a result keeps (backends/kernel_output.py).
+KERNEL_OUTPUT_SOURCE = ("the kernel's print output, from its instrumented launch only (every "
+                        "thread runs once there; the timed launches' prints are dropped)")
+
+#: Lines of it shown in a summary (all of it is in result.json).
+KERNEL_OUTPUT_LINES = 20
+
+
 def format_seconds(seconds: float) -> str:
     if seconds >= 1:
         return f"{seconds:.3g} s"
@@ -79,6 +87,7 @@ class Verdict:
     barrier_divergence: int = 0
     shared_races: int = 0
     uninitialised_shared_reads: int = 0
+    divisions_by_zero: int = 0
 
     @property
     def word(self) -> str:
@@ -100,6 +109,8 @@ class Verdict:
             kinds.append("shared races")
         if self.uninitialised_shared_reads:
             kinds.append("uninitialised shared reads")
+        if self.divisions_by_zero:
+            kinds.append("division by zero")
         if self.errors.wrong or self.errors.non_finite > self.unwritten:
             kinds.append("error")
         return ", ".join(kinds)
@@ -121,6 +132,8 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures,
                        "thread (collisions: the value depends on which thread came last)")
     for oob in maps.out_of_bounds:
         reasons.append(oob.describe())
+    for division in maps.divisions_by_zero:
+        reasons.append(division.describe())
     poisoned = errors.non_finite - maps.unwritten
     if poisoned > 0:
         reasons.append(f"{poisoned:,} written elements of {output} are NaN or infinite")
@@ -137,7 +150,7 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures,
     passed = not reasons and errors.within_tolerance
     return Verdict(passed=passed, reasons=tuple(reasons), unwritten=maps.unwritten,
                    collided=maps.collided, out_of_bounds=maps.oob_total, errors=errors,
-                   **hazards)
+                   divisions_by_zero=sum(d.count for d in maps.divisions_by_zero), **hazards)
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,6 +180,10 @@ class RunResult:
     #: the kernel's output array (C of C = A @ B), and why it is the one
     output: str = "C"
     output_reason: str = ""
+    #: what the kernel printed, from its instrumented launch only (each thread
+    #: that prints, once), and how many characters past the kept part were cut
+    kernel_output: str = ""
+    kernel_output_cut: int = 0
 
     @property
     def backend(self) -> str:
@@ -206,6 +223,10 @@ class RunResult:
             "verdict": self.verdict.word,
             "reasons": list(self.verdict.reasons),
             "output": {"array": self.output, "why": self.output_reason},
+            **({"kernel_output": {
+                "from": KERNEL_OUTPUT_SOURCE, "text": self.kernel_output,
+                "lines": self.kernel_output.count("\n"),
+                "characters_cut": self.kernel_output_cut}} if self.kernel_output else {}),
             "errors": asdict(self.verdict.errors),
             "counts": {
                 "elements": int(self.maps.count.size),
@@ -217,6 +238,7 @@ class RunResult:
                 "idle_threads": self.maps.idle_threads,
             },
             "out_of_bounds": [asdict(o) for o in self.maps.out_of_bounds],
+            "divisions_by_zero": [asdict(d) for d in self.maps.divisions_by_zero],
             **self._analysis_summary(),
             "load_balance": load_balance(self.maps.stores_per_thread),
             "c_source": self.c_source,

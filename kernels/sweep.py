@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-import numpy as np
-
 from .errors import RunCancelled, ThreadMapError
+from .maps_file import save_maps
 from .request import RunRequest, check_request
 from .result import RunResult
 
@@ -148,17 +147,21 @@ def write_sweep(cells: list[SweepCell], out: Path,
         writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
+    layouts = {}
+    for cell in cells:
+        if cell.result is None:
+            continue
+        stem = f"grid{cell.blocks}_block{cell.threads}"
+        layouts[stem] = save_maps(out / f"{stem}.npz", cell.result.maps_arrays(),
+                                  cell.result.request.dtype)
+        if image_writer is not None:
+            image_writer(cell.result, out / f"{stem}.png")
     base = cells[0].request if cells else None
     (out / "summary.json").write_text(json.dumps({
         "kernel": base.kernel_label if base else None,
         "shape": list(base.shape) if base else None,
         "backend_asked": base.backend if base else None,
         "configurations": rows,
+        # how each configuration's .npz restores its maps (maps_file.load_maps)
+        "maps": layouts,
     }, indent=2))
-    for cell in cells:
-        if cell.result is None:
-            continue
-        stem = f"grid{cell.blocks}_block{cell.threads}"
-        np.savez(out / f"{stem}.npz", **cell.result.maps_arrays())
-        if image_writer is not None:
-            image_writer(cell.result, out / f"{stem}.png")

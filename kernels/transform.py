@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from .errors import UnsupportedConstruct
 from .plan import RECORDED_ATOMICS, KernelPlan, cuda_attribute, subscript_chain
-from .records import RECORD_PARAMS, reads_param
+from .records import DIVISION_SITES, RECORD_PARAMS, reads_param
 
 #: Explicit thread coordinates of an emulated thread.
 COORDINATE_PARAMS = ("_tm_tx", "_tm_ty", "_tm_bx", "_tm_by",
@@ -135,6 +135,36 @@ def _site_key(site: AccessSite) -> tuple[int, int, int]:
     return (site.line, site.column, _KIND_ORDER[site.kind])
 
 
+#: Division operators whose divisor is checked, by helper name.
+_DIVISION_OPS = {ast.Div: "truediv", ast.FloorDiv: "floordiv", ast.Mod: "mod"}
+
+
+def _nonzero_constant(plan: KernelPlan, node: ast.expr) -> bool:
+    """A divisor that cannot be zero: a literal or a module constant."""
+    if isinstance(node, ast.Name) and node.id in plan.module.constants:
+        node = plan.module.constants[node.id][0]  # (its expression, its line)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        value = node.value
+    else:
+        return False
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0
+
+
+def division_sites(plan: KernelPlan) -> tuple[tuple[int, int, str], ...]:
+    """Each division (``/``, ``//``, ``%``, and their ``op=``) in the kernel
+    whose divisor may be zero, as (line, column, text), in source order: the
+    recording forms count divisions by zero there."""
+    found = []
+    for node in ast.walk(plan.kernel.node):
+        if isinstance(node, (ast.BinOp, ast.AugAssign)) and type(node.op) in _DIVISION_OPS:
+            divisor = node.right if isinstance(node, ast.BinOp) else node.value
+            if not _nonzero_constant(plan, divisor):
+                found.append((node.lineno, node.col_offset, ast.unparse(node)))
+    return tuple(sorted(found))
+
+
 def derive_cuda_record(plan: KernelPlan) -> ast.FunctionDef:
     """The recording CUDA kernel (undecorated): the kernel's own body with
     every access checked and recorded."""
@@ -184,6 +214,8 @@ class AccessRewriter(ast.NodeTransformer):
         self.found: list[AccessSite] = []
         #: site numbers met since the last call of take_sites()
         self._recent: list[int] = []
+        self.divisions = {(line, column): min(number, DIVISION_SITES - 1) for number, (
+            line, column, _) in enumerate(division_sites(plan))} if mode == "record" else {}
 
     def fail(self, message: str, node: ast.AST) -> UnsupportedConstruct:
         return UnsupportedConstruct(f"kernel {self.plan.name!r}: {message}",
@@ -318,6 +350,14 @@ class AccessRewriter(ast.NodeTransformer):
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt | list[ast.stmt]:
         tracked = self._tracked(node.target)
         if tracked is None:
+            if isinstance(node.target, ast.Name) and (node.lineno, node.col_offset) in \
+                    self.divisions:
+                # x //= y: x = x // y, through the division helper.
+                value = ast.BinOp(left=_name(node.target.id), op=node.op,
+                                  right=self.visit(node.value))
+                return ast.copy_location(ast.Assign(
+                    targets=[ast.Name(node.target.id, ast.Store())],
+                    value=self._division(value, node)), node)
             return self.generic_visit(node)
         slot, indices = tracked
         # X[i, j] op= v reads X[i, j] once and writes it once; the index is
@@ -331,10 +371,28 @@ class AccessRewriter(ast.NodeTransformer):
                 ast.Assign(targets=[ast.Name(temp, ast.Store())], value=index), node))
             temps.append(temp)
         loaded = self._load(slot, [_name(t) for t in temps], node.target)
-        combined = ast.BinOp(left=loaded, op=node.op, right=self.visit(node.value))
+        combined = self._division(
+            ast.BinOp(left=loaded, op=node.op, right=self.visit(node.value)), node)
         store = self._store(slot, [_name(t) for t in temps], combined, node.target)
         statements.append(ast.copy_location(ast.Expr(store), node))
         return statements
+
+    def _division(self, node: ast.BinOp, position: ast.AST) -> ast.expr:
+        """``a / b``, ``a // b``, ``a % b`` through a helper that counts
+        divisions by zero (recording forms; ``node``'s operands already
+        rewritten), located at ``position``."""
+        site = self.divisions.get((position.lineno, position.col_offset))
+        if site is None or type(node.op) not in _DIVISION_OPS:
+            return node
+        return ast.copy_location(_call(
+            f"_tm_{_DIVISION_OPS[type(node.op)]}",
+            [node.left, node.right, _int64(site), _name("_tm_divz"), _name("_tm_divz_thread"),
+             _name("_tm_gtid")]), position)
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        position = node
+        node = self.generic_visit(node)
+        return self._division(node, position)
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         what = cuda_attribute(node.func, self.plan.module.aliases)

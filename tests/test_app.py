@@ -461,3 +461,30 @@ def naive(A, B, C):
     assert "launch: guessed: 2-D kernel" in window.verdict_label.text()
     controls.block_edit.setText("8x8")  # edited: the launch is the user's now
     assert controls.launch_source() == "given"
+
+
+def test_garbage_is_collected_on_the_gui_thread_only(window):
+    # A cycle of Qt wrappers collected by a worker thread's allocation can
+    # deadlock against the GUI thread deleting widgets (seen in this suite).
+    # With automatic collection on, the worker's allocations below would
+    # collect the fresh cycle (still in generation 0) on the worker.
+    import gc
+    import threading
+    import weakref
+
+    assert not gc.isenabled()
+    collected_in = []
+
+    class Cycle:
+        pass
+
+    cycle = Cycle()
+    cycle.me = cycle
+    weakref.finalize(cycle, lambda: collected_in.append(threading.current_thread()))
+    del cycle
+    worker = threading.Thread(target=lambda: [[i] for i in range(200000)])
+    worker.start()
+    worker.join()
+    assert collected_in == []
+    gc.collect()  # what the GUI thread's timer does
+    assert collected_in == [threading.main_thread()]

@@ -6,6 +6,8 @@ import sys
 import numpy as np
 import pytest
 
+from kernels.maps_file import load_maps
+
 
 def threadmap(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "app.launcher", *args], capture_output=True,
@@ -26,10 +28,10 @@ def test_run_writes_result_and_maps(tmp_path):
     assert "not a GPU time" in summary["backend_label"]
     kernel_timings = [t for t in summary["timings"] if t["backend"] == "cpu"]
     assert kernel_timings and not any(t["is_gpu_time"] for t in kernel_timings)
-    maps = np.load(out / "maps.npz")
+    maps = load_maps(out / "maps.npz", summary["maps"])
     for name in ("count", "min_writer", "max_writer", "iteration", "stores_per_thread",
                  "oob_per_thread", "reads_a", "reads_b", "C"):
-        assert name in maps.files
+        assert name in maps
     np.testing.assert_array_equal(maps["count"], 1)
     np.testing.assert_array_equal(maps["oob_per_thread"], [0] * 7 + [20])
     assert maps["C"].shape == (5, 7)
@@ -232,3 +234,43 @@ def test_ctrl_c_ends_with_one_line_status_130_and_no_child_left(tmp_path):
     assert [line for line in stderr.splitlines() if line.strip()] == ["threadmap: cancelled"]
     for pid in children:
         assert subprocess.run(["kill", "-0", pid], capture_output=True).returncode != 0, pid
+
+
+HUGE_LAUNCH = """from numba import cuda
+
+
+@cuda.jit
+def mm(A, B, C):
+    i, j = cuda.grid(2)
+    if i < C.shape[0] and j < C.shape[1]:
+        s = 0.0
+        for k in range(A.shape[1]):
+            s += A[i, k] * B[k, j]
+        C[i, j] = s
+
+
+def host(a, b, c):
+    mm[(50, 50), (32, 32)](a, b, c)
+"""
+
+
+def test_a_run_estimated_over_a_minute_needs_yes_and_gets_a_smaller_launch(tmp_path):
+    # The file's own launch: 50 x 50 blocks of 32 x 32 = 2.56M simulated threads.
+    path = tmp_path / "huge.py"
+    path.write_text(HUGE_LAUNCH)
+    proc = threadmap("run", "--kernel-file", str(path), "--shape", "128x128x128", "--backend",
+                     "sim", "--out", str(tmp_path / "out"))
+    line = one_line_refusal(proc, "would take about", "minutes on the simulator",
+                            "add --yes", "or try --shape")
+    # What it offers runs within a minute by the same estimate.
+    assert "(about" in line and "minutes)" not in line.split("or try")[1]
+
+
+def test_kernel_files_get_a_default_time_limit_on_the_command_line():
+    from kernels import RunRequest
+    from kernels.cli import build_parser, time_limit
+    args = build_parser().parse_args(["run", "--out", "x"])
+    assert time_limit(args, RunRequest(kernel=None, kernel_file="k.py")) == 300
+    assert time_limit(args, RunRequest(kernel="tiled")) is None
+    args = build_parser().parse_args(["run", "--out", "x", "--time-limit", "5"])
+    assert time_limit(args, RunRequest(kernel=None, kernel_file="k.py")) == 5

@@ -230,3 +230,17 @@ def test_static_shared_memory_past_48_kib_is_refused():
     req = file_request("huge_tile.py", (8, 8, 8), (1, 1), (8, 8), backend="cpu")
     with pytest.raises(RequestError, match=r"64\.0 KiB of static shared memory.*line 9"):
         run(req)
+
+
+@pytest.mark.sim
+def test_the_simulator_estimate_holds_for_a_kernel_with_barriers():
+    # An independent figure: the simulator's own times for a tiled kernel
+    # (8 x 8 tiles, 2 x 2 blocks, 16^3: 4 barriers per block).  The estimate
+    # used to leave barriers out and was up to 8x low on such kernels.
+    from kernels.estimate import simulator_seconds
+    from kernels.loader import load_plan
+    req = file_request("doc_style_tiled.py", (16, 16, 16), (2, 2), (8, 8), backend="sim")
+    result = run(req)
+    measured = result.timing("instrumented kernel").seconds + result.timing("kernel").seconds
+    estimate = simulator_seconds(req, load_plan(req))
+    assert 0.5 <= estimate / measured <= 2.0, (estimate, measured)

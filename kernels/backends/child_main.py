@@ -13,8 +13,12 @@ from multiprocessing.connection import Connection
 def main(argv: list[str]) -> int:
     inbox = Connection(int(argv[0]), writable=False)
     outbox = Connection(int(argv[1]), readable=False)
+    import numba.cuda  # noqa: F401  (the bulk of a start-up: counted in it)
+
     from ..engine import run_here
     from ..errors import KernelRuntimeError, ThreadMapError
+
+    outbox.send(("ready",))
 
     def progress(fraction: float, message: str) -> None:
         outbox.send(("progress", fraction, message))

@@ -117,6 +117,8 @@ class BackendOutput:
     #: the lockstep emulation's records and layout (CPU runs only)
     lockstep: dict[str, np.ndarray] | None = None
     layout: object = None
+    #: what the kernel printed in its instrumented launch (kernel_output.py)
+    prints: object = None
 
 
 _NOISE = ("During:", "This error may have been", "For more information", "- Resolution failure",

@@ -37,6 +37,7 @@ from ..request import RunRequest, available_memory
 from ..result import Timing
 from ..transform import shadow_param
 from .common import BackendOutput, KernelJob, median_time, scalar_types, shorten_numba_error
+from .kernel_output import KernelPrints, kernel_prints, kernel_warnings
 
 CHUNK_SECONDS = 0.05
 WARP = 32
@@ -269,16 +270,26 @@ def _take_later_writes(c: np.ndarray, private_c: list[np.ndarray],
 def run_cpu(job: KernelJob, plain: bool = True) -> BackendOutput:
     """Run the recording emulation, then (if it found no out-of-bounds access,
     and ``plain``) the plain emulation, timed."""
-    request = job.request
     job.progress(0.0, "compiling the CPU emulation")
     gen = load_emulation(job)
+    notes: list[str] = []
+    with kernel_warnings(gen, notes):
+        output = _run_emulation(job, gen, plain)
+    output.notes = list(output.notes) + notes
+    return output
+
+
+def _run_emulation(job: KernelJob, gen, plain: bool) -> BackendOutput:
+    request = job.request
     layout = gen.layout
     control = np.zeros(2, np.int64)
     records = job.fresh_records()
     lockstep = _lockstep_records(layout, job)
     workers = [_make_worker(gen, job, control, True, records, lockstep)]
     plain_workers = [_make_worker(gen, job, control, False, None, None)]
-    compile_seconds = _compile(gen, job, {"record": workers[0], "plain": plain_workers[0]})
+    prints = KernelPrints()
+    with kernel_prints(None):
+        compile_seconds = _compile(gen, job, {"record": workers[0], "plain": plain_workers[0]})
     timings = [Timing("compile", "cpu", compile_seconds,
                       "first call of the emulation (numba compile, or load from its cache)")]
     units = layout.units(request.blocks, request.threads_per_block)
@@ -297,8 +308,9 @@ def run_cpu(job: KernelJob, plain: bool = True) -> BackendOutput:
         private.append(copy)
         private_lockstep.append(mine)
         workers.append(_make_worker(gen, job, control, True, copy, mine))
-    spent = _run_ranges(gen.function("_tm_run_record"), workers, ranges, job, layout, "record",
-                        control, 0.02, 0.5, "instrumented emulation")
+    with kernel_prints(prints):
+        spent = _run_ranges(gen.function("_tm_run_record"), workers, ranges, job, layout,
+                            "record", control, 0.02, 0.5, "instrumented emulation")
     c_record = workers[0].c
     written = [(copy[0] + copy[1]) > 0 for copy in private]
     _take_later_writes(c_record, [w.c for w in workers[1:]], written)
@@ -309,12 +321,14 @@ def run_cpu(job: KernelJob, plain: bool = True) -> BackendOutput:
 
     oob = int(records[OOB].sum())
     if not plain:
-        return BackendOutput(c_record, records, None, timings, lockstep=lockstep, layout=layout)
+        return BackendOutput(c_record, records, None, timings, lockstep=lockstep, layout=layout,
+                             prints=prints)
     if oob:
         return BackendOutput(c_record, records, None, timings, [
             f"the plain kernel was not launched: the instrumented run found {oob:,} "
             "out-of-bounds accesses (C shown is the instrumented run's, with those "
-            "reads as 0 and those writes skipped)"], lockstep=lockstep, layout=layout)
+            "reads as 0 and those writes skipped)"], lockstep=lockstep, layout=layout,
+            prints=prints)
 
     plain = gen.function("_tm_run_plain")
     phases = iter([(0.5, 0.85)] + [(0.85 + 0.1 * i / request.repeats,
@@ -328,8 +342,9 @@ def run_cpu(job: KernelJob, plain: bool = True) -> BackendOutput:
         for worker in workers:
             worker.c.fill(0 if job.zero_output else np.nan)
         lo, hi = next(phases)
-        seconds = _run_ranges(plain, workers, ranges, job, layout, "plain", control, lo, hi,
-                              "plain emulation")
+        with kernel_prints(None):
+            seconds = _run_ranges(plain, workers, ranges, job, layout, "plain", control, lo, hi,
+                                  "plain emulation")
         if not outputs:
             c = workers[0].c.copy()
             _take_later_writes(c, [w.c for w in workers[1:]], written)
@@ -345,7 +360,7 @@ def run_cpu(job: KernelJob, plain: bool = True) -> BackendOutput:
                           method + (f", median of {samples} runs" if samples > 1 else ""),
                           samples, job.flops))
     return BackendOutput(c_record, records, outputs[0], timings, lockstep=lockstep,
-                         layout=layout)
+                         layout=layout, prints=prints)
 
 
 def _private_copy(records: list[np.ndarray], input_shapes, output_shape) -> list[np.ndarray]:

@@ -12,10 +12,11 @@ import time
 
 from ..codegen import load_module
 from ..errors import KernelCompileError, KernelRuntimeError, RequestError
-from ..records import OOB
+from ..records import DIVZ, OOB
 from ..request import format_bytes
 from ..result import Timing
 from .common import BackendOutput, KernelJob, median_time, shorten_numba_error
+from .kernel_output import KernelPrints, kernel_prints, kernel_warnings
 
 
 def in_simulator() -> bool:
@@ -83,9 +84,11 @@ def run_cuda(job: KernelJob) -> BackendOutput:
     simulated = in_simulator()
     job.progress(0.0, "compiling the CUDA kernels")
     gen = load_module(job.plan, "cuda", job.request.dtype)
-    if simulated:
-        return _run_simulated(job, gen)
-    return _run_gpu(job, gen)
+    notes: list[str] = []
+    with kernel_warnings(gen, notes):
+        output = _run_simulated(job, gen) if simulated else _run_gpu(job, gen)
+    output.notes.extend(notes)
+    return output
 
 
 def _run_simulated(job: KernelJob, gen) -> BackendOutput:
@@ -97,10 +100,11 @@ def _run_simulated(job: KernelJob, gen) -> BackendOutput:
     # A thread waiting at a barrier must let the others run.
     sequential = not job.plan.barrier_lines
     method = "wall clock of one simulated launch"
+    prints = KernelPrints()
     start = time.perf_counter()
     try:
         with _simulator_progress(job, 0.02, 0.5, "instrumented kernel (simulator)"), \
-                _sequential_threads(sequential):
+                _sequential_threads(sequential), kernel_prints(prints):
             record_kernel[request.grid, request.block](*job.arguments(c_record), *records)
     except (KernelRuntimeError, KernelCompileError):
         raise
@@ -112,19 +116,27 @@ def _run_simulated(job: KernelJob, gen) -> BackendOutput:
                       job.flops)]
     oob = int(records[OOB].sum())
     if oob:
-        return BackendOutput(c_record, records, None, timings, [_not_launched(oob)])
+        return BackendOutput(c_record, records, None, timings, [_not_launched(oob)],
+                             prints=prints)
+    divisions = int(records[DIVZ].sum())
+    if divisions:
+        return BackendOutput(c_record, records, None, timings, [
+            f"the plain kernel was not launched: the instrumented run found {divisions:,} "
+            "divisions by zero, where the simulator's Python would stop with "
+            "ZeroDivisionError (C shown is the instrumented run's, with a GPU's values "
+            "there)"], prints=prints)
     c_plain = job.fresh_output()
     start = time.perf_counter()
     try:
         with _simulator_progress(job, 0.5, 0.95, "kernel (simulator)"), \
-                _sequential_threads(sequential):
+                _sequential_threads(sequential), kernel_prints(None):
             plain_kernel[request.grid, request.block](*job.arguments(c_plain))
     except Exception as exc:
         if type(exc).__name__ == "RunCancelled":
             raise
         _raise_from_kernel(exc, job, gen, "simulator")
     timings.append(Timing("kernel", "sim", time.perf_counter() - start, method, 1, job.flops))
-    return BackendOutput(c_record, records, c_plain, timings)
+    return BackendOutput(c_record, records, c_plain, timings, prints=prints)
 
 
 def _not_launched(oob: int) -> str:
@@ -148,13 +160,15 @@ def _run_gpu(job: KernelJob, gen) -> BackendOutput:
         raise RequestError(f"this run needs about {format_bytes(needed)} of GPU memory; "
                            f"{format_bytes(free)} is free")
     timings: list[Timing] = []
+    prints = KernelPrints()
 
     def event_time(launch) -> float:
         start, stop = cuda.event(), cuda.event()
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
+        with kernel_prints(None, descriptor=True):
+            start.record()
+            launch()
+            stop.record()
+            stop.synchronize()
         return cuda.event_elapsed_time(start, stop) / 1e3
 
     try:
@@ -168,8 +182,9 @@ def _run_gpu(job: KernelJob, gen) -> BackendOutput:
         record_args = _device_arguments(job, d_a, d_b, d_c)
         job.check_cancel()
         wall = time.perf_counter()
-        record_kernel[request.grid, request.block](*record_args, *d_records)
-        cuda.synchronize()
+        with kernel_prints(prints, descriptor=True):
+            record_kernel[request.grid, request.block](*record_args, *d_records)
+            cuda.synchronize()
         timings.append(Timing("compile + first launch (instrumented)", "gpu",
                               time.perf_counter() - wall, "wall clock, includes the JIT compile"))
         for d, host in zip(d_records, records):
@@ -183,14 +198,16 @@ def _run_gpu(job: KernelJob, gen) -> BackendOutput:
         job.progress(0.5, "instrumented kernel done")
         oob = int(records[OOB].sum())
         if oob:
-            return BackendOutput(c_record, records, None, timings, [_not_launched(oob)])
+            return BackendOutput(c_record, records, None, timings, [_not_launched(oob)],
+                                 prints=prints)
 
         c_plain = job.fresh_output()
         d_c = cuda.to_device(c_plain)
         plain_args = _device_arguments(job, d_a, d_b, d_c)
         wall = time.perf_counter()
-        plain_kernel[request.grid, request.block](*plain_args)  # warm-up, compiles
-        cuda.synchronize()
+        with kernel_prints(None, descriptor=True):
+            plain_kernel[request.grid, request.block](*plain_args)  # warm-up, compiles
+            cuda.synchronize()
         timings.append(Timing("compile + first launch", "gpu", time.perf_counter() - wall,
                               "wall clock, includes the JIT compile"))
         wall = time.perf_counter()
@@ -211,7 +228,7 @@ def _run_gpu(job: KernelJob, gen) -> BackendOutput:
             raise
         _raise_from_kernel(exc, job, gen, "GPU run")
     job.progress(0.95, "kernel timed")
-    return BackendOutput(c_record, records, c_plain, timings)
+    return BackendOutput(c_record, records, c_plain, timings, prints=prints)
 
 
 def _device_arguments(job: KernelJob, d_a, d_b, d_c) -> list:

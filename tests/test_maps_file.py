@@ -1,0 +1,52 @@
+"""maps.npz is lean on disk and gives back the same maps (issue 9, point 13)."""
+import zipfile
+
+import numpy as np
+
+from kernels import RunRequest, run
+from kernels.maps_file import load_maps, save_maps, smallest_integer_type
+
+
+def test_smallest_integer_type_holds_the_range():
+    assert smallest_integer_type(np.array([0, 1, 255])) == np.uint8
+    assert smallest_integer_type(np.array([-1, 127])) == np.int8
+    assert smallest_integer_type(np.array([-1, 40_000])) == np.int32
+    assert smallest_integer_type(np.array([0, 2**40])) == np.int64
+
+
+def test_maps_come_back_the_same_from_a_smaller_file(tmp_path):
+    result = run(RunRequest(kernel="grid-stride", m=96, k=8, n=80, grid=(3,), block=(64,),
+                            backend="cpu"))
+    arrays = result.maps_arrays()
+    path = tmp_path / "maps.npz"
+    layout = save_maps(path, arrays, result.request.dtype)
+    # No atomics, and no element stored by two threads: both are one line.
+    assert layout["left_out"]["atomics"]["why"] == "zero everywhere"
+    assert layout["same_as"] == {"max_writer": "min_writer"}
+    assert layout["stored"]["count"][0] == np.dtype(np.uint8).str
+    back = load_maps(path, layout)
+    assert set(back) == set(arrays)
+    for name, array in arrays.items():
+        if name == "reference":
+            # rounded to the run's dtype, half an ulp at most
+            np.testing.assert_array_equal(back[name], array.astype(np.float32))
+            assert back[name].dtype == array.dtype
+            continue
+        assert back[name].dtype == array.dtype, name
+        np.testing.assert_array_equal(back[name], array, err_msg=name)
+    in_memory = sum(a.nbytes for a in arrays.values())
+    assert path.stat().st_size < in_memory / 2
+    with zipfile.ZipFile(path) as archive:  # numpy reads it as any .npz
+        assert {i.filename for i in archive.infolist()} == {
+            f"{name}.npy" for name in layout["stored"]}
+
+
+def test_collisions_keep_both_writer_maps(tmp_path):
+    # tid-rows on 1 x 64: several threads store each element.
+    result = run(RunRequest(kernel="tid-rows", m=16, k=4, n=16, grid=(1,), block=(64,),
+                            backend="cpu"))
+    assert result.verdict.collided
+    layout = save_maps(tmp_path / "maps.npz", result.maps_arrays(), "float32")
+    assert "max_writer" in layout["stored"] and not layout["same_as"]
+    back = load_maps(tmp_path / "maps.npz", layout)
+    np.testing.assert_array_equal(back["max_writer"], result.maps.max_writer)
