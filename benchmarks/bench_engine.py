@@ -19,6 +19,11 @@ Sections
 7. With ``--baseline DIR`` (a checkout of an earlier commit, its own venv not
    needed): grid-stride 4096 x 16 x 4096 at 2048 x 256 in both trees,
    alternating, 1 core and 2: the recording and plain runs.
+8. Lean runs (``--lean`` runs this section alone): the whole ``threadmap run``
+   of grid-stride 4096 x 16 x 4096 at 2048 x 256, and ``threadmap sweep`` of
+   grid-stride 512 x 64 x 512 over 8 grids x 8 blocks (images included), each
+   in a new process with numba's cache warm: wall time and bytes written;
+   with ``--baseline DIR``, the same commands in that tree, alternating.
 """
 from __future__ import annotations
 
@@ -277,6 +282,53 @@ def against_baseline(baseline: Path, rounds: int = 3) -> dict:
     return out
 
 
+LEAN_RUN = ["run", "--kernel", "grid-stride", "--shape", "4096x16x4096", "--grid", "2048",
+            "--block", "256", "--backend", "cpu"]
+LEAN_SWEEP = ["sweep", "--kernel", "grid-stride", "--shape", "512x64x512", "--grids",
+              "1,2,4,8,16,32,64,128", "--blocks", "32,64,96,128,160,256,512,1024",
+              "--backend", "cpu"]
+
+
+def _folder_bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
+def lean_commands(baseline: Path | None, rounds: int = 3) -> dict:
+    """Whole commands, new process each, cache warm (one unmeasured run first)."""
+    trees = [("this", ROOT)] + ([("baseline", baseline)] if baseline else [])
+    figures: dict = {}
+    for name, arguments in (("run 4096x16x4096 2048x256", LEAN_RUN),
+                            ("sweep 512x64x512 8x8", LEAN_SWEEP)):
+        samples: dict = {label: [] for label, _ in trees}
+        sizes: dict = {}
+        for round_ in range(rounds + 1):
+            for label, root in trees:
+                with tempfile.TemporaryDirectory() as out:
+                    command = [sys.executable, "-m", "app.launcher", *arguments, "--out", out]
+                    started = time.perf_counter()
+                    proc = subprocess.run(command, cwd=root, capture_output=True, text=True,
+                                          env=dict(os.environ, PYTHONPATH=str(root)))
+                    wall = time.perf_counter() - started
+                    if proc.returncode != 0:
+                        raise RuntimeError(f"{label}: {proc.stderr[-2000:]}")
+                    if round_:  # the first round warms numba's cache
+                        samples[label].append(wall)
+                        sizes[label] = _folder_bytes(Path(out))
+        row = {label: {"wall_s": sorted(values), "bytes": sizes[label]}
+               for label, values in samples.items()}
+        text = (f"  {name}: {fmt(row['this']['wall_s'])} s, "
+                f"{row['this']['bytes'] / 1e6:.0f} MB written")
+        if baseline:
+            ratio = (row["this"]["wall_s"][rounds // 2]
+                     / row["baseline"]["wall_s"][rounds // 2])
+            row["wall_ratio_of_medians"] = ratio
+            text += (f"; baseline {fmt(row['baseline']['wall_s'])} s, "
+                     f"{row['baseline']['bytes'] / 1e6:.0f} MB (median ratio {ratio:.2f})")
+        figures[name] = row
+        print(text, flush=True)
+    return figures
+
+
 def fmt(values: list[float]) -> str:
     return "/".join(f"{v:.2f}" for v in values)
 
@@ -287,9 +339,16 @@ def main() -> int:
     parser.add_argument("--json", help="also write the figures to this JSON file")
     parser.add_argument("--baseline", type=Path,
                         help="a checkout of an earlier commit to compare grid-stride against")
+    parser.add_argument("--lean", action="store_true", help="run section 8 alone")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
     figures = {}
+    if args.lean:
+        print("8. lean runs: whole commands", flush=True)
+        figures["lean"] = lean_commands(args.baseline)
+        if args.json:
+            Path(args.json).write_text(json.dumps(figures, indent=2))
+        return 0
     print("1. emulator vs simulator, grid-stride, C 128 x 256, K = 128", flush=True)
     figures["emulator_vs_simulator"] = emulator_vs_simulator(args.quick)
     print("2. emulation of large maps", flush=True)
@@ -305,6 +364,8 @@ def main() -> int:
     if args.baseline:
         print(f"7. against {args.baseline}", flush=True)
         figures["baseline"] = against_baseline(args.baseline)
+    print("8. lean runs: whole commands", flush=True)
+    figures["lean"] = lean_commands(args.baseline)
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
     return 0

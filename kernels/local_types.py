@@ -77,11 +77,56 @@ def kernel_types(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]) ->
     """
     key = (plan.module.path, plan.module.text, plan.name, dtype, tuple(scalar_types))
     if key not in _TYPES:
-        _TYPES[key] = _kernel_types(plan, dtype, tuple(scalar_types))
+        _TYPES[key] = _stored_types(plan, dtype, tuple(scalar_types)) or _store_types(
+            plan, dtype, tuple(scalar_types), _kernel_types(plan, dtype, tuple(scalar_types)))
     return _TYPES[key]
 
 
 _TYPES: dict[tuple, KernelTypes] = {}
+
+
+def _types_file(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]):
+    """Where the types of this kernel source, run dtype and scalar types are
+    kept on disk: typing needs numba.cuda imported and numba's front end,
+    ~0.8 s of every command, for an answer that only changes with the source,
+    numba or this module."""
+    import hashlib
+    from importlib.metadata import version
+    from pathlib import Path
+
+    from .codegen import cache_dir
+
+    key = hashlib.sha256("\0".join((
+        plan.module.text, plan.name, dtype, ",".join(scalar_types), repr(plan.constants),
+        version("numba"), Path(__file__).read_text())).encode()).hexdigest()[:20]
+    return cache_dir() / f"types_{key}.json"
+
+
+def _stored_types(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]):
+    import json
+
+    try:
+        stored = json.loads(_types_file(plan, dtype, scalar_types).read_text())
+        return KernelTypes(
+            {name: LaneType(d, w) for name, (d, w) in stored["variables"].items()},
+            tuple(BlockArraySpec(a["name"], a["kind"], tuple(a["shape"]), a["dtype"], a["line"])
+                  for a in stored["block_arrays"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _store_types(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...],
+                 types: KernelTypes) -> KernelTypes:
+    import json
+    from dataclasses import asdict
+
+    try:
+        _types_file(plan, dtype, scalar_types).write_text(json.dumps({
+            "variables": {name: [t.dtype, t.width] for name, t in types.variables.items()},
+            "block_arrays": [asdict(a) for a in types.block_arrays]}))
+    except OSError:  # a read-only cache: type again next time
+        pass
+    return types
 
 
 def _kernel_types(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]) -> KernelTypes:
@@ -210,6 +255,8 @@ def block_array_specs(plan: KernelPlan, dtype: str) -> tuple[BlockArraySpec, ...
     """Shape and element type of each shared and local array, evaluated from
     its declaration (``A.dtype`` is the run's dtype).  Raises
     :class:`UnsupportedConstruct` for a shape that is not a constant."""
+    if not plan.local_arrays:
+        return ()  # (evaluating the module would import numba.cuda for nothing)
     namespace = dict(_module_namespace(plan))
     for name in plan.arrays:
         namespace[name] = np.empty((0,) * plan.ndim[name], dtype)

@@ -123,14 +123,18 @@ def record_nbytes(output_size: int, input_sizes: tuple[int, int], n_threads: int
 
 def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[int, ...], ...],
                      n_slots: int, n_threads: int, *,
-                     writers: np.dtype | None = None) -> list[np.ndarray]:
-    """Fresh recording arrays, initialised, in ``RECORD_PARAMS`` order + reads."""
+                     writers: np.dtype | None = None, atomics: bool = True) -> list[np.ndarray]:
+    """Fresh recording arrays, initialised, in ``RECORD_PARAMS`` order + reads.
+
+    Without ``atomics`` (the kernel makes no atomic update of its output) the
+    atomics map is one element of the same rank: nothing fills or merges
+    hundreds of MB that stay zero."""
     writers = writer_dtype(n_threads) if writers is None else writers
     first = np.zeros((n_threads, 2, 3), np.int64)
     first[:, :, 0] = -1
     return [
         np.zeros(output_shape, np.int32),                # count
-        np.zeros(output_shape, np.int32),                # atomics (pages untouched if unused)
+        np.zeros(output_shape if atomics else (1,) * len(output_shape), np.int32),  # atomics
         np.full(output_shape, np.iinfo(writers).max, writers),  # min_writer
         np.full(output_shape, -1, writers),              # max_writer
         np.full(output_shape, INT32_MAX, np.int32),      # iteration
@@ -306,6 +310,8 @@ def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, int], ...],
     min_w[min_w == np.iinfo(min_w.dtype).max] = -1
     iteration[iteration == INT32_MAX] = -1
     min_w, max_w, iteration = (x.reshape(shape_c) for x in (min_w, max_w, iteration))
+    if atomics.size != count.size:  # not recorded: zero everywhere, without the memory
+        atomics = np.broadcast_to(np.zeros((), atomics.dtype), count.shape)
     summaries = []
     for slot, (name, role, ndim) in enumerate(slots):
         for direction in (READ, WRITE):

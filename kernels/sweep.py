@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+import numpy as np
+
 from .errors import RunCancelled, ThreadMapError
 from .maps_file import save_maps
 from .request import RunRequest, check_request
@@ -148,12 +150,23 @@ def write_sweep(cells: list[SweepCell], out: Path,
         writer.writeheader()
         writer.writerows(rows)
     layouts = {}
+    shared_reference = None  # every configuration runs on the same inputs
     for cell in cells:
         if cell.result is None:
             continue
         stem = f"grid{cell.blocks}_block{cell.threads}"
-        layouts[stem] = save_maps(out / f"{stem}.npz", cell.result.maps_arrays(),
-                                  cell.result.request.dtype)
+        arrays = cell.result.maps_arrays()
+        reference = arrays.pop("reference")
+        if shared_reference is None:
+            shared_reference = reference
+            layouts["reference"] = save_maps(out / "reference.npz", {"reference": reference},
+                                             cell.result.request.dtype)
+        elif not (reference is shared_reference or np.array_equal(reference, shared_reference)):
+            arrays["reference"] = reference  # (cannot happen in one sweep; kept if it does)
+        layouts[stem] = save_maps(out / f"{stem}.npz", arrays, cell.result.request.dtype)
+        if "reference" not in arrays:
+            layouts[stem]["shared"] = {"reference": {"file": "reference.npz",
+                                                     "dtype": reference.dtype.str}}
         if image_writer is not None:
             image_writer(cell.result, out / f"{stem}.png")
     base = cells[0].request if cells else None

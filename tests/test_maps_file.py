@@ -23,7 +23,7 @@ def test_maps_come_back_the_same_from_a_smaller_file(tmp_path):
     # No atomics, and no element stored by two threads: both are one line.
     assert layout["left_out"]["atomics"]["why"] == "zero everywhere"
     assert layout["same_as"] == {"max_writer": "min_writer"}
-    assert layout["stored"]["count"][0] == np.dtype(np.uint8).str
+    assert layout["stored"]["count"]["stored"] == np.dtype(np.uint8).str
     back = load_maps(path, layout)
     assert set(back) == set(arrays)
     for name, array in arrays.items():
@@ -50,3 +50,39 @@ def test_collisions_keep_both_writer_maps(tmp_path):
     assert "max_writer" in layout["stored"] and not layout["same_as"]
     back = load_maps(tmp_path / "maps.npz", layout)
     np.testing.assert_array_equal(back["max_writer"], result.maps.max_writer)
+
+
+def test_thread_ids_along_rows_are_stored_as_differences(tmp_path):
+    # The writer map of a grid-stride launch of 100,000 threads over 1024 x 1024
+    # (the ids repeat further apart than deflate looks back).
+    writer = (np.arange(1 << 20, dtype=np.int64) % 100_000).astype(np.int32).reshape(1024, 1024)
+    noise = np.random.default_rng(1).integers(0, 100_000, (1024, 1024), dtype=np.int32)
+    layout = save_maps(tmp_path / "maps.npz", {"min_writer": writer, "other": noise}, "float32")
+    assert layout["stored"]["min_writer"]["encoding"] == "delta"
+    assert layout["stored"]["other"]["encoding"] == "raw"  # differences would not help
+    back = load_maps(tmp_path / "maps.npz", layout)
+    np.testing.assert_array_equal(back["min_writer"], writer)
+    np.testing.assert_array_equal(back["other"], noise)
+    assert back["min_writer"].dtype == np.int32
+    assert (tmp_path / "maps.npz").stat().st_size < writer.nbytes
+
+
+def test_a_sweep_keeps_one_reference_for_all_its_configurations(tmp_path):
+    import json
+
+    from kernels.sweep import run_sweep, write_sweep
+
+    base = RunRequest(kernel="grid-stride", m=40, k=8, n=24, backend="cpu")
+    cells = list(run_sweep(base, (1, 2), (32, 64)))
+    write_sweep(cells, tmp_path)
+    layouts = json.loads((tmp_path / "summary.json").read_text())["maps"]
+    assert (tmp_path / "reference.npz").exists()
+    for cell in cells:
+        stem = f"grid{cell.blocks}_block{cell.threads}"
+        with zipfile.ZipFile(tmp_path / f"{stem}.npz") as archive:
+            assert "reference.npy" not in archive.namelist()
+        back = load_maps(tmp_path / f"{stem}.npz", layouts[stem])
+        np.testing.assert_array_equal(back["count"], cell.result.maps.count)
+        np.testing.assert_array_equal(back["C"], cell.result.c)
+        np.testing.assert_array_equal(back["reference"],
+                                      cell.result.reference.astype(np.float32))

@@ -1,6 +1,7 @@
 """What every backend is given and gives back."""
 from __future__ import annotations
 
+import ast
 import re
 import time
 from dataclasses import dataclass, field
@@ -84,7 +85,8 @@ class KernelJob:
 
         output_shape, input_shapes = self.record_shapes()
         return allocate_records(output_shape, input_shapes, len(self.slots),
-                                self.request.total_threads)
+                                self.request.total_threads,
+                                atomics=updates_output_atomically(self.plan))
 
     def record_shapes(self) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
         """Shapes of the output maps and of the two read maps, as the kernel sees
@@ -95,6 +97,20 @@ class KernelJob:
         m, k, n = self.request.shape
         inputs = (shape(self.plan.inputs[0], (m, k)), shape(self.plan.inputs[1], (k, n)))
         return shape(self.plan.output, (m, n)), inputs
+
+
+def updates_output_atomically(plan) -> bool:
+    """Whether the kernel makes atomic updates of its output (only then is
+    the full-size atomics map recorded)."""
+    from ..plan import cuda_attribute
+
+    for node in ast.walk(plan.kernel.node):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) \
+                and node.args[0].id == plan.output:
+            what = cuda_attribute(node.func, plan.module.aliases)
+            if what and what.startswith("atomic."):
+                return True
+    return False
 
 
 def scalar_types(values) -> tuple[str, ...]:

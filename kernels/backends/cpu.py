@@ -30,13 +30,31 @@ from ..loader import scalar_arguments
 from ..local_types import kernel_types
 from ..lockstep import LockstepLayout, lockstep_code
 from ..plan import KernelPlan
-from ..records import (LOCKSTEP_SHARED, OOB, PRIVATE_RECORDS, READS, RECORD_PARAMS,
-                       SHARED_RECORDS, allocate_lockstep_records, allocate_records,
-                       merge_lockstep_records, reads_flat_param, reads_param)
+from ..records import (
+    ATOMICS,
+    COUNT,
+    LOCKSTEP_SHARED,
+    OOB,
+    PRIVATE_RECORDS,
+    READS,
+    RECORD_PARAMS,
+    SHARED_RECORDS,
+    allocate_lockstep_records,
+    allocate_records,
+    merge_lockstep_records,
+    reads_flat_param,
+    reads_param,
+)
 from ..request import RunRequest, available_memory
 from ..result import Timing
 from ..transform import shadow_param
-from .common import BackendOutput, KernelJob, median_time, scalar_types, shorten_numba_error
+from .common import (
+    BackendOutput,
+    KernelJob,
+    median_time,
+    scalar_types,
+    shorten_numba_error,
+)
 from .kernel_output import KernelPrints, kernel_prints, kernel_warnings
 
 CHUNK_SECONDS = 0.05
@@ -271,22 +289,62 @@ def run_cpu(job: KernelJob, plain: bool = True) -> BackendOutput:
     """Run the recording emulation, then (if it found no out-of-bounds access,
     and ``plain``) the plain emulation, timed."""
     job.progress(0.0, "compiling the CPU emulation")
+    arrays = _Prefaulted(job)
     gen = load_emulation(job)
     notes: list[str] = []
     with kernel_warnings(gen, notes):
-        output = _run_emulation(job, gen, plain)
+        output = _run_emulation(job, gen, plain, arrays.take())
     output.notes = list(output.notes) + notes
     return output
 
 
-def _run_emulation(job: KernelJob, gen, plain: bool) -> BackendOutput:
+class _Prefaulted:
+    """The run's full-size arrays, allocated on a thread of their own while
+    this one loads the emulation's module (mostly single-threaded imports):
+    fresh memory costs ~2.6 ms per MB to fault in, ~0.8 s for the maps and
+    C of a 4096 x 4096 run on two workers, which the idle core now pays."""
+
+    def __init__(self, job: KernelJob):
+        self.job = job
+        self.records: list[np.ndarray] | None = None
+        self.c: np.ndarray | None = None
+        #: a second worker's private recording arrays and C (None with one worker)
+        self.private: list[np.ndarray] | None = None
+        self.c_private: np.ndarray | None = None
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._allocate, daemon=True)
+        self._thread.start()
+
+    def _allocate(self) -> None:
+        job = self.job
+        try:
+            self.records = job.fresh_records()
+            self.c = job.fresh_output()
+            warps = job.request.blocks * (-(-job.request.threads_per_block // WARP))
+            if worker_count(job, warps) > 1:
+                output_shape, input_shapes = job.record_shapes()
+                self.private = _private_copy(self.records, input_shapes, output_shape)
+                self.c_private = job.fresh_output()
+        except BaseException as exc:  # MemoryError: raised where the run waits for it
+            self._failure = exc
+
+    def take(self) -> "_Prefaulted":
+        self._thread.join()
+        if self._failure is not None:
+            raise self._failure
+        return self
+
+
+def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> BackendOutput:
     request = job.request
     layout = gen.layout
     control = np.zeros(2, np.int64)
-    records = job.fresh_records()
+    records = arrays.records
     lockstep = _lockstep_records(layout, job)
-    workers = [_make_worker(gen, job, control, True, records, lockstep)]
-    plain_workers = [_make_worker(gen, job, control, False, None, None)]
+    workers = [_make_worker(gen, job, control, True, records, lockstep, c=arrays.c)]
+    # The plain run writes over the recording run's C arrays (fresh memory
+    # costs ~2.6 ms per MB to fault in: 64 MB per worker for 4096 x 4096).
+    plain_workers = [_make_worker(gen, job, control, False, None, None, c=workers[0].c)]
     prints = KernelPrints()
     with kernel_prints(None):
         compile_seconds = _compile(gen, job, {"record": workers[0], "plain": plain_workers[0]})
@@ -302,12 +360,16 @@ def _run_emulation(job: KernelJob, gen, plain: bool) -> BackendOutput:
     shared = {name: lockstep[name] for name in LOCKSTEP_SHARED}
     output_shape, input_shapes = job.record_shapes()
     private, private_lockstep = [], []
+    ready = [(arrays.private, arrays.c_private)] if arrays.private is not None else []
+    arrays.private = arrays.c_private = None
     for _ in ranges[1:]:
-        copy = _private_copy(records, input_shapes, output_shape)
+        copy, c = ready.pop() if ready else (
+            _private_copy(records, input_shapes, output_shape), None)
         mine = _lockstep_records(layout, job, shared)
         private.append(copy)
         private_lockstep.append(mine)
-        workers.append(_make_worker(gen, job, control, True, copy, mine))
+        workers.append(_make_worker(gen, job, control, True, copy, mine, c=c))
+    del ready
     with kernel_prints(prints):
         spent = _run_ranges(gen.function("_tm_run_record"), workers, ranges, job, layout,
                             "record", control, 0.02, 0.5, "instrumented emulation")
@@ -316,6 +378,7 @@ def _run_emulation(job: KernelJob, gen, plain: bool) -> BackendOutput:
     _take_later_writes(c_record, [w.c for w in workers[1:]], written)
     _merge(records, private)
     merge_lockstep_records(lockstep, private_lockstep)
+    spare_outputs = [w.c for w in workers[1:]]
     del private, workers
     timings.append(Timing("instrumented kernel", "cpu", spent, method, 1, job.flops))
 
@@ -334,8 +397,9 @@ def _run_emulation(job: KernelJob, gen, plain: bool) -> BackendOutput:
     phases = iter([(0.5, 0.85)] + [(0.85 + 0.1 * i / request.repeats,
                                     0.85 + 0.1 * (i + 1) / request.repeats)
                                    for i in range(request.repeats)])
-    workers = plain_workers + [_make_worker(gen, job, control, False, None, None)
-                               for _ in ranges[1:]]
+    # (From here on c_record, worker 0's C, is the plain run's.)
+    workers = plain_workers + [_make_worker(gen, job, control, False, None, None, c=c)
+                               for c in spare_outputs]
     outputs: list[np.ndarray] = []
 
     def timed_plain_run() -> float:
@@ -346,20 +410,21 @@ def _run_emulation(job: KernelJob, gen, plain: bool) -> BackendOutput:
             seconds = _run_ranges(plain, workers, ranges, job, layout, "plain", control, lo, hi,
                                   "plain emulation")
         if not outputs:
-            c = workers[0].c.copy()
-            _take_later_writes(c, [w.c for w in workers[1:]], written)
-            outputs.append(c)
+            _take_later_writes(workers[0].c, [w.c for w in workers[1:]], written)
+            outputs.append(workers[0].c)
         return seconds
 
     first = timed_plain_run()
     seconds, samples = first, 1
     if first < 0.2 and request.repeats > 1:
-        # Short runs are repeated (the first one then counts as a warm-up).
+        # Short runs are repeated (the first one then counts as a warm-up);
+        # the repeats write over worker 0's C, so the first run's is kept apart.
+        outputs[0] = outputs[0].copy()
         seconds, samples = median_time(timed_plain_run, request.repeats, budget=1.0)
     timings.append(Timing("kernel", "cpu", seconds,
                           method + (f", median of {samples} runs" if samples > 1 else ""),
                           samples, job.flops))
-    return BackendOutput(c_record, records, outputs[0], timings, lockstep=lockstep,
+    return BackendOutput(outputs[0], records, outputs[0], timings, lockstep=lockstep,
                          layout=layout, prints=prints)
 
 
@@ -367,5 +432,6 @@ def _private_copy(records: list[np.ndarray], input_shapes, output_shape) -> list
     """A worker's recording arrays: fresh private per-element arrays, shared
     per-thread ones (each thread belongs to exactly one worker)."""
     fresh = allocate_records(output_shape, input_shapes, records[OOB].shape[0], 0,
-                             writers=records[2].dtype)
+                             writers=records[2].dtype,
+                             atomics=records[ATOMICS].size == records[COUNT].size)
     return [records[i] if i in SHARED_RECORDS else fresh[i] for i in range(len(records))]
