@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.result import RunResult
+from kernels import RunResult
 
 from .colors import colour_map
 from .maps import MapImage, hover_text
@@ -17,9 +17,51 @@ def colour_bar_ticks(image: MapImage) -> list | None:
         return [[(0, "same"), (1, "value"), (2, "writer"), (3, "count")]]
     if colouring.kind == "categorical":
         return [[(-1, "none")] + [(v, str(v)) for v in range(0, int(colouring.top) + 1, 5)]]
-    if colouring.kind in ("count", "zero") and colouring.top <= 20:
+    if colouring.kind == "count":
+        return [count_ticks(colouring.top)]
+    if colouring.kind == "warp-lane":
+        hues = int(colouring.top + 1) // 32
+        return [[(-1, "none")] + [(h * 32 + 15.5, f"w{h}") for h in range(hues)]]
+    if colouring.kind == "zero" and colouring.top <= 20:
         return [[(v, str(v)) for v in range(0, int(max(colouring.top, 1)) + 1)]]
+    if colouring.kind == "zero":
+        return [linear_ticks(colouring.top)]
     return None
+
+
+def linear_ticks(top: float, most: int = 6) -> list[tuple[float, str]]:
+    """0, round steps (1-2-5) and the maximum, in whole numbers with
+    separators: pyqtgraph alone labelled a bar up to 4,194,304 with "0" only."""
+    top = int(top)
+    step = next(v * 10 ** e for e in range(0, 12) for v in (1, 2, 5)
+                if top / (v * 10 ** e) <= most - 1)
+    ticks = [(float(v), f"{v:,}") for v in range(0, top + 1, step)]
+    if top - ticks[-1][0] < step / 2 and len(ticks) > 1:
+        ticks.pop()
+    if ticks[-1][0] != top:
+        ticks.append((float(top), f"{top:,}"))
+    return ticks
+
+
+def count_ticks(top: float) -> list[tuple[float, str]]:
+    """Ticks of the write-count colour bar: 0, 1, 2, then whole numbers on its
+    log scale up to the maximum (1-2-5 steps, kept apart), the maximum labelled."""
+    top = int(top)
+    ticks = [(0.0, "0"), (1.0, "1")]
+    if top < 2:
+        return ticks
+    ticks.append((2.0, "2"))
+    if top == 2:
+        return ticks
+    # Decades between 2 and the maximum, kept a third of the log band apart
+    # (the bar can be 100 px tall in a small window).
+    place = lambda v: 2 + np.log(v / 2) / np.log(top / 2)  # noqa: E731 (maps.count_scale)
+    for value in [10 ** e for e in range(1, 13) if 2 < 10 ** e < top] + [top]:
+        if place(value) - ticks[-1][0] >= 0.3 or value == top:
+            if value == top and place(value) - ticks[-1][0] < 0.3 and len(ticks) > 3:
+                ticks.pop()  # the maximum's label wins over a close neighbour
+            ticks.append((float(place(value)), f"{value:,}"))
+    return ticks
 
 
 class HeatmapPlot:
@@ -59,7 +101,13 @@ class HeatmapPlot:
         if self.colour_bar is not None:
             self.colour_bar.setColorMap(cmap)
             self.colour_bar.setLevels(levels)
-            self.colour_bar.axis.setTicks(colour_bar_ticks(image))
+            ticks = colour_bar_ticks(image)
+            self.colour_bar.axis.setTicks(ticks)
+            # Room for the longest label: the axis keeps a fixed width and drops
+            # labels that do not fit ("20,000" vanished, leaving "0" alone).
+            longest = max((len(label) for level in ticks or [] for _, label in level),
+                          default=6)
+            self.colour_bar.axis.setWidth(int(14 + 7.5 * longest))
         else:
             self.image.setColorMap(cmap)
         self.image.setImage(image.data, levels=levels, autoLevels=False)
@@ -74,6 +122,22 @@ class HeatmapPlot:
                 [[(c, str(c)) for c in range(cols)]] if cols <= 16 else None)
         if reset_view or shape_changed:
             self.plot.setRange(xRange=(-0.5, cols - 0.5), yRange=(-0.5, rows - 0.5), padding=0)
+
+    def sharpen(self, width_px: int, height_px: int) -> None:
+        """Repeat each cell of the shown map so that it covers about
+        ``width_px`` x ``height_px`` pixels, in place of scaling: an SVG keeps
+        the image and its scale apart, and SVG renderers smooth an upscaled
+        image into blurs (librsvg ignores image-rendering).  Same picture."""
+        if self.current is None:
+            return
+        data = self.current.data
+        rows, cols = data.shape
+        by_row, by_col = max(1, -(-height_px // rows)), max(1, -(-width_px // cols))
+        if by_row == by_col == 1 or rows * cols * by_row * by_col > 16_000_000:
+            return
+        self.image.setImage(np.repeat(np.repeat(data, by_row, axis=0), by_col, axis=1),
+                            levels=self.current.levels, autoLevels=False)
+        self.image.setRect(QtCore.QRectF(-0.5, -0.5, cols, rows))
 
     def cell_at(self, scene_pos: QtCore.QPointF) -> tuple[int, int] | None:
         """(row, col) of the cell under a scene position, if on the image."""
@@ -96,6 +160,7 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
         super().__init__(parent)
         self.heatmap = HeatmapPlot(self.ci)
         self.result: RunResult | None = None
+        self._last_cell: tuple[int, int] | None = None
         self.scene().sigMouseMoved.connect(self._on_scene_mouse_moved)
 
     @property
@@ -118,8 +183,16 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
             return None
         return hover_text(self.result, self.image, row, col)
 
+    def hover_text_now(self) -> str | None:
+        """The description of the cell last hovered, for the map shown now
+        (None when no cell is hovered or it is off this map)."""
+        if self._last_cell is None:
+            return None
+        return self.text_at(*self._last_cell)
+
     def _on_scene_mouse_moved(self, scene_pos: QtCore.QPointF) -> None:
         cell = self.heatmap.cell_at(scene_pos)
+        self._last_cell = cell
         if cell is None:
             self.hovered.emit("")
             return
