@@ -5,8 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.occupancy import ASSUMED_REGISTERS, GPU_MODELS
-from kernels.result import RunResult, load_balance
+from kernels import (
+    ASSUMED_REGISTERS,
+    GPU_MODEL_NAMES,
+    RunResult,
+    bank_conflict_model,
+    counted,
+    gpu_model_source,
+    load_balance,
+    percent,
+    reassume_registers,
+)
 
 from .qt import QtCore, QtWidgets, pg
 
@@ -106,7 +115,7 @@ class AnalysisPanel(QtWidgets.QTabWidget):
         return rows
 
     def _build_shared(self) -> QtWidgets.QWidget:
-        from kernels.bank_conflicts import MODEL
+        MODEL = bank_conflict_model()
         page, layout = _page()
         self.hazards_label = QtWidgets.QLabel()
         self.hazards_label.setObjectName("hazards")
@@ -203,33 +212,32 @@ class AnalysisPanel(QtWidgets.QTabWidget):
         return self.registers_spin.value()
 
     def _show_occupancy(self) -> None:
-        from kernels.loader import load_plan
-        from kernels.occupancy import launch_occupancy
-
         self.occupancy_table.setRowCount(0)
         if self.result is None:
             return
-        request = self.result.request
-        try:
-            plan = load_plan(request)
-        except Exception as exc:  # the kernel file changed or went away
-            self.occupancy_label.setText(f"cannot read the kernel again: {exc}")
+        result = self.result
+        if result.assumed_registers != self.assumed_registers and result.kernel_resources:
+            result = reassume_registers(result, self.assumed_registers)  # arithmetic only
+        request = result.request
+        if not result.occupancy:
+            self.occupancy_label.setText("no occupancy figures for this result (its kernel "
+                                         "could not be read again after the run)")
             return
         sources = set()
-        for name in GPU_MODELS:
-            occ = launch_occupancy(request, plan, name, self.assumed_registers)
+        for name in GPU_MODEL_NAMES:
+            occ = result.occupancy[name]
             sources.add(f"{occ.registers_per_thread} registers ({occ.registers_source})")
             row = self.occupancy_table.rowCount()
             self.occupancy_table.insertRow(row)
-            values = (name, str(occ.blocks_per_sm), occ.limited_by, f"{occ.occupancy:.0%}",
-                      str(occ.waves), f"{occ.last_wave_idle:.0%}")
+            values = (name, str(occ.blocks_per_sm), occ.limited_by, percent(occ.occupancy),
+                      str(occ.waves), percent(occ.last_wave_idle))
             for column, value in enumerate(values):
                 item = QtWidgets.QTableWidgetItem(value)
-                item.setToolTip(GPU_MODELS[name].source)
+                item.setToolTip(gpu_model_source(name))
                 self.occupancy_table.setItem(row, column, item)
         self.occupancy_table.resizeColumnsToContents()
         self.occupancy_label.setText(
-            f"{request.blocks:,} blocks of {request.threads_per_block} threads; per thread: "
+            f"{counted(request.blocks, 'block')} of {counted(request.threads_per_block, 'thread')}; per thread: "
             + "; ".join(sorted(sources))
             + f"; shared memory per block: {occ.shared_per_block} bytes. Hover a model for "
             "the source of its figures.")
@@ -326,7 +334,7 @@ class AnalysisPanel(QtWidgets.QTabWidget):
         self.balance_plot.addItem(bars)
         idle = balance["idle_threads"]
         self.balance_label.setText(
-            f"{balance['threads']:,} threads: {idle:,} idle ({idle / balance['threads']:.0%}, "
+            f"{counted(balance['threads'], 'thread')}: {idle:,} idle ({idle / balance['threads']:.0%}, "
             f"stored nothing); stores per thread min {balance['min']}, mean "
             f"{balance['mean']:.2f}, max {balance['max']}")
         blocked = self.replay_slider.blockSignals(True)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .maps import (DIFF_COLOURS, MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR, PALETTE, Colouring,
-                   MapImage)
+from .maps import (DIFF_COLOURS, MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR, PALETTE, WARP,
+                   WARP_HUES, Colouring, MapImage)
 from .qt import QtGui, pg
 
 
@@ -26,23 +26,33 @@ def colour_map(colouring: Colouring) -> pg.ColorMap:
     """The pyqtgraph colour map for ``colouring`` over ``MapImage.levels``."""
     black = _rgb(MISSING_COLOUR)
     if colouring.kind == "count":
-        bins_total = colouring.top + 1
-        unit = 1.0 / bins_total
-        bins = [(0.0, unit, black, black)]
-        if colouring.top >= 1:
-            green = _rgb(ONCE_COLOUR)
-            bins.append((unit, 2 * unit, green, green))
-        if colouring.top >= 2:
-            low, mid, high = (_rgb(c) for c in MANY_COLOURS)
-            middle = 2 * unit + (1 - 2 * unit) / 2
-            bins += [(2 * unit, middle, low, mid), (middle, 1.0, mid, high)]
-        return _stepped(bins)
+        # Over the levels of maps.count_scale: -0.5..0.5 never written,
+        # 0.5..1.5 once, 1.5..3 more than once (log scale from 2 to the top).
+        green = _rgb(ONCE_COLOUR)
+        if colouring.top < 2:
+            return _stepped([(0.0, 0.5, black, black), (0.5, 1.0, green, green)])
+        unit = 1 / 3.5
+        low, mid, high = (_rgb(c) for c in MANY_COLOURS)
+        middle = 2 * unit + (1 - 2 * unit) / 2
+        return _stepped([(0.0, unit, black, black), (unit, 2 * unit, green, green),
+                         (2 * unit, middle, low, mid), (middle, 1.0, mid, high)])
     if colouring.kind == "categorical":
         n = len(PALETTE) + 1
         bins = [(0.0, 1 / n, black, black)]
         for i, colour in enumerate(PALETTE, start=1):
             rgb = _rgb(colour)
             bins.append((i / n, (i + 1) / n, rgb, rgb))
+        return _stepped(bins)
+    if colouring.kind == "warp-lane":
+        # -1 (never written) black, then per warp hue a ramp from light
+        # (lane 0) to dark (lane 31), over the levels (-1.5, top + 0.5).
+        span = colouring.top + 2
+        bins = [(0.0, 1 / span, black, black)]
+        for hue in range(WARP_HUES):
+            colour = QtGui.QColor(PALETTE[hue])
+            light, dark = colour.lighter(150), colour.darker(170)
+            start = (1 + hue * WARP) / span
+            bins.append((start, start + WARP / span, _rgb(light.name()), _rgb(dark.name())))
         return _stepped(bins)
     if colouring.kind == "diff":
         n = len(DIFF_COLOURS)

@@ -3,11 +3,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernels import RequestError, RunRequest, ThreadMapError
-from kernels.catalogue import CATALOGUE
-from kernels.presets import PRESETS
-from kernels.request import BACKENDS, DTYPES, MAX_DIMENSION, PATTERNS, parse_dims
-from kernels.source import format_dims
+from kernels import (
+    BACKENDS,
+    CATALOGUE,
+    DTYPES,
+    MAX_DIMENSION,
+    PATTERNS,
+    PRESETS,
+    RequestError,
+    RunRequest,
+    ThreadMapError,
+    counted,
+    default_launch,
+    file_launch_dims,
+    format_dims,
+    parse_dims,
+    parse_scalars,
+)
 
 from .qt import QtCore, QtWidgets
 
@@ -111,7 +123,8 @@ class ControlPanel(QtWidgets.QWidget):
         layout.addRow("Backend", self.backend_combo)
 
         self.scalars_edit = QtWidgets.QLineEdit()
-        self.scalars_edit.setPlaceholderText("name=value, ... (for a kernel's scalar parameters)")
+        self.scalars_edit.setPlaceholderText("n=16, ...")
+        self.scalars_edit.setToolTip("values of the kernel's scalar parameters: name=value, ...")
         layout.addRow("Scalars", self.scalars_edit)
 
         self.run_button = QtWidgets.QPushButton("Run")
@@ -134,6 +147,9 @@ class ControlPanel(QtWidgets.QWidget):
         spin.setRange(1, MAX_DIMENSION)
         spin.setValue(value)
         spin.setAccelerated(True)
+        # Typed more than stepped; without arrows three fit the Run panel at
+        # 1280 px (the wheel and the arrow keys still step).
+        spin.setButtonSymbols(QtWidgets.QAbstractSpinBox.ButtonSymbols.NoButtons)
         return spin
 
     def _set_function_row_visible(self, visible: bool) -> None:
@@ -215,8 +231,6 @@ class ControlPanel(QtWidgets.QWidget):
         return RunRequest(kernel=value, **common)
 
     def _scalars(self) -> tuple[tuple[str, float], ...]:
-        from kernels.cli import parse_scalars
-
         items = [p.strip() for p in self.scalars_edit.text().split(",") if p.strip()]
         try:
             return parse_scalars(items)
@@ -266,16 +280,13 @@ class ControlPanel(QtWidgets.QWidget):
 
     def apply_preset(self, key: str) -> None:
         """Apply a launch preset ("kernel", "seed", "per-element", "ragged")."""
-        from kernels.loader import load_plan
-        from kernels.presets import default_launch
-
         try:
             request = self.request()
             if key == "kernel":
                 chosen = default_launch(request)
                 self.apply_launch(chosen.grid, chosen.block, chosen.launch_source)
                 return
-            dims = load_plan(request).launch_dims
+            dims = file_launch_dims(request)
         except ThreadMapError as exc:
             self.show_message(str(exc))
             return
@@ -301,5 +312,6 @@ class ControlPanel(QtWidgets.QWidget):
         for b in block:
             threads *= b
         self.launch_info.setStyleSheet("")
-        self.launch_info.setText(f"{blocks:,} blocks x {threads:,} threads = "
-                                 f"{blocks * threads:,} threads, {-(-threads // 32)} warps per block")
+        self.launch_info.setText(f"{counted(blocks, 'block')} x {counted(threads, 'thread')} = "
+                                 f"{counted(blocks * threads, 'thread')}, "
+                                 f"{counted(-(-threads // 32), 'warp')} per block")

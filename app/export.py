@@ -6,14 +6,11 @@ offscreen), so the command line and the tests use the same code.
 from __future__ import annotations
 
 import errno
-
 from pathlib import Path
 
 import numpy as np
 
-from kernels.result import BACKEND_SHORT, RunResult
-from kernels.source import format_dims
-from kernels.sweep import SweepCell
+from kernels import BACKEND_SHORT, RunResult, SweepCell, format_dims, format_seconds
 
 from .heatmap import HeatmapPlot
 from .maps import MAP_CHOICES, MapImage, make_map, replay_map
@@ -94,6 +91,11 @@ def _write_svg(widget: pg.GraphicsLayoutWidget, path: Path, size: tuple[int, int
     generator.setFileName(str(path))
     generator.setSize(QtCore.QSize(*size))
     generator.setViewBox(QtCore.QRect(0, 0, *size))
+    # The generator's default resolution (72 dpi) differs from the widget's
+    # (96 on most screens and offscreen): Qt then scales the items it paints
+    # in device-independent units (axes, text, the colour bar) by 72/96 =
+    # 0.75 but not the image, and the axes covered 75% of the map.
+    generator.setResolution(widget.logicalDpiX())
     generator.setTitle("ThreadMap heatmap")
     painter = QtGui.QPainter()
     if not painter.begin(generator):
@@ -121,6 +123,8 @@ def export_heatmap(result: RunResult, path: str | Path, map_name: str = "count",
         plot = HeatmapPlot(widget.ci, row=1, col=0)
         image = image if image is not None else make_map(result, map_name, writer_kind)
         plot.show(image)
+        if Path(path).suffix.lower() == ".svg":
+            plot.sharpen(width, height)
         widget.ci.addLabel(_wrapped(image.legend, width - 40), row=2, col=0, size="9pt")
         return _write_scene(widget, Path(path), size)
     finally:
@@ -240,7 +244,6 @@ def cell_title(cell: SweepCell) -> str:
     timing = cell.result.kernel_timing or cell.result.timing("instrumented kernel")
     when = ""
     if timing is not None:
-        from kernels.result import format_seconds
         tag = "" if timing.is_gpu_time else {"cpu": " emu", "sim": " sim"}.get(timing.backend, "")
         when = f" {format_seconds(timing.seconds)}{tag}"
     return f"{cell.blocks} x {cell.threads} {cell.result.verdict.word}{when}"

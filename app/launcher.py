@@ -10,9 +10,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv:
         from .main_window import run_app
         return run_app()
-    from kernels.cli import main as cli_main
+    from kernels import command_line
 
-    return cli_main(argv, exporter=_export_images, sweep_exporter=_export_sweep_images)
+    return command_line(argv, exporter=_export_images, sweep_exporter=_export_sweep_images)
 
 
 def _export_images(result, **options) -> None:

@@ -5,24 +5,48 @@ import sys
 from pathlib import Path
 
 import resources
-from kernels import RunRequest, ThreadMapError, __version__
-from kernels.engine import gpu_available, gpu_status, resolve_backend
-from kernels.estimate import SLOW_SIMULATOR_SECONDS, describe_seconds, simulator_seconds
-from kernels.loader import load_plan
-from kernels.request import check_request
-from kernels.result import KERNEL_OUTPUT_LINES, RunResult
-from kernels.presets import default_launch
-from kernels.source import format_dims, read_module
-from kernels.sweep import SweepCell, parse_list, sweep_requests, write_sweep
+from kernels import (
+    KERNEL_OUTPUT_LINES,
+    SLOW_SIMULATOR_SECONDS,
+    RunRequest,
+    RunResult,
+    SweepCell,
+    ThreadMapError,
+    __version__,
+    default_launch,
+    describe_seconds,
+    format_dims,
+    gpu_available,
+    gpu_status,
+    kernel_names,
+    parse_list,
+    resolve_backend,
+    simulator_estimate,
+    stop_child_processes,
+    sweep_requests,
+    write_sweep,
+)
 
-from .controls import ControlPanel
-from .export import (export_contact_sheet, export_heatmap, export_replay, replay_iterations,
-                     run_title)
-from .heatmap import HeatmapWidget
 from .analysis import AnalysisPanel
+from .controls import ControlPanel
+from .export import (
+    export_contact_sheet,
+    export_heatmap,
+    export_replay,
+    replay_iterations,
+    run_title,
+)
 from .gui_gc import collect_on_gui_thread
-from .maps import (ANALYSIS_MAPS, MAP_CHOICES, WRITER_KINDS, diff_map, make_map, replay_map,
-                   warp_map)
+from .heatmap import HeatmapWidget
+from .maps import (
+    ANALYSIS_MAPS,
+    MAP_CHOICES,
+    WRITER_KINDS,
+    diff_map,
+    make_map,
+    replay_map,
+    warp_map,
+)
 from .qt import QtCore, QtGui, QtWidgets
 from .results_table import ResultsModel
 from .settings import Settings
@@ -30,6 +54,7 @@ from .sweep_view import SweepView
 from .worker import RunController
 
 APP_NAME = "ThreadMap"
+HOVER_PROMPT = "Hover over the map to see who wrote an element."
 
 
 def backend_availability() -> dict[str, str | None]:
@@ -62,6 +87,18 @@ class MainWindow(QtWidgets.QMainWindow):
         scroll = QtWidgets.QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.controls)
+        # Never sideways: the dock is as wide as the controls need (at 1280 px
+        # the panel scrolled sideways and hid "blocks x" and the K field).
+        scroll.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        for combo in self.controls.findChildren(QtWidgets.QComboBox):
+            # (a long kernel-file name must not widen the whole panel)
+            combo.setSizeAdjustPolicy(
+                QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(10)
+            # (its minimumSizeHint still measures the longest item: set it)
+            combo.setMinimumWidth(combo.sizeHint().width())
+        scroll.setMinimumWidth(self.controls.minimumSizeHint().width()
+                               + scroll.verticalScrollBar().sizeHint().width() + 4)
         controls_dock.setWidget(scroll)
         controls_dock.setFeatures(QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable)
         self.addDockWidget(QtCore.Qt.DockWidgetArea.LeftDockWidgetArea, controls_dock)
@@ -87,6 +124,13 @@ class MainWindow(QtWidgets.QMainWindow):
         table_dock.setWidget(self.table)
         table_dock.setFeatures(QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable)
         self.addDockWidget(QtCore.Qt.DockWidgetArea.BottomDockWidgetArea, table_dock)
+        # A few rows by default, once the window has its size: the map is the
+        # largest thing on screen.
+        QtCore.QTimer.singleShot(0, lambda: (
+            self.resizeDocks([table_dock], [5 * self.table.verticalHeader().defaultSectionSize()],
+                             QtCore.Qt.Orientation.Vertical),
+            self.resizeDocks([controls_dock], [scroll.minimumWidth()],
+                             QtCore.Qt.Orientation.Horizontal)))
 
         self._build_status_bar()
         self._build_actions()
@@ -158,7 +202,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.legend_label = QtWidgets.QLabel()
         self.legend_label.setWordWrap(True)
         layout.addWidget(self.legend_label)
-        self.hover_label = QtWidgets.QLabel("Hover over the map to see who wrote an element.")
+        self.hover_label = QtWidgets.QLabel(HOVER_PROMPT)
         self.hover_label.setObjectName("hover")
         self.hover_label.setFont(QtGui.QFontDatabase.systemFont(
             QtGui.QFontDatabase.SystemFont.FixedFont))
@@ -170,7 +214,16 @@ class MainWindow(QtWidgets.QMainWindow):
         self.details_label.setWordWrap(True)
         self.details_label.setTextInteractionFlags(
             QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
-        layout.addWidget(self.details_label)
+        self.details_label.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
+        # Timings and notes scroll within a few lines instead of pushing the
+        # map up (they took a fifth of the window at 1280 x 800).
+        details = QtWidgets.QScrollArea()
+        details.setObjectName("details-scroll")
+        details.setWidgetResizable(True)
+        details.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        details.setWidget(self.details_label)
+        details.setMaximumHeight(5 * self.details_label.fontMetrics().lineSpacing() + 8)
+        layout.addWidget(details)
         return tab
 
     def _build_status_bar(self) -> None:
@@ -245,10 +298,10 @@ class MainWindow(QtWidgets.QMainWindow):
         s = self.settings
         for path in s.kernel_files():
             try:
-                module = read_module(path)
+                names = kernel_names(path)
             except ThreadMapError:
                 continue
-            self.controls.add_kernel_file(path, tuple(k.name for k in module.kernels))
+            self.controls.add_kernel_file(path, names)
         request = s.request()
         if request is not None:
             self.controls.set_request(request)
@@ -256,7 +309,10 @@ class MainWindow(QtWidgets.QMainWindow):
         if geometry is not None:
             self.restoreGeometry(geometry)
         else:
-            self.resize(1400, 900)
+            screen = QtGui.QGuiApplication.primaryScreen()
+            room = screen.availableGeometry() if screen is not None else None
+            self.resize(min(1400, room.width()) if room else 1400,
+                        min(900, room.height()) if room else 900)
         blocks, threads = s.sweep_lists()
         if blocks:
             self.sweep_view.blocks_edit.setText(blocks)
@@ -265,6 +321,9 @@ class MainWindow(QtWidgets.QMainWindow):
         width, height = s.export_size()
         self.export_width.setValue(width)
         self.export_height.setValue(height)
+        # Adding the saved kernel files announced their launches; what is
+        # selected now may be a built-in kernel.
+        self.statusBar().clearMessage()
 
     def save_settings(self) -> None:
         s = self.settings
@@ -283,10 +342,8 @@ class MainWindow(QtWidgets.QMainWindow):
         if self.controller.busy:
             # Cancel, and end any child process at once (a simulator or a kernel
             # file's run); the emulation stops within a chunk.
-            from kernels.backends.child import stop_all
-
             self.controller.cancel()
-            stop_all()
+            stop_child_processes()
             if not self.controller.wait(15000):
                 # Never destroy a running QThread (Qt aborts the process).
                 self.statusBar().showMessage("still finishing the current step (a compile "
@@ -300,9 +357,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def _checked_request(self, request: RunRequest) -> tuple[str, str] | None:
         """Check a request before it runs; show why not.  Returns (backend, why)."""
         try:
-            check_request(request)
-            plan = load_plan(request)
-            backend, why = resolve_backend(request, plan)
+            backend, why = resolve_backend(request)
         except ThreadMapError as exc:
             self.show_error(str(exc))
             return None
@@ -327,15 +382,12 @@ class MainWindow(QtWidgets.QMainWindow):
         self.controller.start_run(request, self.analysis.assumed_registers)
 
     def _simulator_ok(self, request: RunRequest, configurations: int) -> bool:
-        try:
-            plan = load_plan(request)
-        except ThreadMapError:
-            plan = None
-        seconds = simulator_seconds(request, plan) * configurations
+        seconds, has_barriers = simulator_estimate(request)
+        seconds *= configurations
         if seconds <= SLOW_SIMULATOR_SECONDS:
             return True
-        barriers = " and each barrier makes a block's threads wait on each other" if (
-            plan is not None and plan.barrier_lines) else ""
+        barriers = (" and each barrier makes a block's threads wait on each other"
+                    if has_barriers else "")
         return self.confirm(
             "Slow simulator run",
             f"The CUDA simulator runs one Python thread per CUDA thread{barriers}: this "
@@ -375,11 +427,13 @@ class MainWindow(QtWidgets.QMainWindow):
     def _on_cancelled(self) -> None:
         self.statusBar().showMessage("cancelled; the previous results are still shown", 10000)
 
-    def show_error(self, message: str) -> None:
-        """Show an error above the map; whatever was shown stays."""
+    def show_error(self, message: str, about_the_run: bool = True) -> None:
+        """Show an error above the map; whatever was shown stays.  An error
+        about the run is also named under the Run button, where it was
+        asked for; others (an export) only once, above the map."""
         self.error_label.setText(message)
         self.error_label.show()
-        self.controls.show_message(message.splitlines()[0] if message else "")
+        self.controls.show_message(message.splitlines()[0] if message and about_the_run else "")
 
     def hide_error(self) -> None:
         self.error_label.hide()
@@ -474,6 +528,8 @@ class MainWindow(QtWidgets.QMainWindow):
         shown = self.diff_pair[0] if name == "diff" else self.current
         self.heatmap.show_map(shown, image, reset_view=reset_view)
         self.legend_label.setText(image.legend)
+        # The hover text describes what is on screen now, never the previous run.
+        self.hover_label.setText(self.heatmap.hover_text_now() or HOVER_PROMPT)
 
     def selected_results(self) -> list[RunResult]:
         rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
@@ -506,9 +562,10 @@ class MainWindow(QtWidgets.QMainWindow):
         if self.current is None:
             return
         folder = QtWidgets.QFileDialog.getExistingDirectory(
-            self, "Export the replay frames to a folder", str(Path.home()))
+            self, "Export the replay frames to a folder", self.settings.dialog_folder("export"))
         if not folder:
             return
+        self.settings.remember_dialog_folder("export", folder)
         dialog = QtWidgets.QProgressDialog("Exporting the replay frames...", "Stop", 0,
                                            len(replay_iterations(self.current)), self)
         dialog.setWindowModality(QtCore.Qt.WindowModality.WindowModal)
@@ -532,23 +589,23 @@ class MainWindow(QtWidgets.QMainWindow):
     def _on_open_file_triggered(self) -> None:
         previous = self.controls.kernel_choice()
         path, _ = QtWidgets.QFileDialog.getOpenFileName(
-            self, "Open a numba CUDA kernel file", str(Path.home()), "Python files (*.py)")
+            self, "Open a numba CUDA kernel file", self.settings.dialog_folder("kernel"),
+            "Python files (*.py)")
         if not path:
             self.controls.select_previous_kernel(previous)
             return
+        self.settings.remember_dialog_folder("kernel", path)
         self.open_kernel_file(path)
 
     def open_kernel_file(self, path: str) -> bool:
         """Add a kernel file (parsed, never run); show why not if it has no kernel."""
         try:
-            module = read_module(path)
-            if not module.kernels:
-                module.kernel(None)  # raises "no CUDA kernel found"
+            names = kernel_names(path)
         except ThreadMapError as exc:
             self.show_error(str(exc))
             return False
         self.hide_error()
-        self.controls.add_kernel_file(path, tuple(k.name for k in module.kernels))
+        self.controls.add_kernel_file(path, names)
         return True
 
     def _on_kernel_changed(self) -> None:
@@ -583,16 +640,18 @@ class MainWindow(QtWidgets.QMainWindow):
         r = self.current.request
         suggestion = f"{r.kernel_label}_{r.m}x{r.k}x{r.n}_{self.map_combo.currentData()}.png"
         path, _ = QtWidgets.QFileDialog.getSaveFileName(
-            self, "Export heatmap", str(Path.home() / suggestion.replace(":", "_")),
+            self, "Export heatmap",
+            str(Path(self.settings.dialog_folder("export")) / suggestion.replace(":", "_")),
             "PNG image (*.png);;SVG image (*.svg)")
         if not path:
             return
+        self.settings.remember_dialog_folder("export", path)
         if not Path(path).suffix:
             path += ".png"
         try:
             written = self.export_current(path)
         except (ThreadMapError, ValueError, OSError) as exc:
-            self.show_error(f"export failed: {exc}")
+            self.show_error(f"export failed: {exc}", about_the_run=False)
             return
         self.statusBar().showMessage(f"exported {written}", 10000)
 
@@ -643,16 +702,18 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _on_export_sheet_triggered(self) -> None:
         path, _ = QtWidgets.QFileDialog.getSaveFileName(
-            self, "Export the sweep as one image", str(Path.home() / "sweep.png"),
-            "PNG image (*.png)")
+            self, "Export the sweep as one image",
+            str(Path(self.settings.dialog_folder("export")) / "sweep.png"), "PNG image (*.png)")
         if path:
+            self.settings.remember_dialog_folder("export", path)
             self._guarded(lambda: export_contact_sheet(self.sweep_cells, path,
                                                        self.sweep_view.map_name))
 
     def _on_export_folder_triggered(self) -> None:
-        folder = QtWidgets.QFileDialog.getExistingDirectory(self, "Export the sweep to a folder",
-                                                            str(Path.home()))
+        folder = QtWidgets.QFileDialog.getExistingDirectory(
+            self, "Export the sweep to a folder", self.settings.dialog_folder("export"))
         if folder:
+            self.settings.remember_dialog_folder("export", folder)
             self._guarded(lambda: self.export_sweep_folder(folder))
 
     def export_sweep_folder(self, folder: str | Path) -> None:
@@ -667,7 +728,7 @@ class MainWindow(QtWidgets.QMainWindow):
         try:
             result = action()
         except (ThreadMapError, ValueError, OSError) as exc:
-            self.show_error(f"export failed: {exc}")
+            self.show_error(f"export failed: {exc}", about_the_run=False)
             return
         self.statusBar().showMessage(f"exported {result or ''}", 10000)
 

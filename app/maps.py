@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels.result import RunResult
+from kernels import RunResult, counted, diff_category_names, diff_runs
 
 WARP = 32
 #: Categorical palette for thread / block / warp ids (20 colours, neighbours distinct).
@@ -20,6 +20,8 @@ PALETTE = (
     "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2",
     "#dbdb8d", "#9edae5", "#7f7f7f", "#393b79",
 )
+#: Hues of the warp-lane writer colouring (the palette's first, saturated ones).
+WARP_HUES = 10
 MISSING_COLOUR = "#000000"
 ONCE_COLOUR = "#1a9850"
 MANY_COLOURS = ("#fdae61", "#d73027", "#67001f")
@@ -54,10 +56,12 @@ class MapImage:
     @property
     def levels(self) -> tuple[float, float]:
         c = self.colouring
-        if c.kind == "count":
-            return (-0.5, c.top + 0.5)
+        if c.kind == "count":  # see count_scale
+            return (-0.5, 3.0) if c.top >= 2 else (-0.5, 1.5)
         if c.kind == "categorical":
             return (-1.5, len(PALETTE) - 0.5)
+        if c.kind == "warp-lane":
+            return (-1.5, c.top + 0.5)
         if c.kind == "zero":
             return (-0.5, max(c.top, 1) + 0.5)
         if c.kind == "diff":
@@ -159,6 +163,25 @@ def thread_at(result: RunResult, row: int, lane: int) -> int | None:
     return block * tpb + thread
 
 
+def count_scale(counts: np.ndarray, top: float) -> np.ndarray:
+    """Write counts as drawn: 0 and 1 as themselves, 2 to ``top`` on a log
+    scale from 2 to 3.  So "never written", "once" and "more than once" keep
+    bands of their own however large the maximum (1,024 writes of one element
+    made the 0 and 1 bands slivers on a linear scale)."""
+    shown = counts.astype(np.float64)
+    many = counts >= 2
+    if top > 2:
+        shown[many] = 2 + np.log(counts[many] / 2) / np.log(top / 2)
+    return shown
+
+
+def count_of_scale(position: float, top: float) -> float:
+    """The write count drawn at ``position`` of :func:`count_scale`."""
+    if position <= 2 or top <= 2:
+        return position
+    return 2 * (top / 2) ** (position - 2)
+
+
 def make_map(result: RunResult, name: str, writer_kind: str = "thread",
              shared_top: float | None = None) -> MapImage:
     """The image for map ``name`` of ``result``.  ``shared_top`` puts several
@@ -167,10 +190,23 @@ def make_map(result: RunResult, name: str, writer_kind: str = "thread",
     c_labels = ("column of C", "row of C")
     if name == "count":
         top = float(shared_top if shared_top is not None else max(int(maps.writes.max()), 1))
-        return MapImage(name, "Write count", maps.writes.astype(np.float64),
+        return MapImage(name, "Write count", count_scale(maps.writes, top),
                         Colouring("count", top),
                         "black = never written, green = written once, orange to dark red = "
                         "written more than once (a collision when by several threads)",
+                        *c_labels, "C")
+    if name == "writer" and writer_kind == "thread" and \
+            result.request.total_threads > len(PALETTE):
+        # Thread ids mod 20 made a moire at 1,024 threads: hue by warp, shade by
+        # lane, so a warp reads as one colour and its lanes as a ramp.
+        ids = result.maps.min_writer
+        warp = (ids // WARP) % WARP_HUES
+        lane = ids % WARP
+        data = np.where(ids >= 0, warp * WARP + lane, -1).astype(np.float64)
+        return MapImage(name, "Writer (thread, lowest writer)", data,
+                        Colouring("warp-lane", WARP_HUES * WARP - 1),
+                        f"hue = warp (w = global warp id mod {WARP_HUES}), light to dark = lane 0 "
+                        "to 31 in it; black = never written (hover for the thread)",
                         *c_labels, "C")
     if name == "writer":
         ids = writer_ids(result, writer_kind)
@@ -267,7 +303,7 @@ def replay_map(result: RunResult, iteration: int) -> MapImage:
     now = maps.iteration == iteration
     data[now] = warp[now] % len(PALETTE)
     written = int(np.count_nonzero(now))
-    return MapImage("replay", f"Iteration {iteration}: {written:,} elements written",
+    return MapImage("replay", f"Iteration {iteration}: {counted(written, 'element')} written",
                     data, Colouring("categorical", len(PALETTE) - 1),
                     f"colour = warp writing the element at iteration {iteration} (warp id mod "
                     f"{len(PALETTE)}); black = written at an earlier iteration; blank = not yet",
@@ -275,7 +311,6 @@ def replay_map(result: RunResult, iteration: int) -> MapImage:
 
 
 def diff_map(first: RunResult, second: RunResult) -> MapImage:
-    from kernels.diff import diff_runs
 
     diff = diff_runs(first, second)
     return MapImage("diff", "Difference of two runs", diff.category.astype(np.float64),
@@ -319,7 +354,7 @@ def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | 
         return f"{where}: {value:.3g} {figure.unit} per request{ideal}"
     if image.domain == "diff":
         second, diff = image.context
-        from kernels.diff import CATEGORY_NAMES
+        CATEGORY_NAMES = diff_category_names()
         a, b = result.maps, second.maps
         return (f"C[{row}, {col}]: {CATEGORY_NAMES[int(diff.category[row, col])]}\n"
                 f"first:  stored {int(a.writes[row, col])}x, writers {int(a.min_writer[row, col])}"

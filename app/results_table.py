@@ -1,8 +1,7 @@
 """The results table: one row per run, kept across runs."""
 from __future__ import annotations
 
-from kernels.result import BACKEND_SHORT, RunResult, format_seconds
-from kernels.source import format_dims
+from kernels import BACKEND_SHORT, RunResult, format_dims, format_seconds
 
 from .qt import QtCore, QtGui
 

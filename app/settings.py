@@ -1,8 +1,9 @@
 """What the app remembers between sessions (QSettings)."""
 from __future__ import annotations
 
-from kernels import RunRequest
-from kernels.request import BACKENDS, DTYPES, PATTERNS
+from pathlib import Path
+
+from kernels import BACKENDS, DTYPES, PATTERNS, RunRequest
 
 from .qt import QtCore
 
@@ -75,6 +76,17 @@ class Settings(QtCore.QSettings):
     def set_export_size(self, width: int, height: int) -> None:
         self.setValue("export/width", width)
         self.setValue("export/height", height)
+
+    def dialog_folder(self, purpose: str) -> str:
+        """The folder the last dialog for ``purpose`` ("kernel", "export")
+        ended in (the home folder the first time, or if it went away)."""
+        folder = self.value(f"dialog/{purpose}")
+        return str(folder) if folder and Path(str(folder)).is_dir() else str(Path.home())
+
+    def remember_dialog_folder(self, purpose: str, chosen: str) -> None:
+        """Remember where a dialog for ``purpose`` ended (a file or a folder)."""
+        path = Path(chosen)
+        self.setValue(f"dialog/{purpose}", str(path if path.is_dir() else path.parent))
 
     def kernel_files(self) -> list[str]:
         value = self.value("kernel_files", [])

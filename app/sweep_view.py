@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.occupancy import ASSUMED_REGISTERS, GPU_MODELS
-from kernels.result import BACKEND_LABELS, BACKEND_SHORT
-from kernels.sweep import SweepCell
+from kernels import (
+    ASSUMED_REGISTERS,
+    BACKEND_LABELS,
+    BACKEND_SHORT,
+    GPU_MODEL_NAMES,
+    SweepCell,
+    counted,
+    gpu_model_source,
+    percent,
+    reassume_registers,
+)
 
 from .colors import colour_map
 from .export import cell_findings, cell_title, shared_top
@@ -47,9 +55,9 @@ class SweepView(QtWidgets.QWidget):
         self.gpu_combo = QtWidgets.QComboBox()
         self.gpu_combo.setObjectName("sweep-gpu")
         self.gpu_combo.setToolTip("GPU model for the occupancy and waves shown in each cell")
-        for name, model in GPU_MODELS.items():
+        for name in GPU_MODEL_NAMES:
             self.gpu_combo.addItem(name)
-            self.gpu_combo.setItemData(self.gpu_combo.count() - 1, model.source,
+            self.gpu_combo.setItemData(self.gpu_combo.count() - 1, gpu_model_source(name),
                                        QtCore.Qt.ItemDataRole.ToolTipRole)
         self.gpu_combo.currentIndexChanged.connect(lambda _: self.redraw())
         self.assumed_registers = ASSUMED_REGISTERS
@@ -60,14 +68,20 @@ class SweepView(QtWidgets.QWidget):
         self.sheet_button.clicked.connect(self.export_sheet_requested.emit)
         self.folder_button = QtWidgets.QPushButton("Export all to folder...")
         self.folder_button.clicked.connect(self.export_folder_requested.emit)
-        for label, widget in (("Blocks", self.blocks_edit), ("Threads per block", self.threads_edit),
-                              ("Map", self.map_combo), ("Occupancy on", self.gpu_combo)):
+        # Two rows: on one they needed 1,015 px and cut the window off at 1280.
+        for label, widget in (("Blocks", self.blocks_edit), ("Threads per block", self.threads_edit)):
             form.addWidget(QtWidgets.QLabel(label))
-            form.addWidget(widget, 1 if isinstance(widget, QtWidgets.QLineEdit) else 0)
+            form.addWidget(widget, 1)
         form.addWidget(self.run_button)
-        form.addWidget(self.sheet_button)
-        form.addWidget(self.folder_button)
+        second = QtWidgets.QHBoxLayout()
+        for label, widget in (("Map", self.map_combo), ("Occupancy on", self.gpu_combo)):
+            second.addWidget(QtWidgets.QLabel(label))
+            second.addWidget(widget)
+        second.addStretch(1)
+        second.addWidget(self.sheet_button)
+        second.addWidget(self.folder_button)
         layout.addLayout(form)
+        layout.addLayout(second)
         self.status = QtWidgets.QLabel("Choose lists of blocks and threads per block, then "
                                        "Run sweep. Click a cell to open it in the Maps tab.")
         self.status.setWordWrap(True)
@@ -80,7 +94,10 @@ class SweepView(QtWidgets.QWidget):
         self.time_plot = pg.PlotWidget()
         self.time_plot.setLogMode(x=True, y=True)
         self.time_plot.setLabel("bottom", "total threads (blocks x threads per block)")
-        self.time_plot.setLabel("left", "kernel time (s)")
+        self.time_plot.setLabel("left", "kernel time (ms)")
+        # Times are plotted in ms and said so; pyqtgraph's SI prefixes do not
+        # apply to a log axis, where they left "(s)" under millisecond ticks.
+        self.time_plot.getAxis("left").enableAutoSIPrefix(False)
         self.time_plot.addLegend()
         plots = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
         plots.addWidget(self.time_plot)
@@ -165,17 +182,15 @@ class SweepView(QtWidgets.QWidget):
 
     def occupancy_text(self, cell: SweepCell) -> str:
         """``"occ 75%, 2 waves, last 71% idle<br>12% of threads idle"`` on the chosen GPU."""
-        from kernels.loader import load_plan
-        from kernels.occupancy import launch_occupancy
-
         idle = cell.result.maps.idle_threads / max(cell.total_threads, 1)
-        try:
-            occ = launch_occupancy(cell.request, load_plan(cell.request),
-                                   self.gpu_combo.currentText(), self.assumed_registers)
-        except Exception:  # the kernel file changed since: occupancy unknown
-            return f"{idle:.0%} threads idle"
-        return (f"occ {occ.occupancy:.0%}, {occ.waves} wave{'s' if occ.waves != 1 else ''}, "
-                f"last {occ.last_wave_idle:.0%} idle<br>{idle:.0%} of threads idle")
+        result = cell.result
+        if result.assumed_registers != self.assumed_registers and result.kernel_resources:
+            result = reassume_registers(result, self.assumed_registers)  # arithmetic only
+        occ = result.occupancy.get(self.gpu_combo.currentText())
+        if occ is None:  # not worked out for this cell (its kernel could not be read)
+            return f"{percent(idle)} threads idle"
+        return (f"occ {percent(occ.occupancy)}, {counted(occ.waves, 'wave')}, "
+                f"last {percent(occ.last_wave_idle)} idle<br>{percent(idle)} of threads idle")
 
     def _draw_times(self) -> None:
         self.time_plot.clear()
@@ -189,7 +204,7 @@ class SweepView(QtWidgets.QWidget):
             if timing is None:
                 continue
             backends.add(timing.backend)
-            points[cell.result.verdict.word].append((cell.total_threads, timing.seconds))
+            points[cell.result.verdict.word].append((cell.total_threads, timing.seconds * 1e3))
         for word, colour in (("PASS", "#1a7f37"), ("FAIL", "#c62828")):
             if points[word]:
                 xs, ys = np.array(points[word], dtype=float).T
@@ -198,8 +213,8 @@ class SweepView(QtWidgets.QWidget):
         if backends:
             label = ", ".join(BACKEND_SHORT[b] for b in sorted(backends))
             gpu = backends <= {"gpu"}
-            self.time_plot.setLabel("left", f"kernel time (s), {label}"
-                                    + ("" if gpu else ": not GPU"))
+            self.time_plot.setLabel("left", f"kernel time (ms), {label}"
+                                    + ("" if gpu else ", not GPU"))
             self.time_plot.setToolTip("; ".join(BACKEND_LABELS[b] for b in sorted(backends)))
         idle = np.array([(c.total_threads, 100 * c.result.maps.idle_threads / c.total_threads)
                          for c in self.cells if c.result is not None], dtype=float)

@@ -8,17 +8,23 @@ runs jobs in the calling thread instead, for deterministic tests.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import traceback
 from typing import Callable
 
-from kernels import RunCancelled, RunRequest, ThreadMapError, run
-from kernels.estimate import KERNEL_FILE_TIME_LIMIT
-from kernels.sweep import run_sweep
+from kernels import (
+    KERNEL_FILE_TIME_LIMIT,
+    RunCancelled,
+    RunRequest,
+    ThreadMapError,
+    run,
+    run_sweep,
+    with_occupancy,
+)
 
 from .qt import QtCore
-
 
 
 def run_options(request: RunRequest) -> dict:
@@ -29,16 +35,15 @@ def run_options(request: RunRequest) -> dict:
     return {}
 
 
-def warm_occupancy(request: RunRequest, assumed_registers: int) -> None:
-    """Measure registers (ptxas, ~1 s per GPU model, once per kernel) here, in the
-    worker, so the occupancy tables never make the GUI wait."""
-    from kernels.loader import load_plan
-    from kernels.occupancy import warm
-
+def attach_occupancy(result, assumed_registers: int):
+    """The result with its occupancy on every GPU model, worked out here in the
+    worker (ptxas, ~1 s per architecture, once per kernel), so that no view
+    reads the kernel again or makes the GUI wait.  A kernel that cannot be
+    read again (a file deleted meanwhile) keeps an empty table."""
     try:
-        warm(load_plan(request), request.dtype, assumed_registers)
+        return with_occupancy(result, assumed_registers)
     except ThreadMapError:
-        pass
+        return result
 
 
 class _Job(QtCore.QThread):
@@ -100,7 +105,7 @@ class RunController(QtCore.QObject):
                          **run_options(request))
             job.progressed.emit(1.0, "measuring the kernel's registers for the occupancy figures")
             job.check_cancel()
-            warm_occupancy(request, assumed_registers)
+            result = attach_occupancy(result, assumed_registers)
             job.check_cancel()  # cancelled meanwhile: the result is dropped, as asked
             job.produced.emit(result)
 
@@ -112,14 +117,13 @@ class RunController(QtCore.QObject):
             return run(request, progress=progress, cancel=cancel, **run_options(request))
 
         def body(job: _Job) -> None:
-            for index, cell in enumerate(run_sweep(base, blocks, threads,
-                                                   progress=job.progressed.emit,
-                                                   cancel=job.cancel_event.is_set,
-                                                   run_one=run_one)):
-                if index == 0:
-                    # After the first run, so that on a GPU numba's own register
-                    # count of the compiled kernel is there to be read.
-                    warm_occupancy(base, assumed_registers)
+            for cell in run_sweep(base, blocks, threads, progress=job.progressed.emit,
+                                  cancel=job.cancel_event.is_set, run_one=run_one):
+                if cell.result is not None:
+                    # (after the run: on a GPU, numba's own register count of the
+                    # compiled kernel is then there to be read)
+                    cell = dataclasses.replace(
+                        cell, result=attach_occupancy(cell.result, assumed_registers))
                 job.check_cancel()
                 job.produced.emit(cell)
 

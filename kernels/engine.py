@@ -13,6 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from .analysis import read_analysis
+from .backends import backend as backend_named
 from .backends.common import CancelCallback, KernelJob, ProgressCallback, _never, _no_progress
 from .correctness import compare, reference
 from .errors import (BackendUnavailable, EmulationUnsupported, KernelCompileError,
@@ -63,11 +64,11 @@ def resolve_backend(request: RunRequest, plan: KernelPlan) -> tuple[str, str]:
     """
     backend = request.backend
     if backend == "gpu":
-        if not gpu_available():
+        if not backend_named("gpu").available():
             raise BackendUnavailable("the gpu backend was asked for, but there is no CUDA "
                                      "device here (numba.cuda.is_available() is False)")
         return "gpu", gpu_status()
-    if backend == "auto" and gpu_available():
+    if backend == "auto" and backend_named("gpu").available():
         return "gpu", gpu_status()
     if backend == "sim":
         return "sim", "the CUDA simulator, as asked"
@@ -167,8 +168,7 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
     progress = progress or _no_progress
     cancel = cancel or _never
     resolved, plan, note = prepare(request)
-    backend = resolved.backend
-    if backend == "sim" and not _simulating():
+    if backend_named(resolved.backend).needs_own_process and not _simulating():
         from .backends.child import runner
         return runner(simulator=True).run(resolved, note, progress, cancel, time_limit)
     if isolate or time_limit is not None:
@@ -188,12 +188,7 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
                        request.seed)
     job = KernelJob(request, plan, a, b, scalars, zero_output=plan.reads_output,
                     progress=progress, cancel=cancel)
-    if request.backend == "cpu":
-        from .backends.cpu import run_cpu
-        output = run_cpu(job)
-    else:
-        from .backends.cuda_target import run_cuda
-        output = run_cuda(job)
+    output = backend_named(request.backend).run(job)
     if cancel():
         raise RunCancelled("run cancelled")
     m, k, n = request.shape

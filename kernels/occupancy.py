@@ -355,3 +355,23 @@ def warm(plan, dtype: str, assumed_registers: int = ASSUMED_REGISTERS) -> None:
     so that showing occupancy later costs nothing."""
     for gpu in GPU_MODELS.values():
         cached_resources(plan, dtype, gpu, assumed_registers)
+
+
+def resources_for_every_gpu(plan, dtype: str) -> dict[str, Resources]:
+    """The kernel's registers and shared memory on every GPU model, measured
+    (ptxas, kept on disk) or, where nothing measures them, marked assumed
+    (``source`` starts with "assumed"; the registers then come from the
+    user's assumption, see :func:`occupancy_from`)."""
+    return {name: cached_resources(plan, dtype, gpu) for name, gpu in GPU_MODELS.items()}
+
+
+def occupancy_from(resources: Resources, gpu_name: str, blocks: int, threads_per_block: int,
+                   assumed_registers: int = ASSUMED_REGISTERS) -> Occupancy:
+    """Occupancy of a launch from the kernel's resources: pure arithmetic, so
+    a result that carries its resources never reads its kernel again."""
+    registers, source = resources.registers, resources.source
+    if source.startswith("assumed"):
+        registers = assumed_registers
+        source = re.sub(r"assumed \d+ registers", f"assumed {assumed_registers} registers", source)
+    return occupancy(GPU_MODELS[gpu_name], blocks, threads_per_block, registers,
+                     resources.shared_bytes, source)

@@ -1,7 +1,7 @@
 """What a run gives back: C, the maps, the verdict and labelled timings."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -10,6 +10,7 @@ from .bank_conflicts import MODEL as BANK_MODEL
 from .correctness import ErrorFigures
 from .records import AccessMaps
 from .request import RunRequest
+from .words import counted
 
 #: What each backend's kernel time is, in words shown next to every figure.
 BACKEND_LABELS = {
@@ -126,9 +127,9 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures,
     reasons = []
     total = maps.count.size
     if maps.unwritten:
-        reasons.append(f"{maps.unwritten:,} of {total:,} elements of {output} never written")
+        reasons.append(f"{maps.unwritten:,} of {counted(total, 'element')} of {output} never written")
     if maps.collided:
-        reasons.append(f"{maps.collided:,} elements of {output} written by more than one "
+        reasons.append(f"{counted(maps.collided, 'element')} of {output} written by more than one "
                        "thread (collisions: the value depends on which thread came last)")
     for oob in maps.out_of_bounds:
         reasons.append(oob.describe())
@@ -136,9 +137,10 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures,
         reasons.append(division.describe())
     poisoned = errors.non_finite - maps.unwritten
     if poisoned > 0:
-        reasons.append(f"{poisoned:,} written elements of {output} are NaN or infinite")
+        reasons.append(f"{counted(poisoned, 'written element')} of {output} "
+                       f"{'is' if poisoned == 1 else 'are'} NaN or infinite")
     if errors.wrong:
-        reasons.append(f"{errors.wrong:,} elements off by more than the tolerance "
+        reasons.append(f"{counted(errors.wrong, 'element')} off by more than the tolerance "
                        f"(relative error {errors.rel_error:.3g}, tolerance "
                        f"{errors.rel_tolerance:.3g})")
     hazards = {}
@@ -184,6 +186,13 @@ class RunResult:
     #: that prints, once), and how many characters past the kept part were cut
     kernel_output: str = ""
     kernel_output_cut: int = 0
+    #: the kernel's registers and shared memory on every GPU model, measured
+    #: once where the run happened (kernels.api.with_occupancy); empty until then
+    kernel_resources: dict = field(default_factory=dict)
+    #: occupancy of this launch on every GPU model, with ``assumed_registers``
+    #: where no register count could be measured
+    occupancy: dict = field(default_factory=dict)
+    assumed_registers: int | None = None
 
     @property
     def backend(self) -> str:

@@ -74,9 +74,13 @@ def test_tid_rows_shows_collisions_in_the_count_map(window):
     result = window.current
     assert window.results.cell_text(0, 5) == "FAIL"
     assert "collisions" in window.results.cell_text(0, 6)
+    from app.maps import count_of_scale, count_scale
+
     drawn = window.heatmap.heatmap.image.image
-    np.testing.assert_array_equal(drawn, result.maps.writes)
-    assert drawn.max() == 1024  # every thread of the block stored every element
+    # drawn on the count scale (0, 1, then log from 2 to the maximum)
+    np.testing.assert_array_equal(drawn, count_scale(result.maps.writes, 1024))
+    # every thread of the block stored every element
+    assert result.maps.writes.max() == 1024 and count_of_scale(drawn.max(), 1024) == 1024
 
 
 def test_hover_names_the_writer_of_a_known_element(window, qtbot):
@@ -90,6 +94,23 @@ def test_hover_names_the_writer_of_a_known_element(window, qtbot):
     assert "thread 389 = block 0 (0,0), thread 389 (389,0), warp 12" in text
     assert "iteration: 0" in text
     assert f"{window.current.c[3, 5]:.7g}" in text
+
+
+def test_hover_text_follows_the_result_on_screen(window):
+    run_preset(window, "grid-stride")
+    plot = window.heatmap.heatmap.plot
+    window.heatmap._on_scene_mouse_moved(plot.vb.mapViewToScene(QtCore.QPointF(5, 3)))
+    assert "thread 389" in window.hover_label.text()
+    # A new run on 1 x 64: element (3, 5) is linear 389, thread 389 mod 64 = 5.
+    window.controls.grid_edit.setText("1")
+    window.controls.block_edit.setText("64")
+    window._on_run_triggered()
+    assert window.current.request.block == (64,)
+    text = window.hover_label.text()
+    assert "thread 389" not in text and "thread 5 = block 0 (0,0)" in text, text
+    # Selecting the first run in the results table: its writer again.
+    window.table.selectRow(0)
+    assert "thread 389" in window.hover_label.text()
 
 
 def test_bad_input_keeps_the_previous_results(window):
@@ -169,6 +190,22 @@ def test_settings_are_remembered(qtbot, settings):
     assert second.sweep_view.blocks_edit.text() == "1,3"
 
 
+def test_start_up_names_no_launch_of_a_kernel_file_not_selected(qtbot, settings):
+    from pathlib import Path
+
+    from app.main_window import MainWindow
+    first = MainWindow(synchronous=True, settings=settings)
+    qtbot.addWidget(first)
+    assert first.open_kernel_file(str(Path(__file__).parent / "kernels" / "doc_style_tiled.py"))
+    first.controls.select_kernel("builtin", "grid-stride")
+    first.close()
+    second = MainWindow(synchronous=True, settings=settings)
+    qtbot.addWidget(second)
+    assert second.controls.kernel_choice()[0] == "builtin"
+    # (it said "launch 8x8 x 16x16: guessed: 2-D kernel, ..." of the file's kernel)
+    assert not second.statusBar().currentMessage().startswith("launch")
+
+
 def test_shortcuts_and_about(window):
     assert window.run_action.shortcut().toString() == "Ctrl+R"
     assert window.export_action.shortcut().toString() == "Ctrl+E"
@@ -199,6 +236,13 @@ def test_sweep_fills_the_matrix_and_opens_a_cell(window):
                                                        (2, 64), (2, 96)]
     assert all(c.result.verdict.passed for c in cells)
     assert len(window.sweep_view._plots) == 6
+    # The time plot's numbers are in the unit its label names.
+    assert "kernel time (ms)" in window.sweep_view.time_plot.getAxis("left").labelString()
+    plotted = sorted(y for item in window.sweep_view.time_plot.getPlotItem().listDataItems()
+                     for y in item.yData)
+    assert plotted == pytest.approx(sorted(c.result.kernel_timing.seconds * 1e3 for c in cells))
+    # Occupancy for every GPU model came with each cell's result, from the worker.
+    assert all(len(c.result.occupancy) == 5 for c in cells)
     window.sweep_view.cell_opened.emit(cells[4])
     assert window.current is cells[4].result
     assert window.tabs.currentIndex() == 0
@@ -347,7 +391,8 @@ def test_load_balance_and_occupancy_tables(window):
     models = [table.item(r, 0).text() for r in range(table.rowCount())]
     assert models == ["H100 SXM", "H200", "A100", "RTX 4090", "T4"]
     # 2 blocks on 132 SMs: one wave, nearly all of it idle.
-    assert table.item(0, 4).text() == "1" and table.item(0, 5).text() == "100%"
+    # (99.2%: not rounded up to "100%")
+    assert table.item(0, 4).text() == "1" and table.item(0, 5).text() == ">99%"
 
 
 def test_replay_steps_through_iterations(window):
@@ -488,3 +533,50 @@ def test_garbage_is_collected_on_the_gui_thread_only(window):
     assert collected_in == []
     gc.collect()  # what the GUI thread's timer does
     assert collected_in == [threading.main_thread()]
+
+
+def test_file_dialogs_open_where_the_last_one_ended(window, settings, monkeypatch, tmp_path):
+    from pathlib import Path
+
+    from app.qt import QtWidgets
+
+    kernel = Path(__file__).parent / "kernels" / "doc_style_tiled.py"
+    started_in = []
+
+    def open_file(parent, caption, folder, filters):
+        started_in.append(folder)
+        return str(kernel), filters
+
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getOpenFileName", open_file)
+    window._on_open_file_triggered()
+    window._on_open_file_triggered()
+    assert started_in[0] == str(Path.home()) and started_in[1] == str(kernel.parent)
+    # Exports remember their own folder, and both survive a restart.
+    saved = []
+
+    def save_file(parent, caption, suggested, filters):
+        saved.append(suggested)
+        return str(tmp_path / "map.png"), filters
+
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName", save_file)
+    run_preset(window, "grid-stride")
+    window._on_export_triggered()
+    window._on_export_triggered()
+    assert Path(saved[1]).parent == tmp_path
+    assert settings.dialog_folder("kernel") == str(kernel.parent)
+
+
+def test_an_export_error_is_shown_once(window, monkeypatch, tmp_path):
+    from app.qt import QtWidgets
+
+    blocker = tmp_path / "a file"
+    blocker.write_text("")
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName",
+                        lambda *args: (str(blocker / "map.png"), ""))
+    run_preset(window, "grid-stride")
+    shown = window.current
+    window._on_export_triggered()
+    assert window.error_label.isVisibleTo(window)
+    assert window.error_label.text().startswith("export failed")
+    assert window.controls.message.text() == ""  # not a second time under Run
+    assert window.current is shown  # and the result stays

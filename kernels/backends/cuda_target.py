@@ -17,39 +17,13 @@ from ..request import format_bytes
 from ..result import Timing
 from .common import BackendOutput, KernelJob, median_time, shorten_numba_error
 from .kernel_output import KernelPrints, kernel_prints, kernel_warnings
+from .numba_hooks import simulator_progress as _simulator_progress
 
 
 def in_simulator() -> bool:
     """Whether this process's numba runs CUDA kernels in the simulator."""
     from numba import config
     return bool(config.ENABLE_CUDASIM)
-
-
-@contextlib.contextmanager
-def _simulator_progress(job: KernelJob, lo: float, hi: float, phase: str):
-    """Report progress after each simulated block (the simulator runs blocks in
-    sequence) and honour cancel between blocks."""
-    try:
-        from numba.cuda.simulator.kernel import BlockManager
-    except ImportError:  # a future numba: no per-block progress, still correct
-        yield
-        return
-    original = BlockManager.run
-    total = job.request.blocks
-    done = [0]
-
-    def run(self, grid_point, *args):
-        job.check_cancel()
-        result = original(self, grid_point, *args)
-        done[0] += 1
-        job.progress(lo + (hi - lo) * done[0] / total, f"{phase}: block {done[0]:,} of {total:,}")
-        return result
-
-    BlockManager.run = run
-    try:
-        yield
-    finally:
-        BlockManager.run = original
 
 
 @contextlib.contextmanager

@@ -1,0 +1,172 @@
+"""How long the app's event loop stalls during what users do.
+
+    QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/bench_gui.py
+    xvfb-run -a .venv/bin/python benchmarks/bench_gui.py      # a real X server
+
+A 2 ms timer runs throughout; a stall is the longest gap between two of its
+ticks while an action runs (the GUI could not repaint or take input for that
+long).  Actions drive the real window through its controls and public
+signals.  Prints one line per action, ``ACTION: max stall N ms``, then
+``worst stall: N ms``.  Goal (issue 10): every action under 100 ms on 2 cores.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from app.qt import QtCore, QtWidgets  # noqa: E402
+
+
+class StallMeter(QtCore.QObject):
+    """Records the longest gap between ticks of a fast timer."""
+
+    def __init__(self, interval_ms: int = 2):
+        super().__init__()
+        self.timer = QtCore.QTimer(self)
+        self.timer.setInterval(interval_ms)
+        self.timer.timeout.connect(self._tick)
+        self.last = time.perf_counter()
+        self.worst = 0.0
+
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        self.worst = max(self.worst, now - self.last)
+        self.last = now
+
+    def start(self) -> None:
+        self.worst = 0.0
+        self.last = time.perf_counter()
+        self.timer.start()
+
+    def stop(self) -> float:
+        self._tick()
+        self.timer.stop()
+        return self.worst
+
+
+def pump(app, seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 5)
+
+
+def pump_until(app, done, timeout: float = 600) -> None:
+    end = time.perf_counter() + timeout
+    while not done() and time.perf_counter() < end:
+        app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 5)
+
+
+def measure(app, meter: StallMeter, name: str, action, results: dict) -> None:
+    """Run ``action`` from the event loop (as a click would), pump events
+    until the app is idle again, and record the longest stall."""
+    meter.start()
+    QtCore.QTimer.singleShot(0, action)
+    pump(app, 0.05)
+    window = measure.window
+    pump_until(app, lambda: not window.controller.busy)
+    pump(app, 0.2)
+    results[name] = meter.stop() * 1e3
+    print(f"{name}: max stall {results[name]:.0f} ms", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size", type=int, default=4096, help="M = N of the large result")
+    args = parser.parse_args()
+    app = QtWidgets.QApplication(sys.argv[:1])
+    from app.main_window import MainWindow
+    from app.settings import Settings
+
+    settings = Settings(str(Path(tempfile.mkdtemp()) / "settings.ini"))
+    window = MainWindow(settings=settings, confirm=lambda title, text: True)
+    window.resize(1280, 800)
+    window.show()
+    measure.window = window
+    pump(app, 0.5)
+    meter = StallMeter()
+    results: dict[str, float] = {}
+    controls = window.controls
+
+    def run(kernel: str, m: int, k: int, n: int, grid: str, block: str) -> None:
+        controls.select_kernel("builtin", kernel)
+        controls.m_spin.setValue(m)
+        controls.k_spin.setValue(k)
+        controls.n_spin.setValue(n)
+        controls.grid_edit.setText(grid)
+        controls.block_edit.setText(block)
+        controls.backend_combo.setCurrentText("cpu")
+        window.run_action.trigger()
+
+    # 20 small results first, for the table.
+    for i in range(19):
+        run("grid-stride", 256, 16, 256, str(1 + i), "128")
+        pump_until(app, lambda: not window.controller.busy)
+    big = args.size
+    measure(app, meter, f"open a {big}x{big} result",
+            lambda: run("grid-stride", big, 16, big, "2048", "256"), results)
+
+    def every_map() -> None:
+        for index in range(window.map_combo.count()):
+            if window.map_combo.itemData(index) is not None:
+                window.map_combo.setCurrentIndex(index)
+                app.processEvents()
+
+    measure(app, meter, "switch through every map type", every_map, results)
+    window.map_combo.setCurrentIndex(window.map_combo.findData("count"))
+
+    def hover() -> None:
+        plot = window.heatmap.heatmap.plot
+        for step in range(60):
+            point = QtCore.QPointF(step * big / 60, step * big / 60)
+            window.heatmap._on_scene_mouse_moved(plot.vb.mapViewToScene(point))
+            app.processEvents()
+
+    measure(app, meter, "hover across it", hover, results)
+
+    def select_rows() -> None:
+        for row in range(min(20, window.results.rowCount())):
+            window.table.selectRow(row)
+            app.processEvents()
+
+    measure(app, meter, "select each of 20 results", select_rows, results)
+
+    def sweep() -> None:
+        controls.select_kernel("builtin", "grid-stride")
+        controls.m_spin.setValue(512)
+        controls.k_spin.setValue(16)
+        controls.n_spin.setValue(512)
+        window.sweep_view.blocks_edit.setText("1,2,4,8,16,32,64,128")
+        window.sweep_view.threads_edit.setText("32,64,96,128,160,256,512,1024")
+        window.sweep_view.run_requested.emit()
+
+    measure(app, meter, "a 64-configuration sweep", sweep, results)
+
+    def zoom_matrix() -> None:
+        view = window.sweep_view.matrix
+        for _ in range(10):
+            view.ci.setScale(1.1) if hasattr(view.ci, "setScale") else None
+            view.resize(view.width() + 8, view.height() + 6)
+            app.processEvents()
+
+    measure(app, meter, "zoom the sweep matrix", zoom_matrix, results)
+    window.tabs.setCurrentIndex(0)
+    window.table.selectRow(19)
+    pump(app, 0.2)
+    out = Path(tempfile.mkdtemp())
+    measure(app, meter, "export the large map", lambda: window.export_current(
+        str(out / "map.png")), results)
+    print(f"worst stall: {max(results.values()):.0f} ms", flush=True)
+    window.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

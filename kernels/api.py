@@ -1,0 +1,211 @@
+"""The engine's public face: what the app (and any other front end) may use.
+
+Everything a front end needs to build a request, check it, run it or sweep
+it, and show the result is here; the modules behind it are free to change.
+``kernels/__init__`` re-exports this module, and a test keeps ``app/`` from
+importing anything else of ``kernels``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .catalogue import CATALOGUE
+from .errors import (
+    BackendUnavailable,
+    KernelCompileError,
+    KernelRuntimeError,
+    KernelSourceError,
+    RequestError,
+    RunCancelled,
+    RunTimedOut,
+    ThreadMapError,
+    UnsupportedConstruct,
+)
+from .estimate import KERNEL_FILE_TIME_LIMIT, SLOW_SIMULATOR_SECONDS, describe_seconds
+from .occupancy import ASSUMED_REGISTERS, GPU_MODELS
+from .presets import PRESETS, default_launch
+from .request import (
+    BACKENDS,
+    DTYPES,
+    MAX_DIMENSION,
+    PATTERNS,
+    RunRequest,
+    check_request,
+    format_bytes,
+    parse_dims,
+)
+from .result import (
+    BACKEND_LABELS,
+    BACKEND_SHORT,
+    KERNEL_OUTPUT_LINES,
+    RunResult,
+    format_seconds,
+    load_balance,
+)
+from .source import format_dims
+from .sweep import SweepCell, parse_list, sweep_requests, write_sweep
+from .words import counted, percent
+
+__version__ = "0.1.0"
+
+#: GPU model names, in the order the tables show them.
+GPU_MODEL_NAMES = tuple(GPU_MODELS)
+
+
+def gpu_model_source(name: str) -> str:
+    """Where a GPU model's figures come from (for a tooltip)."""
+    return GPU_MODELS[name].source
+
+
+def run(request: RunRequest, progress=None, cancel=None, **options) -> RunResult:
+    """Run a request; see :func:`kernels.engine.run` for ``options``."""
+    from .engine import run as engine_run
+
+    return engine_run(request, progress, cancel, **options)
+
+
+def run_sweep(base: RunRequest, blocks: Sequence[int], threads: Sequence[int],
+              progress=None, cancel=None, run_one: Callable | None = None):
+    """Yield a :class:`SweepCell` per configuration (see kernels.sweep)."""
+    from .sweep import run_sweep as engine_sweep
+
+    return engine_sweep(base, tuple(blocks), tuple(threads), progress, cancel, run_one)
+
+
+def with_occupancy(result: RunResult, assumed_registers: int = ASSUMED_REGISTERS) -> RunResult:
+    """``result`` with its kernel's resources and its launch's occupancy on
+    every GPU model: ptxas's register count (kept on disk, ~1 s per
+    architecture the first time), so call it where a run happens (a worker
+    thread), never on the GUI thread."""
+    from .loader import load_plan
+    from .occupancy import resources_for_every_gpu
+
+    resources = result.kernel_resources or resources_for_every_gpu(
+        load_plan(result.request), result.request.dtype)
+    return reassume_registers(dataclasses.replace(result, kernel_resources=resources),
+                              assumed_registers)
+
+
+def reassume_registers(result: RunResult, assumed_registers: int) -> RunResult:
+    """``result`` with its occupancy worked out again for another assumed
+    register count (where none was measured): arithmetic on what the result
+    carries, cheap enough for the GUI thread."""
+    from .occupancy import occupancy_from
+
+    request = result.request
+    table = {name: occupancy_from(resources, name, request.blocks, request.threads_per_block,
+                                  assumed_registers)
+             for name, resources in result.kernel_resources.items()}
+    return dataclasses.replace(result, occupancy=table, assumed_registers=assumed_registers)
+
+
+def resolve_backend(request: RunRequest) -> tuple[str, str]:
+    """Check ``request`` as a run would (raises ThreadMapError with the
+    user's message); the backend it would run on, and why, in words."""
+    from .engine import prepare
+
+    resolved, _, why = prepare(request)
+    return resolved.backend, why
+
+
+def simulator_estimate(request: RunRequest) -> tuple[float, bool]:
+    """Seconds a simulator run of ``request`` would take at least, and
+    whether its kernel has barriers (each makes a block's threads wait)."""
+    from .estimate import simulator_seconds
+    from .loader import load_plan
+
+    try:
+        plan = load_plan(request)
+    except ThreadMapError:
+        plan = None
+    return simulator_seconds(request, plan), bool(plan is not None and plan.barrier_lines)
+
+
+def file_launch_dims(request: RunRequest) -> int:
+    """How many launch dimensions the request's kernel uses (1 or 2)."""
+    from .loader import load_plan
+
+    return load_plan(request).launch_dims
+
+
+def kernel_names(path: str | Path) -> tuple[str, ...]:
+    """The CUDA kernels a file defines (parsed, never run); raises
+    :class:`KernelSourceError` for a file that does not parse or has none."""
+    from .source import read_module
+
+    module = read_module(path)
+    if not module.kernels:
+        module.kernel(None)  # raises "no CUDA kernel found"
+    return tuple(k.name for k in module.kernels)
+
+
+def gpu_available() -> bool:
+    from .engine import gpu_available as available
+
+    return available()
+
+
+def gpu_status() -> str:
+    from .engine import gpu_status as status
+
+    return status()
+
+
+def diff_runs(first: RunResult, second: RunResult):
+    """What changed between two runs of one shape (see kernels.diff)."""
+    from .diff import diff_runs as engine_diff
+
+    return engine_diff(first, second)
+
+
+def parse_scalars(items: Sequence[str]) -> tuple[tuple[str, float], ...]:
+    """``["n=16", "alpha=0.5"]`` as (name, value) pairs; refuses bad ones."""
+    from .cli import parse_scalars as parse
+
+    return parse(items)
+
+
+def stop_child_processes() -> None:
+    """End every child process now (a simulator or a kernel file's run)."""
+    from .backends.child import stop_all
+
+    stop_all()
+
+
+def bank_conflict_model() -> dict:
+    """The shared-memory bank model the figures use, and its source."""
+    from .bank_conflicts import MODEL
+
+    return MODEL
+
+
+def diff_category_names() -> dict:
+    """Names of the categories of :func:`diff_runs`' per-element map."""
+    from .diff import CATEGORY_NAMES
+
+    return CATEGORY_NAMES
+
+
+def command_line(argv: Sequence[str], exporter=None, sweep_exporter=None) -> int:
+    """``threadmap run|sweep|kernels|cache ...``; the app gives the image exporters."""
+    from .cli import main
+
+    return main(list(argv), exporter=exporter, sweep_exporter=sweep_exporter)
+
+
+__all__ = [
+    "ASSUMED_REGISTERS", "BACKENDS", "BACKEND_LABELS", "BACKEND_SHORT", "BackendUnavailable",
+    "CATALOGUE", "DTYPES", "GPU_MODEL_NAMES", "KERNEL_FILE_TIME_LIMIT", "KERNEL_OUTPUT_LINES",
+    "KernelCompileError", "KernelRuntimeError", "KernelSourceError", "MAX_DIMENSION",
+    "PATTERNS", "PRESETS", "RequestError", "RunCancelled", "RunRequest", "RunResult",
+    "RunTimedOut", "SLOW_SIMULATOR_SECONDS", "SweepCell", "ThreadMapError",
+    "UnsupportedConstruct", "bank_conflict_model", "counted", "check_request", "command_line",
+    "default_launch", "diff_category_names", "parse_scalars", "stop_child_processes",
+    "describe_seconds", "diff_runs", "file_launch_dims", "format_bytes", "format_dims",
+    "format_seconds", "gpu_available", "percent", "gpu_model_source", "gpu_status", "kernel_names",
+    "load_balance", "parse_dims", "parse_list", "reassume_registers", "resolve_backend", "run",
+    "run_sweep", "simulator_estimate", "sweep_requests", "with_occupancy", "write_sweep",
+    "__version__",
+]

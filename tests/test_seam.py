@@ -1,0 +1,86 @@
+"""The app reaches the engine through its public face only (issue 10, point 1)."""
+import ast
+from pathlib import Path
+
+import kernels
+
+APP = Path(__file__).resolve().parents[1] / "app"
+
+
+def engine_imports(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                and node.module.split(".")[0] == "kernels":
+            found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names
+                      if a.name.split(".")[0] == "kernels"]
+    return found
+
+
+def test_the_app_imports_nothing_of_kernels_but_its_public_face():
+    reached = {f"{path.name}:{line} imports {module}"
+               for path in sorted(APP.glob("*.py")) for line, module in engine_imports(path)
+               if module != "kernels"}
+    assert not reached, sorted(reached)
+    # and it does use the face (the scan above is not looking at nothing)
+    assert any(engine_imports(path) for path in APP.glob("*.py"))
+
+
+def test_the_public_face_holds_every_name_it_lists():
+    missing = [name for name in kernels.__all__ if not hasattr(kernels, name)]
+    assert not missing
+    for name in ("run", "run_sweep", "CATALOGUE", "default_launch", "parse_dims",
+                 "parse_scalars", "with_occupancy"):
+        assert name in kernels.__all__
+
+
+def test_a_result_carries_its_occupancy_on_every_gpu_model():
+    from kernels.loader import load_plan
+    from kernels.occupancy import GPU_MODELS, launch_occupancy
+
+    request = kernels.RunRequest(kernel="naive-2d", m=40, k=8, n=33, backend="cpu")
+    result = kernels.with_occupancy(kernels.run(request), assumed_registers=40)
+    assert set(result.occupancy) == set(GPU_MODELS) == set(kernels.GPU_MODEL_NAMES)
+    plan = load_plan(result.request)
+    for name, occ in result.occupancy.items():
+        direct = launch_occupancy(result.request, plan, name, 40)
+        assert (occ.blocks_per_sm, occ.registers_per_thread, occ.waves, occ.limited_by) == (
+            direct.blocks_per_sm, direct.registers_per_thread, direct.waves, direct.limited_by)
+    # Another assumption is arithmetic on what the result carries: the kernel
+    # is not read again.
+    again = kernels.reassume_registers(result, 200)
+    for name, occ in again.occupancy.items():
+        measured = not result.kernel_resources[name].source.startswith("assumed")
+        expected = result.occupancy[name].registers_per_thread if measured else 200
+        assert occ.registers_per_thread == expected
+
+
+def test_the_occupancy_table_never_reads_the_kernel_again(qtbot, monkeypatch):
+    from app.analysis import AnalysisPanel
+    import kernels.loader
+
+    request = kernels.RunRequest(kernel="grid-stride", m=32, k=8, n=32, backend="cpu",
+                                 grid=(2,), block=(64,))
+    result = kernels.with_occupancy(kernels.run(request))
+    panel = AnalysisPanel()
+    qtbot.addWidget(panel)
+
+    def refuse(*_):
+        raise AssertionError("a view read the kernel again")
+
+    monkeypatch.setattr(kernels.loader, "load_plan", refuse)
+    panel.show_result(result)
+    panel.registers_spin.setValue(96)  # another assumption: worked out from the result
+    assert panel.occupancy_table.rowCount() == len(kernels.GPU_MODEL_NAMES)
+
+
+def test_backends_are_looked_up_in_a_registry():
+    from kernels.backends import REGISTRY
+
+    assert set(REGISTRY) | {"auto"} == set(kernels.BACKENDS)
+    for name, backend in REGISTRY.items():
+        assert backend.name == name and isinstance(backend.available(), bool)
+    assert REGISTRY["cpu"].available() and REGISTRY["sim"].needs_own_process
+    assert not REGISTRY["cpu"].needs_own_process
