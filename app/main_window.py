@@ -680,7 +680,7 @@ class MainWindow(QtWidgets.QMainWindow):
             return
         self.hide_error()
         self.sweep_cells = []
-        self.sweep_view.clear()
+        self.sweep_view.begin(blocks, threads)
         self.tabs.setCurrentWidget(self.sweep_view)
         self.controller.start_sweep(base, blocks, threads, self.analysis.assumed_registers)
 

@@ -130,6 +130,11 @@ def writer_ids(result: RunResult, kind: str, writers: np.ndarray | None = None) 
     tpb = request.threads_per_block
     if kind == "thread":
         return writers
+    if kind == "warp" and tpb % WARP == 0:
+        # Whole warps per block: the global warp is the thread id over 32, and
+        # an arithmetic shift keeps -1 (none) as -1. (The general form below
+        # takes ~0.5 s at 4096^2.)
+        return np.right_shift(writers, 5)
     block = np.where(writers >= 0, writers // tpb, -1)
     if kind == "block":
         return block
@@ -200,9 +205,13 @@ def make_map(result: RunResult, name: str, writer_kind: str = "thread",
         # Thread ids mod 20 made a moire at 1,024 threads: hue by warp, shade by
         # lane, so a warp reads as one colour and its lanes as a ramp.
         ids = result.maps.min_writer
-        warp = (ids // WARP) % WARP_HUES
-        lane = ids % WARP
-        data = np.where(ids >= 0, warp * WARP + lane, -1).astype(np.float64)
+        # In place on one int32 and one float32 array: 16M elements at 4096^2.
+        shade = np.right_shift(ids, 5)  # the warp (WARP = 32)
+        np.remainder(shade, WARP_HUES, out=shade)
+        np.left_shift(shade, 5, out=shade)
+        shade += ids & (WARP - 1)  # + the lane
+        data = shade.astype(np.float32)
+        data[ids < 0] = -1
         return MapImage(name, "Writer (thread, lowest writer)", data,
                         Colouring("warp-lane", WARP_HUES * WARP - 1),
                         f"hue = warp (w = global warp id mod {WARP_HUES}), light to dark = lane 0 "
@@ -297,11 +306,10 @@ def replay_map(result: RunResult, iteration: int) -> MapImage:
     """Which warp writes each element at one grid-stride iteration; earlier
     iterations in black, elements still to come blank."""
     maps = result.maps
-    warp = writer_ids(result, "warp")
-    data = np.full(maps.iteration.shape, np.nan)
+    data = np.full(maps.iteration.shape, np.nan, np.float32)
     data[(maps.iteration >= 0) & (maps.iteration < iteration)] = -1
     now = maps.iteration == iteration
-    data[now] = warp[now] % len(PALETTE)
+    data[now] = writer_ids(result, "warp", maps.min_writer[now]) % len(PALETTE)
     written = int(np.count_nonzero(now))
     return MapImage("replay", f"Iteration {iteration}: {counted(written, 'element')} written",
                     data, Colouring("categorical", len(PALETTE) - 1),

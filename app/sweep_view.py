@@ -40,6 +40,11 @@ class SweepView(QtWidgets.QWidget):
         super().__init__(parent)
         self.cells: list[SweepCell] = []
         self._plots: list[tuple[HeatmapPlot, SweepCell]] = []
+        #: the running sweep's blocks and threads (its cells' places), the
+        #: shared colour scale's top, and the matrix's colour bar
+        self._grid: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+        self._top: float | None = None
+        self._bar: pg.ColorBarItem | None = None
         layout = QtWidgets.QVBoxLayout(self)
         form = QtWidgets.QHBoxLayout()
         self.blocks_edit = QtWidgets.QLineEdit(DEFAULT_BLOCKS)
@@ -118,11 +123,32 @@ class SweepView(QtWidgets.QWidget):
 
     def clear(self) -> None:
         self.cells = []
+        self._grid = None
         self.redraw()
+
+    def begin(self, blocks, threads) -> None:
+        """A sweep of ``blocks`` x ``threads`` starts: its cells will arrive one
+        by one, each drawn into its place (redrawing the whole matrix at every
+        arrival made a sweep quadratic: 55 s with the window frozen for 64)."""
+        self.clear()
+        self._grid = (tuple(sorted(set(blocks))), tuple(sorted(set(threads))))
+        self._draw_axes(*self._grid)
 
     def add_cell(self, cell: SweepCell) -> None:
         self.cells.append(cell)
-        self.redraw()
+        grid = self._grid
+        if grid is None or cell.blocks not in grid[0] or cell.threads not in grid[1]:
+            self.redraw()
+            return
+        top = shared_top(self.cells, self.map_name)
+        if top != self._top:  # a new maximum: one colour scale for every cell
+            self._top = top
+            for plot, done in self._plots:
+                if done.result is not None:
+                    plot.show(make_map(done.result, self.map_name, shared_top=top), "")
+        self._plots.append((self._draw_cell(cell, *grid, top), cell))
+        self._draw_colour_bar(len(grid[0]), len(grid[1]))
+        self._after_cells_changed()
 
     def _set_export_enabled(self) -> None:
         has = any(c.result is not None for c in self.cells)
@@ -130,49 +156,69 @@ class SweepView(QtWidgets.QWidget):
         self.folder_button.setEnabled(has)
 
     def redraw(self) -> None:
+        """Draw the whole matrix again (the map, the GPU model or the assumed
+        registers changed)."""
         self.matrix.clear()
         self._plots = []
+        self._bar = None
+        self._top = None
         self._set_export_enabled()
         if not self.cells:
             self.time_plot.clear()
             return
-        blocks = sorted({c.blocks for c in self.cells})
-        threads = sorted({c.threads for c in self.cells})
-        top = shared_top(self.cells, self.map_name)
-        images = {}
+        grid = self._grid
+        blocks = sorted({c.blocks for c in self.cells} | set(grid[0] if grid else ()))
+        threads = sorted({c.threads for c in self.cells} | set(grid[1] if grid else ()))
+        self._top = shared_top(self.cells, self.map_name)
+        self._draw_axes(blocks, threads)
+        for cell in self.cells:
+            self._plots.append((self._draw_cell(cell, blocks, threads, self._top), cell))
+        self._draw_colour_bar(len(blocks), len(threads))
+        self._after_cells_changed()
+
+    def _draw_axes(self, blocks, threads) -> None:
         for col, t in enumerate(threads):
             self.matrix.addLabel(f"{t} threads", row=0, col=col + 1)
         for row, b in enumerate(blocks):
-            self.matrix.addLabel(f"{b} block{'s' if b > 1 else ''}", row=row + 1, col=0,
-                                 angle=-90)
-        for cell in self.cells:
-            row, col = blocks.index(cell.blocks) + 1, threads.index(cell.threads) + 1
-            plot = HeatmapPlot(self.matrix.ci, row=row, col=col, colour_bar=False, axes=False)
-            plot.plot.setMouseEnabled(x=False, y=False)
-            plot.plot.hideButtons()
-            colour = "#1a7f37" if cell.result and cell.result.verdict.passed else "#c62828"
-            if cell.result is None:
-                plot.plot.setTitle(f"<span style='color:{colour}'>error</span>", size="8pt")
-                plot.plot.getViewBox().setToolTip(cell.error or "")
-            else:
-                image = make_map(cell.result, self.map_name, shared_top=top)
-                images[id(cell)] = image
-                plot.show(image, "")
-                findings = cell_findings(cell)
-                plot.plot.setTitle(f"<span style='color:{colour}'>{cell_title(cell)}</span>"
-                                   + (f"<br>{findings}" if findings else "")
-                                   + f"<br>{self.occupancy_text(cell)}", size="8pt")
-                # pyqtgraph fixes a title's row at 30 px; these have three or four lines.
-                height = 60 if findings else 46
-                plot.plot.titleLabel.setMaximumHeight(height)
-                plot.plot.layout.setRowFixedHeight(0, height)
-            self._plots.append((plot, cell))
-        if images:
-            first = next(iter(images.values()))
-            bar = pg.ColorBarItem(values=first.levels, colorMap=colour_map(first.colouring),
-                                  interactive=False, width=14)
-            bar.axis.setTicks(colour_bar_ticks(first))
-            self.matrix.addItem(bar, row=1, col=len(threads) + 1, rowspan=len(blocks))
+            self.matrix.addLabel(counted(b, "block"), row=row + 1, col=0, angle=-90)
+
+    def _draw_cell(self, cell: SweepCell, blocks, threads, top) -> HeatmapPlot:
+        row, col = list(blocks).index(cell.blocks) + 1, list(threads).index(cell.threads) + 1
+        plot = HeatmapPlot(self.matrix.ci, row=row, col=col, colour_bar=False, axes=False)
+        plot.plot.setMouseEnabled(x=False, y=False)
+        plot.plot.hideButtons()
+        colour = "#1a7f37" if cell.result and cell.result.verdict.passed else "#c62828"
+        if cell.result is None:
+            plot.plot.setTitle(f"<span style='color:{colour}'>error</span>", size="8pt")
+            plot.plot.getViewBox().setToolTip(cell.error or "")
+            return plot
+        plot.show(make_map(cell.result, self.map_name, shared_top=top), "")
+        findings = cell_findings(cell)
+        plot.plot.setTitle(f"<span style='color:{colour}'>{cell_title(cell)}</span>"
+                           + (f"<br>{findings}" if findings else "")
+                           + f"<br>{self.occupancy_text(cell)}", size="8pt")
+        # pyqtgraph fixes a title's row at 30 px; these have three or four lines.
+        height = 60 if findings else 46
+        plot.plot.titleLabel.setMaximumHeight(height)
+        plot.plot.layout.setRowFixedHeight(0, height)
+        return plot
+
+    def _draw_colour_bar(self, rows: int, cols: int) -> None:
+        shown = [plot.current for plot, cell in self._plots if plot.current is not None]
+        if not shown:
+            return
+        first = shown[0]
+        if self._bar is None:
+            self._bar = pg.ColorBarItem(values=first.levels, colorMap=colour_map(first.colouring),
+                                        interactive=False, width=14)
+            self.matrix.addItem(self._bar, row=1, col=cols + 1, rowspan=rows)
+        else:
+            self._bar.setLevels(first.levels)
+            self._bar.setColorMap(colour_map(first.colouring))
+        self._bar.axis.setTicks(colour_bar_ticks(first))
+
+    def _after_cells_changed(self) -> None:
+        self._set_export_enabled()
         self._draw_times()
         done = [c for c in self.cells if c.result is not None]
         passed = sum(1 for c in done if c.result.verdict.passed)

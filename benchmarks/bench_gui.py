@@ -113,13 +113,19 @@ def main() -> int:
     measure(app, meter, f"open a {big}x{big} result",
             lambda: run("grid-stride", big, 16, big, "2048", "256"), results)
 
+    slowest: list[tuple[float, str]] = []
+
     def every_map() -> None:
         for index in range(window.map_combo.count()):
             if window.map_combo.itemData(index) is not None:
+                began = time.perf_counter()
                 window.map_combo.setCurrentIndex(index)
                 app.processEvents()
+                slowest.append((time.perf_counter() - began, window.map_combo.itemText(index)))
 
     measure(app, meter, "switch through every map type", every_map, results)
+    seconds, label = max(slowest)
+    print(f"  (slowest: {label!r}, {seconds * 1e3:.0f} ms)", flush=True)
     window.map_combo.setCurrentIndex(window.map_combo.findData("count"))
 
     def hover() -> None:

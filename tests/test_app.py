@@ -580,3 +580,22 @@ def test_an_export_error_is_shown_once(window, monkeypatch, tmp_path):
     assert window.error_label.text().startswith("export failed")
     assert window.controls.message.text() == ""  # not a second time under Run
     assert window.current is shown  # and the result stays
+
+
+def test_a_sweep_draws_each_cell_once_as_it_arrives(window, monkeypatch):
+    import app.sweep_view as sweep_view
+
+    made = []
+    original = sweep_view.HeatmapPlot
+
+    def counting(*args, **kwargs):
+        made.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(sweep_view, "HeatmapPlot", counting)
+    prepare_sweep(window, "grid-stride", (20, 4, 30), "1,2,4", "32,64,96")
+    window._on_sweep_triggered()
+    assert len(window.sweep_cells) == 9
+    # One plot per cell, not one per cell per arrival (45 for 9 cells).
+    assert len(made) == 9
+    assert len(window.sweep_view._plots) == 9
