@@ -10,9 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from kernels import BACKEND_SHORT, RunResult, SweepCell, format_dims, format_seconds
+from kernels import BACKEND_SHORT, RunResult, SweepCell, counted, format_dims, format_seconds
 
-from .heatmap import HeatmapPlot
+from .colors import colour_map
+from .heatmap import HeatmapPlot, colour_bar_ticks
 from .maps import MAP_CHOICES, MapImage, make_map, replay_map
 from .qt import QtCore, QtWidgets, pg
 
@@ -135,10 +136,12 @@ def export_heatmap(result: RunResult, path: str | Path, map_name: str = "count",
 def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str = "count",
                          cell_size: int = 220) -> Path:
     """The sweep matrix (blocks down, threads per block across) as one PNG,
-    every map on one shared colour scale, each cell titled with its verdict."""
+    every map on one shared colour scale with its colour bar, each cell titled
+    with its verdict, time and, for a FAIL, why."""
     blocks = sorted({c.blocks for c in cells})
     threads = sorted({c.threads for c in cells})
-    size = (cell_size * len(threads) + 80, cell_size * len(blocks) + 80)
+    # Room for the row labels, the colour bar and its ticks, and the titles.
+    size = (cell_size * len(threads) + 150, cell_size * len(blocks) + 110)
     widget = _offscreen_widget(size)
     try:
         ok = [c for c in cells if c.result is not None]
@@ -146,20 +149,41 @@ def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str
         first = ok[0].result.request if ok else None
         title = (f"{first.kernel_label} {first.m}x{first.k}x{first.n}: {MAP_CHOICES[map_name][0]}"
                  " (blocks down, threads per block across)") if first else "sweep"
-        widget.ci.addLabel(title, row=0, col=0, colspan=len(threads), size="11pt")
+        widget.ci.addLabel(_wrapped(title, size[0] - 40, 11), row=0, col=0,
+                           colspan=len(threads) + 2, size="11pt")
+        for col, count in enumerate(threads):
+            widget.ci.addLabel(counted(count, "thread"), row=1, col=col + 1, size="9pt")
+        for row, count in enumerate(blocks):
+            widget.ci.addLabel(counted(count, "block"), row=row + 2, col=0, angle=-90,
+                               size="9pt")
+        shown = None
         for cell in cells:
-            row = 1 + blocks.index(cell.blocks)
-            col = threads.index(cell.threads)
+            row = 2 + blocks.index(cell.blocks)
+            col = 1 + threads.index(cell.threads)
             plot = HeatmapPlot(widget.ci, row=row, col=col, colour_bar=False, axes=False)
             if cell.result is None:
                 plot.plot.setTitle(f"{cell.blocks} x {cell.threads}: error", size="8pt")
                 continue
             image = make_map(cell.result, map_name, shared_top=top)
-            title = cell_title(cell)
-            if cell_findings(cell):
-                title += f"<br>{cell_findings(cell)}"
-            plot.show(image, title)
-            plot.plot.titleLabel.setText(title, size="8pt")
+            shown = shown or image
+            findings = cell_findings(cell)
+            colour = "#1a7f37" if cell.result.verdict.passed else "#c62828"
+            caption = f"<span style='color:{colour}'>{cell_title(cell)}</span>"
+            if findings:
+                caption += f"<br>{_wrapped(findings, cell_size - 10, 8)}"
+            plot.show(image, "")
+            plot.plot.setTitle(caption, size="8pt")
+            # pyqtgraph fixes a title's row at 30 px: "threads pe", "4.39 m" were cut.
+            lines = caption.count("<br>") + 1
+            plot.plot.titleLabel.setMaximumHeight(16 * lines + 6)
+            plot.plot.layout.setRowFixedHeight(0, 16 * lines + 6)
+        if shown is not None:
+            bar = pg.ColorBarItem(values=shown.levels, colorMap=colour_map(shown.colouring),
+                                  interactive=False, width=14)
+            ticks = colour_bar_ticks(shown)
+            if ticks is not None:
+                bar.axis.setTicks(ticks)
+            widget.ci.addItem(bar, row=2, col=len(threads) + 1, rowspan=len(blocks))
         return _write_scene(widget, Path(path), size)
     finally:
         widget.close()

@@ -18,7 +18,8 @@ def pixels(path) -> np.ndarray:
     raw = np.frombuffer(image.constBits(), np.uint8, count=image.sizeInBytes())
     argb = raw.reshape(height, image.bytesPerLine() // 4, 4)[:, :width].astype(float)
     alpha = argb[..., 3:4] / 255
-    return argb[..., :3] * alpha + 255 * (1 - alpha)
+    rgb = argb[..., [2, 1, 0]]  # (ARGB32 is B, G, R, A in memory)
+    return rgb * alpha + 255 * (1 - alpha)
 
 
 def block_means(image: np.ndarray, n: int = 8) -> np.ndarray:
@@ -47,3 +48,21 @@ def test_the_svg_export_matches_the_png_export(qapp, tmp_path):
     # Measured: 0.6% of blocks differ by more than 20 levels once aligned, 4.7%
     # with the axes at 0.75 scale.
     assert (difference > 20).mean() < 0.02
+
+
+def test_the_contact_sheet_has_its_colour_bar_and_room_for_captions(qapp, tmp_path):
+    from app.export import export_contact_sheet
+    from kernels import run_sweep
+
+    cells = list(run_sweep(RunRequest(kernel="one-block-chunks", m=10, k=3, n=7,
+                                      backend="cpu"), (1, 2), (16, 32)))
+    path = export_contact_sheet(cells, tmp_path / "sheet.png", cell_size=200)
+    image = pixels(path)
+    height, width, _ = image.shape
+    assert (width, height) == (2 * 200 + 150, 2 * 200 + 110)
+    # The shared colour bar, right of the cells: black (never), green (once)
+    # and red (more than once) bands of the write count.
+    bar = image[:, width - 65:width - 40].reshape(-1, 3).astype(int)
+    colours = {tuple(c) for c in bar}
+    assert (0, 0, 0) in colours and (0x1a, 0x98, 0x50) in colours
+    assert any(r > 150 and g < 120 and b < 120 for r, g, b in colours)
