@@ -67,7 +67,7 @@ class AnalysisPanel(QtWidgets.QTabWidget):
         self.addTab(self._build_replay(), "Replay")
         self.addTab(self._build_diff(), "Diff")
         self._timer = QtCore.QTimer(self)
-        self._timer.setInterval(400)
+        self._timer.setInterval(333)  # 3 steps a second (replay_speed)
         self._timer.timeout.connect(self._on_timer_timeout)
 
     # -- coalescing ---------------------------------------------------------------------
@@ -259,6 +259,28 @@ class AnalysisPanel(QtWidgets.QTabWidget):
         row.addWidget(self.replay_slider, 1)
         row.addWidget(self.replay_label)
         layout.addLayout(row)
+        # Stride and speed: tid-rows has 16,384 iterations, 90 minutes one by
+        # one at 3 frames a second.
+        pace = QtWidgets.QHBoxLayout()
+        self.replay_stride = QtWidgets.QSpinBox()
+        self.replay_stride.setObjectName("replay-stride")
+        self.replay_stride.setRange(1, 1_000_000)
+        self.replay_stride.setToolTip("iterations per step (set from the run: about 100 steps "
+                                      "in all)")
+        self.replay_stride.valueChanged.connect(self.replay_slider.setPageStep)
+        self.replay_speed = QtWidgets.QSpinBox()
+        self.replay_speed.setObjectName("replay-speed")
+        self.replay_speed.setRange(1, 30)
+        self.replay_speed.setValue(3)
+        self.replay_speed.setSuffix(" steps/s")
+        self.replay_speed.valueChanged.connect(
+            lambda fps: self._timer.setInterval(int(1000 / fps)))
+        pace.addWidget(QtWidgets.QLabel("step"))
+        pace.addWidget(self.replay_stride)
+        pace.addWidget(QtWidgets.QLabel("iterations at"))
+        pace.addWidget(self.replay_speed)
+        pace.addStretch(1)
+        layout.addLayout(pace)
         self.export_frames_button = QtWidgets.QPushButton("Export frames (PNG + GIF)...")
         self.export_frames_button.clicked.connect(self.export_replay_requested.emit)
         layout.addWidget(self.export_frames_button)
@@ -289,7 +311,8 @@ class AnalysisPanel(QtWidgets.QTabWidget):
         if value >= self.replay_slider.maximum():
             self.play_button.setChecked(False)
             return
-        self.replay_slider.setValue(value + 1)
+        self.replay_slider.setValue(min(value + self.replay_stride.value(),
+                                        self.replay_slider.maximum()))
 
     # -- diff ---------------------------------------------------------------------------------
 
@@ -341,5 +364,6 @@ class AnalysisPanel(QtWidgets.QTabWidget):
         self.replay_slider.setRange(0, max(self.iterations - 1, 0))
         self.replay_slider.setValue(0)
         self.replay_slider.blockSignals(blocked)
+        self.replay_stride.setValue(max(1, self.iterations // 100))
         self.replay_label.setText(f"iteration 0 of {max(self.iterations - 1, 0)}")
         self._show_occupancy()

@@ -411,6 +411,22 @@ def test_replay_steps_through_iterations(window):
     assert not np.isnan(image.data[4:]).any() and (image.data[4:] >= 0).all()
 
 
+def test_replay_of_16384_iterations_steps_by_a_stride_at_a_chosen_speed(window):
+    run_preset(window, "tid-rows")  # 1 x 1024 on 128 x 256 x 128: 16,384 iterations
+    analysis = window.analysis
+    assert analysis.replay_slider.maximum() == 16_383
+    assert analysis.replay_stride.value() == 163  # about 100 steps in all
+    analysis.replay_speed.setValue(20)
+    assert analysis._timer.interval() == 50
+    analysis._on_timer_timeout()
+    analysis._on_timer_timeout()
+    assert analysis.replay_slider.value() == 2 * 163
+    assert window.heatmap.image.name == "replay"
+    analysis.replay_stride.setValue(20_000)  # a step past the end stops at the end
+    analysis._on_timer_timeout()
+    assert analysis.replay_slider.value() == 16_383
+
+
 def test_replay_frames_export(window, tmp_path):
     window.controls.select_kernel("builtin", "grid-stride")
     set_shape(window, 8, 2, 8)
