@@ -40,6 +40,7 @@ from .result import (
     BACKEND_LABELS,
     BACKEND_SHORT,
     KERNEL_OUTPUT_LINES,
+    KernelSnapshot,
     RunResult,
     format_seconds,
     load_balance,
@@ -198,7 +199,8 @@ def command_line(argv: Sequence[str], exporter=None, sweep_exporter=None) -> int
 __all__ = [
     "ASSUMED_REGISTERS", "BACKENDS", "BACKEND_LABELS", "BACKEND_SHORT", "BackendUnavailable",
     "CATALOGUE", "DTYPES", "GPU_MODEL_NAMES", "KERNEL_FILE_TIME_LIMIT", "KERNEL_OUTPUT_LINES",
-    "KernelCompileError", "KernelRuntimeError", "KernelSourceError", "MAX_DIMENSION",
+    "KernelCompileError", "KernelRuntimeError", "KernelSnapshot", "KernelSourceError",
+    "MAX_DIMENSION",
     "PATTERNS", "PRESETS", "RequestError", "RunCancelled", "RunRequest", "RunResult",
     "RunTimedOut", "SLOW_SIMULATOR_SECONDS", "SweepCell", "ThreadMapError",
     "UnsupportedConstruct", "bank_conflict_model", "counted", "check_request", "command_line",

@@ -27,7 +27,7 @@ from .plan import KernelPlan
 from .records import read_back
 from .transform import division_sites
 from .request import RunRequest, check_request, format_bytes
-from .result import RunResult, Timing, make_verdict
+from .result import KernelSnapshot, RunResult, Timing, make_verdict
 
 
 @lru_cache(maxsize=1)
@@ -234,6 +234,8 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         notes=tuple(notes), output_init="zeros" if plan.reads_output else "nan", slots=slots,
         analysis=analysis, analysis_note=analysis_note, output=plan.output,
         output_reason=plan.output_reason,
+        kernel=KernelSnapshot(plan.name, plan.module.path, plan.module.text,
+                              plan.kernel.lineno, plan.barrier_lines, plan.launch_dims),
         kernel_output=output.prints.text if output.prints else "",
         kernel_output_cut=output.prints.dropped_chars if output.prints else 0)
 

@@ -155,6 +155,23 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures,
                    divisions_by_zero=sum(d.count for d in maps.divisions_by_zero), **hazards)
 
 
+@dataclass(frozen=True)
+class KernelSnapshot:
+    """The kernel as it was when it ran: views show this, never the file as
+    it is now (an edited kernel file cannot make a shown result stale)."""
+
+    name: str
+    path: str  # the kernel file, or the built-in kernel's module file
+    source: str  # the whole file's text
+    first_line: int  # the kernel's def line
+    barrier_lines: tuple[int, ...] = ()
+    launch_dims: int = 1
+
+    @property
+    def lines(self) -> list[str]:
+        return self.source.splitlines()
+
+
 @dataclass(frozen=True, eq=False)
 class RunResult:
     """Everything one run produced."""
@@ -193,6 +210,8 @@ class RunResult:
     #: where no register count could be measured
     occupancy: dict = field(default_factory=dict)
     assumed_registers: int | None = None
+    #: the kernel as it ran (None only for results made outside the engine)
+    kernel: KernelSnapshot | None = None
 
     @property
     def backend(self) -> str:

@@ -84,3 +84,18 @@ def test_backends_are_looked_up_in_a_registry():
         assert backend.name == name and isinstance(backend.available(), bool)
     assert REGISTRY["cpu"].available() and REGISTRY["sim"].needs_own_process
     assert not REGISTRY["cpu"].needs_own_process
+
+
+def test_a_result_keeps_its_kernel_as_it_ran(tmp_path):
+    path = tmp_path / "kernel.py"
+    text = ("from numba import cuda\n\n\n@cuda.jit\ndef mm(A, B, C):\n"
+            "    i, j = cuda.grid(2)\n    if i < C.shape[0] and j < C.shape[1]:\n"
+            "        C[i, j] = A[i, 0] * B[0, j]\n")
+    path.write_text(text)
+    result = kernels.run(kernels.RunRequest(kernel_file=str(path), kernel="mm", m=8, k=1, n=8,
+                                            backend="cpu"))
+    path.write_text(text.replace("A[i, 0] * B[0, j]", "0.0"))  # edited after the run
+    snapshot = result.kernel
+    assert snapshot.source == text and snapshot.name == "mm" and snapshot.first_line == 5
+    assert snapshot.lines[7].strip() == "C[i, j] = A[i, 0] * B[0, j]"
+    assert snapshot.launch_dims == 2 and snapshot.path == str(path)
