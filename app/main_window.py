@@ -181,7 +181,16 @@ class MainWindow(QtWidgets.QMainWindow):
         self.verdict_label.setObjectName("verdict")
         self.verdict_label.setWordWrap(True)
         self.verdict_label.setTextFormat(QtCore.Qt.TextFormat.RichText)
-        layout.addWidget(self.verdict_label)
+        self.verdict_label.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
+        # A fixed height, scrolling past six lines: a verdict with more reasons
+        # pushed the map and the analysis tabs down under the user's cursor.
+        verdict = QtWidgets.QScrollArea()
+        verdict.setObjectName("verdict-scroll")
+        verdict.setWidgetResizable(True)
+        verdict.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        verdict.setWidget(self.verdict_label)
+        verdict.setFixedHeight(6 * self.verdict_label.fontMetrics().lineSpacing() + 12)
+        layout.addWidget(verdict)
         self.error_label = QtWidgets.QLabel()
         self.error_label.setObjectName("error")
         self.error_label.setWordWrap(True)

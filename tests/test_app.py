@@ -615,3 +615,13 @@ def test_a_sweep_draws_each_cell_once_as_it_arrives(window, monkeypatch):
     # One plot per cell, not one per cell per arrival (45 for 9 cells).
     assert len(made) == 9
     assert len(window.sweep_view._plots) == 9
+
+
+def test_the_map_and_tabs_stay_put_whatever_the_verdict_says(window, qtbot):
+    run_preset(window, "grid-stride")  # PASS: one line of figures
+    qtbot.wait(50)
+    top = window.analysis.mapTo(window, window.analysis.rect().topLeft()).y()
+    run_preset(window, "tid-rows")  # FAIL: several reasons
+    qtbot.wait(50)
+    assert len(window.current.verdict.reasons) >= 3
+    assert window.analysis.mapTo(window, window.analysis.rect().topLeft()).y() == top
