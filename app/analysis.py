@@ -215,9 +215,7 @@ class AnalysisPanel(QtWidgets.QTabWidget):
         self.occupancy_table.setRowCount(0)
         if self.result is None:
             return
-        result = self.result
-        if result.assumed_registers != self.assumed_registers and result.kernel_resources:
-            result = reassume_registers(result, self.assumed_registers)  # arithmetic only
+        result = reassume_registers(self.result, self.assumed_registers)  # arithmetic only
         request = result.request
         if not result.occupancy:
             self.occupancy_label.setText("no occupancy figures for this result (its kernel "

@@ -265,7 +265,7 @@ def cell_title(cell: SweepCell) -> str:
     """``"4 x 256 PASS 1.2 ms"`` (time labelled emu / sim when not a GPU time)."""
     if cell.result is None:
         return f"{cell.blocks} x {cell.threads} error"
-    timing = cell.result.kernel_timing or cell.result.timing("instrumented kernel")
+    timing = cell.result.shown_timing
     when = ""
     if timing is not None:
         tag = "" if timing.is_gpu_time else {"cpu": " emu", "sim": " sim"}.get(timing.backend, "")

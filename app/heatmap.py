@@ -6,7 +6,7 @@ import numpy as np
 from kernels import RunResult
 
 from .colors import colour_map
-from .maps import MapImage, hover_text
+from .maps import MapImage, count_scale, hover_text
 from .qt import QtCore, pg
 
 
@@ -55,7 +55,9 @@ def count_ticks(top: float) -> list[tuple[float, str]]:
         return ticks
     # Decades between 2 and the maximum, kept a third of the log band apart
     # (the bar can be 100 px tall in a small window).
-    place = lambda v: 2 + np.log(v / 2) / np.log(top / 2)  # noqa: E731 (maps.count_scale)
+    def place(value: int) -> float:
+        return float(count_scale(np.array([value]), top)[0])
+
     for value in [10 ** e for e in range(1, 13) if 2 < 10 ** e < top] + [top]:
         if place(value) - ticks[-1][0] >= 0.3 or value == top:
             if value == top and place(value) - ticks[-1][0] < 0.3 and len(ticks) > 3:

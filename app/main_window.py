@@ -57,6 +57,17 @@ APP_NAME = "ThreadMap"
 HOVER_PROMPT = "Hover over the map to see who wrote an element."
 
 
+def _scrolled(label: QtWidgets.QLabel, name: str, lines: int) -> QtWidgets.QScrollArea:
+    """``label`` in a frameless scroll area at most ``lines`` of its text tall."""
+    area = QtWidgets.QScrollArea()
+    area.setObjectName(name)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+    area.setWidget(label)
+    area.setMaximumHeight(lines * label.fontMetrics().lineSpacing() + 12)
+    return area
+
+
 def backend_availability() -> dict[str, str | None]:
     """None for usable backends, else why not (shown as the item's tooltip)."""
     return {"auto": None, "cpu": None, "sim": None,
@@ -184,12 +195,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.verdict_label.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
         # A fixed height, scrolling past six lines: a verdict with more reasons
         # pushed the map and the analysis tabs down under the user's cursor.
-        verdict = QtWidgets.QScrollArea()
-        verdict.setObjectName("verdict-scroll")
-        verdict.setWidgetResizable(True)
-        verdict.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
-        verdict.setWidget(self.verdict_label)
-        verdict.setFixedHeight(6 * self.verdict_label.fontMetrics().lineSpacing() + 12)
+        verdict = _scrolled(self.verdict_label, "verdict-scroll", lines=6)
+        verdict.setFixedHeight(verdict.maximumHeight())
         layout.addWidget(verdict)
         self.error_label = QtWidgets.QLabel()
         self.error_label.setObjectName("error")
@@ -226,13 +233,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.details_label.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
         # Timings and notes scroll within a few lines instead of pushing the
         # map up (they took a fifth of the window at 1280 x 800).
-        details = QtWidgets.QScrollArea()
-        details.setObjectName("details-scroll")
-        details.setWidgetResizable(True)
-        details.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
-        details.setWidget(self.details_label)
-        details.setMaximumHeight(5 * self.details_label.fontMetrics().lineSpacing() + 8)
-        layout.addWidget(details)
+        layout.addWidget(_scrolled(self.details_label, "details-scroll", lines=5))
         return tab
 
     def _build_status_bar(self) -> None:

@@ -229,9 +229,7 @@ class SweepView(QtWidgets.QWidget):
     def occupancy_text(self, cell: SweepCell) -> str:
         """``"occ 75%, 2 waves, last 71% idle<br>12% of threads idle"`` on the chosen GPU."""
         idle = cell.result.maps.idle_threads / max(cell.total_threads, 1)
-        result = cell.result
-        if result.assumed_registers != self.assumed_registers and result.kernel_resources:
-            result = reassume_registers(result, self.assumed_registers)  # arithmetic only
+        result = reassume_registers(cell.result, self.assumed_registers)  # arithmetic only
         occ = result.occupancy.get(self.gpu_combo.currentText())
         if occ is None:  # not worked out for this cell (its kernel could not be read)
             return f"{percent(idle)} threads idle"
@@ -246,7 +244,7 @@ class SweepView(QtWidgets.QWidget):
         for cell in self.cells:
             if cell.result is None:
                 continue
-            timing = cell.result.kernel_timing or cell.result.timing("instrumented kernel")
+            timing = cell.result.shown_timing
             if timing is None:
                 continue
             backends.add(timing.backend)

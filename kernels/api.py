@@ -92,9 +92,12 @@ def with_occupancy(result: RunResult, assumed_registers: int = ASSUMED_REGISTERS
 def reassume_registers(result: RunResult, assumed_registers: int) -> RunResult:
     """``result`` with its occupancy worked out again for another assumed
     register count (where none was measured): arithmetic on what the result
-    carries, cheap enough for the GUI thread."""
+    carries, cheap enough for the GUI thread.  The result itself when it
+    already uses that count, or carries no resources to work from."""
     from .occupancy import occupancy_from
 
+    if result.assumed_registers == assumed_registers or not result.kernel_resources:
+        return result
     request = result.request
     table = {name: occupancy_from(resources, name, request.blocks, request.threads_per_block,
                                   assumed_registers)

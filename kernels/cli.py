@@ -364,7 +364,7 @@ def sweep_line(cell) -> str:
     if cell.result is None:
         return f"{launch} ERROR: {cell.error}"
     result = cell.result
-    timing = result.timing("kernel") or result.timing("instrumented kernel")
+    timing = result.shown_timing
     time_text = (f"  {timing.what} {format_seconds(timing.seconds)} "
                  f"[{BACKEND_SHORT.get(timing.backend, timing.backend)}]" if timing else "")
     return f"{launch} {result.verdict.word}{time_text}" + (

@@ -233,6 +233,12 @@ class RunResult:
         return self.timing("kernel")
 
     @property
+    def shown_timing(self) -> Timing | None:
+        """The time a summary shows: the kernel's, or the instrumented
+        kernel's where the plain kernel was not launched."""
+        return self.kernel_timing or self.timing("instrumented kernel")
+
+    @property
     def reference_timing(self) -> Timing | None:
         return next((t for t in self.timings if t.what.startswith("reference")), None)
 

@@ -43,7 +43,7 @@ class SweepCell:
             row.update(verdict="ERROR", error=self.error)
             return row
         result = self.result
-        kernel = result.kernel_timing or result.timing("instrumented kernel")
+        kernel = result.shown_timing
         row.update(
             verdict=result.verdict.word, reasons="; ".join(result.verdict.reasons),
             unwritten=result.verdict.unwritten, collided=result.verdict.collided,
