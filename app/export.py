@@ -107,6 +107,49 @@ def _write_svg(widget: pg.GraphicsLayoutWidget, path: Path, size: tuple[int, int
         painter.end()
 
 
+class HeatmapExporter:
+    """One offscreen heatmap figure (title, map, colour bar, legend) that
+    writes many maps: a sweep's 64 images reuse it instead of building 64
+    figures (building one is ~30 ms of pyqtgraph set-up, most of an export)."""
+
+    def __init__(self, size: tuple[int, int] = (1200, 900)) -> None:
+        width, height = size
+        if not (16 <= width <= 16384 and 16 <= height <= 16384):
+            raise ValueError(f"image size {width} x {height} must be between 16 and 16384 pixels")
+        self.size = size
+        self.widget = _offscreen_widget(size)
+        self.title = self.widget.ci.addLabel("", row=0, col=0, size="11pt")
+        self.plot = HeatmapPlot(self.widget.ci, row=1, col=0)
+        self.legend = self.widget.ci.addLabel("", row=2, col=0, size="9pt")
+
+    def write(self, result: RunResult, path: str | Path, map_name: str = "count",
+              writer_kind: str = "thread", image: MapImage | None = None) -> Path:
+        """Write map ``map_name`` of ``result`` (or a ready ``image``) to ``path``."""
+        if image is None and map_name not in MAP_CHOICES:
+            raise ValueError(f"unknown map {map_name!r}; maps: {', '.join(MAP_CHOICES)}")
+        width, height = self.size
+        self.title.setText(run_title(result, html=True), size="11pt")
+        image = image if image is not None else make_map(result, map_name, writer_kind)
+        self.plot.show(image)
+        # The row axis only ever widens to fit its labels: fixed from this
+        # map's rows, an image does not depend on the maps written before it.
+        self.plot.plot.getAxis("left").setWidth(24 + 8 * len(str(image.data.shape[0])))
+        if Path(path).suffix.lower() == ".svg":
+            self.plot.sharpen(width, height)
+        self.legend.setText(_wrapped(image.legend, width - 40), size="9pt")
+        return _write_scene(self.widget, Path(path), self.size)
+
+    def close(self) -> None:
+        self.widget.close()
+        self.widget.deleteLater()
+
+    def __enter__(self) -> "HeatmapExporter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def export_heatmap(result: RunResult, path: str | Path, map_name: str = "count",
                    size: tuple[int, int] = (1200, 900), writer_kind: str = "thread",
                    image: MapImage | None = None) -> Path:
@@ -115,22 +158,8 @@ def export_heatmap(result: RunResult, path: str | Path, map_name: str = "count",
     with its colour bar."""
     if image is None and map_name not in MAP_CHOICES:
         raise ValueError(f"unknown map {map_name!r}; maps: {', '.join(MAP_CHOICES)}")
-    width, height = size
-    if not (16 <= width <= 16384 and 16 <= height <= 16384):
-        raise ValueError(f"image size {width} x {height} must be between 16 and 16384 pixels")
-    widget = _offscreen_widget(size)
-    try:
-        widget.ci.addLabel(run_title(result, html=True), row=0, col=0, size="11pt")
-        plot = HeatmapPlot(widget.ci, row=1, col=0)
-        image = image if image is not None else make_map(result, map_name, writer_kind)
-        plot.show(image)
-        if Path(path).suffix.lower() == ".svg":
-            plot.sharpen(width, height)
-        widget.ci.addLabel(_wrapped(image.legend, width - 40), row=2, col=0, size="9pt")
-        return _write_scene(widget, Path(path), size)
-    finally:
-        widget.close()
-        widget.deleteLater()
+    with HeatmapExporter(size) as exporter:
+        return exporter.write(result, path, map_name, writer_kind, image)
 
 
 def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str = "count",

@@ -272,6 +272,29 @@ def load_module(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
                 cpu_options: str = _CPU_OPTIONS) -> GeneratedModule:
     """Generate (or reuse) and import the derived module.  ``cpu_options`` (the
     numba options of the emulation, as source text) is for benchmarks."""
+    # Writing the text takes ~12 ms; a sweep asks for the same module 64 times.
+    # (The cache folder is part of the key: a module is written where it is asked for.)
+    key = (plan.module.path, plan.module.text, plan.name, plan.inputs, plan.output, target,
+           dtype, repr(types), cpu_options, cache_dir())
+    loaded = _LOADED.get(key)
+    if loaded is not None:
+        try:
+            os.utime(loaded.path)  # last used now, as below
+        except FileNotFoundError:  # pruned by another process: write it again
+            loaded = None
+    if loaded is None:
+        loaded = _LOADED[key] = _load_module(plan, target, dtype, types, cpu_options)
+        while len(_LOADED) > 32:
+            _LOADED.pop(next(iter(_LOADED)))
+    return loaded
+
+
+#: Modules loaded by this process, by what their text is made from.
+_LOADED: dict[tuple, GeneratedModule] = {}
+
+
+def _load_module(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | None,
+                 cpu_options: str) -> GeneratedModule:
     text, layout = module_text(plan, target, dtype, types, cpu_options)
     digest = hashlib.sha256(text.text.encode()).hexdigest()[:20]
     name = f"{GENERATED_PREFIX}{target}_{digest}"

@@ -81,14 +81,21 @@ def parse_list(text: str, what: str) -> tuple[int, ...]:
     return values
 
 
+#: timed launches per configuration: a sweep compares 64 configurations
+#: with each other, where a median of 3 is as telling as one of 5 and the
+#: timed launches were a third of a sweep's time
+SWEEP_REPEATS = 3
+
+
 def sweep_requests(base: RunRequest, blocks: tuple[int, ...],
                    threads: tuple[int, ...]) -> list[RunRequest]:
     """Every 1-D launch blocks x threads, checked up front (bad input is refused
     before anything runs)."""
     requests = []
+    repeats = min(base.repeats, SWEEP_REPEATS)
     for b in blocks:
         for t in threads:
-            request = base.with_(grid=(b,), block=(t,))
+            request = base.with_(grid=(b,), block=(t,), repeats=repeats)
             check_request(request)
             requests.append(request)
     return requests
