@@ -12,9 +12,9 @@ import numpy as np
 
 from kernels import BACKEND_SHORT, RunResult, SweepCell, counted, format_dims, format_seconds
 
-from .colors import colour_map
-from .heatmap import HeatmapPlot, colour_bar_ticks
-from .maps import MAP_CHOICES, MapImage, make_map, replay_map
+from .views.colors import colour_map
+from .views.heatmap import HeatmapPlot, colour_bar_ticks
+from .models.map_images import MAP_CHOICES, MapImage, make_map, replay_map
 from .qt import QtCore, QtWidgets, pg
 
 

@@ -116,30 +116,30 @@ def main() -> int:
     slowest: list[tuple[float, str]] = []
 
     def every_map() -> None:
-        for index in range(window.map_combo.count()):
-            if window.map_combo.itemData(index) is not None:
+        for index in range(window.maps_view.map_combo.count()):
+            if window.maps_view.map_combo.itemData(index) is not None:
                 began = time.perf_counter()
-                window.map_combo.setCurrentIndex(index)
+                window.maps_view.map_combo.setCurrentIndex(index)
                 app.processEvents()
-                slowest.append((time.perf_counter() - began, window.map_combo.itemText(index)))
+                slowest.append((time.perf_counter() - began, window.maps_view.map_combo.itemText(index)))
 
     measure(app, meter, "switch through every map type", every_map, results)
     seconds, label = max(slowest)
     print(f"  (slowest: {label!r}, {seconds * 1e3:.0f} ms)", flush=True)
-    window.map_combo.setCurrentIndex(window.map_combo.findData("count"))
+    window.maps_view.map_combo.setCurrentIndex(window.maps_view.map_combo.findData("count"))
 
     def hover() -> None:
-        plot = window.heatmap.heatmap.plot
+        plot = window.maps_view.heatmap.heatmap.plot
         for step in range(60):
             point = QtCore.QPointF(step * big / 60, step * big / 60)
-            window.heatmap._on_scene_mouse_moved(plot.vb.mapViewToScene(point))
+            window.maps_view.heatmap.scene().sigMouseMoved.emit(plot.vb.mapViewToScene(point))
             app.processEvents()
 
     measure(app, meter, "hover across it", hover, results)
 
     def select_rows() -> None:
-        for row in range(min(20, window.results.rowCount())):
-            window.table.selectRow(row)
+        for row in range(min(20, window.results_view.results.rowCount())):
+            window.results_view.selectRow(row)
             app.processEvents()
 
     measure(app, meter, "select each of 20 results", select_rows, results)
@@ -164,10 +164,10 @@ def main() -> int:
 
     measure(app, meter, "zoom the sweep matrix", zoom_matrix, results)
     window.tabs.setCurrentIndex(0)
-    window.table.selectRow(19)
+    window.results_view.selectRow(19)
     pump(app, 0.2)
     out = Path(tempfile.mkdtemp())
-    measure(app, meter, "export the large map", lambda: window.export_current(
+    measure(app, meter, "export the large map", lambda: window.export_action.export_to(
         str(out / "map.png")), results)
     print(f"worst stall: {max(results.values()):.0f} ms", flush=True)
     window.close()

@@ -45,19 +45,19 @@ def shoot(app, window, path: Path):
 
 
 def analysis_tab(window, title: str) -> None:
-    tabs = window.analysis
+    tabs = window.maps_view.analysis
     tabs.setCurrentIndex(next(i for i in range(tabs.count()) if tabs.tabText(i) == title))
 
 
 def run_file(app, window, name: str, shape, grid: str, block: str) -> None:
-    window.open_kernel_file(str(KERNELS / name))
+    window.controller.open_kernel_file(str(KERNELS / name))
     controls = window.controls
     for edit, value in zip((controls.m_spin, controls.k_spin, controls.n_spin), shape):
         edit.setValue(value)
     controls.grid_edit.setText(grid)
     controls.block_edit.setText(block)
     controls.backend_combo.setCurrentText("cpu")
-    window._on_run_triggered()
+    window.run_action.trigger()
     wait_idle(app, window)
 
 
@@ -68,13 +68,13 @@ def shared_memory_views(app, window, out_dir: Path, suffix: str) -> None:
     controls.select_kernel("builtin", "tiled")
     controls.apply_preset("ragged")
     controls.backend_combo.setCurrentText("auto")
-    window._on_run_triggered()
+    window.run_action.trigger()
     wait_idle(app, window)
     analysis_tab(window, "Shared")
     shoot(app, window, out_dir / f"tiled_shared{suffix}.png")
     run_file(app, window, "transposed_tile.py", (32, 32, 32), "2x2", "16x16")
     analysis_tab(window, "Shared")
-    window.analysis.bank_table.selectRow(0)
+    window.maps_view.analysis.bank_table.selectRow(0)
     shoot(app, window, out_dir / f"transposed_tile_conflicts{suffix}.png")
     run_file(app, window, "early_return.py", (20, 16, 20), "2x2", "16x16")
     analysis_tab(window, "Shared")
@@ -84,10 +84,10 @@ def shared_memory_views(app, window, out_dir: Path, suffix: str) -> None:
     shoot(app, window, out_dir / f"missing_barrier_race{suffix}.png")
     run_file(app, window, "divergent_branch.py", (32, 8, 64), "2x32", "32x1")
     analysis_tab(window, "Divergence")
-    window.analysis.divergence_table.selectRow(2)
+    window.maps_view.analysis.divergence_table.selectRow(2)
     shoot(app, window, out_dir / f"divergent_branch_lanes{suffix}.png")
     analysis_tab(window, "Coalescing")
-    window.analysis.coalescing_table.selectRow(1)
+    window.maps_view.analysis.coalescing_table.selectRow(1)
     shoot(app, window, out_dir / f"divergent_branch_sectors{suffix}.png")
 
 
@@ -117,19 +117,19 @@ def main(argv: list[str]) -> int:
         controls.select_kernel("builtin", kernel)
         controls.apply_preset("seed")
         controls.backend_combo.setCurrentText("auto")
-        window._on_run_triggered()
+        window.run_action.trigger()
         wait_idle(app, window)
-        window.map_combo.setCurrentIndex(window.map_combo.findData("count"))
+        window.maps_view.map_combo.setCurrentIndex(window.maps_view.map_combo.findData("count"))
         shoot(app, window, out_dir / f"{stem}_count.png")
-        window.map_combo.setCurrentIndex(window.map_combo.findData("writer"))
-        window.writer_combo.setCurrentText("warp")
+        window.maps_view.map_combo.setCurrentIndex(window.maps_view.map_combo.findData("writer"))
+        window.maps_view.writer_combo.setCurrentText("warp")
         shoot(app, window, out_dir / f"{stem}_writer_warp.png")
-        window.map_combo.setCurrentIndex(window.map_combo.findData("oob"))
+        window.maps_view.map_combo.setCurrentIndex(window.maps_view.map_combo.findData("oob"))
         shoot(app, window, out_dir / f"{stem}_oob.png")
-        window.map_combo.setCurrentIndex(window.map_combo.findData("count"))
+        window.maps_view.map_combo.setCurrentIndex(window.maps_view.map_combo.findData("count"))
         window.sweep_view.blocks_edit.setText("1,2,4,8")
         window.sweep_view.threads_edit.setText("32,128,512,1024")
-        window._on_sweep_triggered()
+        window.sweep_action.trigger()
         wait_idle(app, window)
         shoot(app, window, out_dir / f"{stem}_sweep.png")
         window.tabs.setCurrentIndex(0)
@@ -137,10 +137,10 @@ def main(argv: list[str]) -> int:
     for kernel in ("grid-stride", "grid-stride-colmajor"):
         controls.select_kernel("builtin", kernel)
         controls.apply_preset("seed")
-        window._on_run_triggered()
+        window.run_action.trigger()
         wait_idle(app, window)
         analysis_tab(window, "Coalescing")
-        window.analysis.coalescing_table.selectRow(2)  # the store to C
+        window.maps_view.analysis.coalescing_table.selectRow(2)  # the store to C
         shoot(app, window, out_dir / f"warp_view_{kernel}.png")
     analysis_tab(window, "Balance")
     shoot(app, window, out_dir / "load_balance.png")
@@ -149,27 +149,27 @@ def main(argv: list[str]) -> int:
     controls.select_kernel("builtin", "grid-stride")
     controls.grid_edit.setText("2")
     controls.block_edit.setText("512")
-    window._on_run_triggered()
+    window.run_action.trigger()
     wait_idle(app, window)
     analysis_tab(window, "Replay")
-    window.analysis.replay_slider.setValue(5)
+    window.maps_view.analysis.replay_slider.setValue(5)
     shoot(app, window, out_dir / "replay.png")
-    rows = window.results.rowCount()
-    selection = window.table.selectionModel()
+    rows = window.results_view.results.rowCount()
+    selection = window.results_view.selectionModel()
     from app.qt import QtCore
     flags = (QtCore.QItemSelectionModel.SelectionFlag.ClearAndSelect
              | QtCore.QItemSelectionModel.SelectionFlag.Rows)
-    selection.select(window.results.index(0, 0), flags)
-    selection.select(window.results.index(rows - 1, 0),
+    selection.select(window.results_view.results.index(0, 0), flags)
+    selection.select(window.results_view.results.index(rows - 1, 0),
                      QtCore.QItemSelectionModel.SelectionFlag.Select
                      | QtCore.QItemSelectionModel.SelectionFlag.Rows)
     analysis_tab(window, "Diff")
-    window.analysis.diff_button.click()
+    window.maps_view.analysis.diff_button.click()
     shoot(app, window, out_dir / "diff.png")
     window.sweep_view.gpu_combo.setCurrentText("H100 SXM")
     window.sweep_view.blocks_edit.setText("1,8,66,264")
     window.sweep_view.threads_edit.setText("64,256,1024")
-    window._on_sweep_triggered()
+    window.sweep_action.trigger()
     wait_idle(app, window)
     shoot(app, window, out_dir / "sweep_occupancy.png")
     window.tabs.setCurrentIndex(0)

@@ -44,39 +44,39 @@ def run_preset(window, kernel, preset="seed", backend="cpu"):
     window.controls.select_kernel("builtin", kernel)
     window.controls.apply_preset(preset)
     window.controls.backend_combo.setCurrentText(backend)
-    window._on_run_triggered()
+    window.run_action.trigger()
 
 
 def test_window_title_and_backend_status(window):
     assert window.windowTitle().startswith("ThreadMap")
     from kernels.engine import gpu_available
     if not gpu_available():
-        assert "no CUDA device" in window.backend_status.text()
+        assert "no CUDA device" in window.status.backend_status.text()
         gpu_index = window.controls.backend_combo.findData("gpu")
         assert not window.controls.backend_combo.model().item(gpu_index).isEnabled()
 
 
 def test_seed_preset_runs_and_passes(window):
     run_preset(window, "grid-stride")
-    assert window.results.rowCount() == 1
+    assert window.results_view.results.rowCount() == 1
     verdict_column = 5
-    assert window.results.cell_text(0, verdict_column) == "PASS"
-    assert window.results.cell_text(0, 3) == "1 x 1024"
-    assert "CPU emulation" in window.results.cell_text(0, 8)
-    drawn = window.heatmap.heatmap.image.image
+    assert window.results_view.results.cell_text(0, verdict_column) == "PASS"
+    assert window.results_view.results.cell_text(0, 3) == "1 x 1024"
+    assert "CPU emulation" in window.results_view.results.cell_text(0, 8)
+    drawn = window.maps_view.heatmap.heatmap.image.image
     assert drawn.shape == (128, 128)
     np.testing.assert_array_equal(drawn, 1)  # every element written once
-    assert "PASS" in window.verdict_label.text()
+    assert "PASS" in window.maps_view.verdict_label.text()
 
 
 def test_tid_rows_shows_collisions_in_the_count_map(window):
     run_preset(window, "tid-rows")
-    result = window.current
-    assert window.results.cell_text(0, 5) == "FAIL"
-    assert "collisions" in window.results.cell_text(0, 6)
-    from app.maps import count_of_scale, count_scale
+    result = window.session.current
+    assert window.results_view.results.cell_text(0, 5) == "FAIL"
+    assert "collisions" in window.results_view.results.cell_text(0, 6)
+    from app.models.map_images import count_of_scale, count_scale
 
-    drawn = window.heatmap.heatmap.image.image
+    drawn = window.maps_view.heatmap.heatmap.image.image
     # drawn on the count scale (0, 1, then log from 2 to the maximum)
     np.testing.assert_array_equal(drawn, count_scale(result.maps.writes, 1024))
     # every thread of the block stored every element
@@ -86,91 +86,91 @@ def test_tid_rows_shows_collisions_in_the_count_map(window):
 def test_hover_names_the_writer_of_a_known_element(window, qtbot):
     run_preset(window, "grid-stride")
     # C is 128 x 128, 1024 threads: element (3, 5) is linear 389, thread 389, iteration 0.
-    plot = window.heatmap.heatmap.plot
+    plot = window.maps_view.heatmap.heatmap.plot
     scene_pos = plot.vb.mapViewToScene(QtCore.QPointF(5, 3))
-    window.heatmap._on_scene_mouse_moved(scene_pos)
-    text = window.hover_label.text()
+    window.maps_view.heatmap.scene().sigMouseMoved.emit(scene_pos)
+    text = window.maps_view.hover_label.text()
     assert "C[3, 5]" in text
     assert "thread 389 = block 0 (0,0), thread 389 (389,0), warp 12" in text
     assert "iteration: 0" in text
-    assert f"{window.current.c[3, 5]:.7g}" in text
+    assert f"{window.session.current.c[3, 5]:.7g}" in text
 
 
 def test_hover_text_follows_the_result_on_screen(window):
     run_preset(window, "grid-stride")
-    plot = window.heatmap.heatmap.plot
-    window.heatmap._on_scene_mouse_moved(plot.vb.mapViewToScene(QtCore.QPointF(5, 3)))
-    assert "thread 389" in window.hover_label.text()
+    plot = window.maps_view.heatmap.heatmap.plot
+    window.maps_view.heatmap.scene().sigMouseMoved.emit(plot.vb.mapViewToScene(QtCore.QPointF(5, 3)))
+    assert "thread 389" in window.maps_view.hover_label.text()
     # A new run on 1 x 64: element (3, 5) is linear 389, thread 389 mod 64 = 5.
     window.controls.grid_edit.setText("1")
     window.controls.block_edit.setText("64")
-    window._on_run_triggered()
-    assert window.current.request.block == (64,)
-    text = window.hover_label.text()
+    window.run_action.trigger()
+    assert window.session.current.request.block == (64,)
+    text = window.maps_view.hover_label.text()
     assert "thread 389" not in text and "thread 5 = block 0 (0,0)" in text, text
     # Selecting the first run in the results table: its writer again.
-    window.table.selectRow(0)
-    assert "thread 389" in window.hover_label.text()
+    window.results_view.selectRow(0)
+    assert "thread 389" in window.maps_view.hover_label.text()
 
 
 def test_bad_input_keeps_the_previous_results(window):
     run_preset(window, "grid-stride")
-    previous = window.current
+    previous = window.session.current
     window.controls.block_edit.setText("2048")
-    window._on_run_triggered()
-    assert window.error_label.isVisible()
-    assert "past CUDA's limit of 1024" in window.error_label.text()
-    assert window.results.rowCount() == 1 and window.current is previous
+    window.run_action.trigger()
+    assert window.maps_view.error_label.isVisible()
+    assert "past CUDA's limit of 1024" in window.maps_view.error_label.text()
+    assert window.results_view.results.rowCount() == 1 and window.session.current is previous
     window.controls.block_edit.setText("abc")
-    window._on_run_triggered()
-    assert "block must be N or NxM" in window.error_label.text()
-    assert window.results.rowCount() == 1
+    window.run_action.trigger()
+    assert "block must be N or NxM" in window.maps_view.error_label.text()
+    assert window.results_view.results.rowCount() == 1
 
 
 def test_a_kernel_that_fails_keeps_the_previous_results(window, tmp_path):
     run_preset(window, "grid-stride")
-    previous = window.current
+    previous = window.session.current
     bad = tmp_path / "bad.py"
     bad.write_text("from numba import cuda\n@cuda.jit\ndef k(A, B, C):\n"
                    "    i = cuda.grid(1)\n    C[i, 0] = A[i, 0] + undefined_name\n")
-    assert window.open_kernel_file(str(bad))
-    window._on_run_triggered()
-    assert window.error_label.isVisible()
-    assert window.current is previous and window.results.rowCount() == 1
+    assert window.controller.open_kernel_file(str(bad))
+    window.run_action.trigger()
+    assert window.maps_view.error_label.isVisible()
+    assert window.session.current is previous and window.results_view.results.rowCount() == 1
 
 
 def test_selecting_a_row_shows_that_run_again(window):
     run_preset(window, "grid-stride")
     run_preset(window, "tid-rows")
-    assert window.current.request.kernel == "tid-rows"
-    window.table.selectRow(0)
-    assert window.current.request.kernel == "grid-stride"
-    np.testing.assert_array_equal(window.heatmap.heatmap.image.image, 1)
+    assert window.session.current.request.kernel == "tid-rows"
+    window.results_view.selectRow(0)
+    assert window.session.current.request.kernel == "grid-stride"
+    np.testing.assert_array_equal(window.maps_view.heatmap.heatmap.image.image, 1)
 
 
 def test_every_map_draws(window):
     run_preset(window, "one-block-chunks", preset="ragged")
-    from app.maps import MAP_CHOICES
+    from app.models.map_images import MAP_CHOICES
     for name in MAP_CHOICES:
-        window.map_combo.setCurrentIndex(window.map_combo.findData(name))
-        image = window.heatmap.image
+        window.maps_view.map_combo.setCurrentIndex(window.maps_view.map_combo.findData(name))
+        image = window.maps_view.heatmap.image
         assert image is not None and image.name == name and image.data.size > 0
-    window.map_combo.setCurrentIndex(window.map_combo.findData("writer"))
+    window.maps_view.map_combo.setCurrentIndex(window.maps_view.map_combo.findData("writer"))
     for kind in ("thread", "block", "warp"):
-        window.writer_combo.setCurrentText(kind)
-        assert kind in window.heatmap.heatmap.plot.titleLabel.text
+        window.maps_view.writer_combo.setCurrentText(kind)
+        assert kind in window.maps_view.heatmap.heatmap.plot.titleLabel.text
 
 
 def test_export_png_size_and_pixels_and_svg_parses(window, tmp_path):
     run_preset(window, "tid-rows")
-    window.export_width.setValue(640)
-    window.export_height.setValue(480)
-    png = window.export_current(tmp_path / "count.png")
+    window.maps_view.export_width.setValue(640)
+    window.maps_view.export_height.setValue(480)
+    png = window.export_action.export_to(tmp_path / "count.png")
     image = QtGui.QImage(str(png))
     assert (image.width(), image.height()) == (640, 480)
     colours = {image.pixel(x, y) for x in range(0, 640, 7) for y in range(0, 480, 7)}
     assert len(colours) > 10  # title, heatmap, colour bar: not blank
-    svg = window.export_current(tmp_path / "count.svg")
+    svg = window.export_action.export_to(tmp_path / "count.svg")
     root = ET.parse(svg).getroot()
     assert root.tag.endswith("svg")
 
@@ -196,14 +196,14 @@ def test_start_up_names_no_launch_of_a_kernel_file_not_selected(qtbot, settings)
     from app.main_window import MainWindow
     first = MainWindow(synchronous=True, settings=settings)
     qtbot.addWidget(first)
-    assert first.open_kernel_file(str(Path(__file__).parent / "kernels" / "doc_style_tiled.py"))
+    assert first.controller.open_kernel_file(str(Path(__file__).parent / "kernels" / "doc_style_tiled.py"))
     first.controls.select_kernel("builtin", "grid-stride")
     first.close()
     second = MainWindow(synchronous=True, settings=settings)
     qtbot.addWidget(second)
     assert second.controls.kernel_choice()[0] == "builtin"
     # (it said "launch 8x8 x 16x16: guessed: 2-D kernel, ..." of the file's kernel)
-    assert not second.statusBar().currentMessage().startswith("launch")
+    assert not second.status.currentMessage().startswith("launch")
 
 
 def test_shortcuts_and_about(window):
@@ -219,19 +219,19 @@ def test_shortcuts_and_about(window):
 
 def test_slow_simulator_run_asks_first(window, monkeypatch):
     asked = []
-    window.confirm = lambda title, text: asked.append(text) or False
+    window.controller.confirm = lambda title, text: asked.append(text) or False
     window.controls.select_kernel("builtin", "grid-stride")
     window.controls.apply_preset("seed")
     window.controls.backend_combo.setCurrentText("sim")
-    window._on_run_triggered()
+    window.run_action.trigger()
     assert asked and "at least" in asked[0] and "1,024 threads" in asked[0]
-    assert window.results.rowCount() == 0
+    assert window.results_view.results.rowCount() == 0
 
 
 def test_sweep_fills_the_matrix_and_opens_a_cell(window):
     prepare_sweep(window, "grid-stride", (20, 4, 30), "1,2", "32,64,96")
-    window._on_sweep_triggered()
-    cells = window.sweep_cells
+    window.sweep_action.trigger()
+    cells = window.session.sweep_cells
     assert [(c.blocks, c.threads) for c in cells] == [(1, 32), (1, 64), (1, 96), (2, 32),
                                                        (2, 64), (2, 96)]
     assert all(c.result.verdict.passed for c in cells)
@@ -244,14 +244,14 @@ def test_sweep_fills_the_matrix_and_opens_a_cell(window):
     # Occupancy for every GPU model came with each cell's result, from the worker.
     assert all(len(c.result.occupancy) == 5 for c in cells)
     window.sweep_view.cell_opened.emit(cells[4])
-    assert window.current is cells[4].result
+    assert window.session.current is cells[4].result
     assert window.tabs.currentIndex() == 0
 
 
 def test_sweep_exports(window, tmp_path):
     prepare_sweep(window, "one-block-chunks", (10, 3, 7), "1,2", "16,32")
-    window._on_sweep_triggered()
-    window.export_sweep_folder(tmp_path / "sweep")
+    window.sweep_action.trigger()
+    window.export_folder_action.export_to(tmp_path / "sweep")
     names = {p.name for p in (tmp_path / "sweep").iterdir()}
     assert {"summary.csv", "summary.json", "contact_sheet.png", "grid2_block16.npz",
             "grid2_block16.png"} <= names
@@ -268,13 +268,13 @@ def test_cancel_mid_sweep(qtbot, settings):
     win = MainWindow(synchronous=False, settings=settings, confirm=lambda title, text: True)
     qtbot.addWidget(win)
     prepare_sweep(win, "grid-stride", (400, 200, 400), "1,2,3,4,5,6,7,8", "32,64,128,256")
-    with qtbot.waitSignal(win.controller.sweep_cell, timeout=60000):
-        win._on_sweep_triggered()
+    with qtbot.waitSignal(win.session.sweep_cell_added, timeout=60000):
+        win.sweep_action.trigger()
     assert win.controller.busy
     with qtbot.waitSignal(win.controller.cancelled, timeout=10000):
         win.cancel_action.trigger()
     qtbot.waitUntil(lambda: not win.controller.busy, timeout=10000)
-    assert 1 <= len(win.sweep_cells) < 32
+    assert 1 <= len(win.session.sweep_cells) < 32
     assert win.controls.run_button.isEnabled()
     assert "cancelled" in win.statusBar().currentMessage()
 
@@ -288,18 +288,18 @@ def test_run_off_the_gui_thread_reports_progress(qtbot, settings):
     win.controls.backend_combo.setCurrentText("cpu")
     seen = []
     win.controller.progress.connect(lambda f, m: seen.append(f))
-    with qtbot.waitSignal(win.controller.run_finished, timeout=60000):
-        win._on_run_triggered()
+    with qtbot.waitSignal(win.session.result_added, timeout=60000):
+        win.run_action.trigger()
     qtbot.waitUntil(lambda: not win.controller.busy)
     assert seen and max(seen) == 1.0
-    assert win.results.rowCount() == 1
+    assert win.results_view.results.rowCount() == 1
 
 
 def test_open_a_kernel_file_with_two_kernels_and_run_one(window, tmp_path):
     from tests.test_custom_kernels import TWO_KERNELS, write
     run_preset(window, "grid-stride")
     path = write(tmp_path, "two.py", TWO_KERNELS)
-    assert window.open_kernel_file(str(path))
+    assert window.controller.open_kernel_file(str(path))
     controls = window.controls
     assert controls.kernel_combo.currentText() == "two.py"
     assert controls.layout().isRowVisible(controls.function_combo)
@@ -311,31 +311,31 @@ def test_open_a_kernel_file_with_two_kernels_and_run_one(window, tmp_path):
     for spin in (controls.m_spin, controls.k_spin, controls.n_spin):
         spin.setValue(20)
     controls.backend_combo.setCurrentText("cpu")
-    window._on_run_triggered()
-    assert window.results.rowCount() == 2
-    assert window.current.kernel_name == "matmul_n" and window.current.verdict.passed
-    assert window.results.cell_text(1, 1) == "two.py:matmul_n"
+    window.run_action.trigger()
+    assert window.results_view.results.rowCount() == 2
+    assert window.session.current.kernel_name == "matmul_n" and window.session.current.verdict.passed
+    assert window.results_view.results.cell_text(1, 1) == "two.py:matmul_n"
 
 
 def test_a_file_that_does_not_parse_is_refused_and_nothing_is_lost(window, tmp_path):
     run_preset(window, "grid-stride")
-    previous = window.current
+    previous = window.session.current
     bad = tmp_path / "broken.py"
     bad.write_text("from numba import cuda\n@cuda.jit\ndef k(A, B, C:\n    pass\n")
-    assert not window.open_kernel_file(str(bad))
-    assert "does not parse" in window.error_label.text() and "broken.py:3" in \
-        window.error_label.text()
-    assert window.current is previous
+    assert not window.controller.open_kernel_file(str(bad))
+    assert "does not parse" in window.maps_view.error_label.text() and "broken.py:3" in \
+        window.maps_view.error_label.text()
+    assert window.session.current is previous
     assert window.controls.kernel_choice() == ("builtin", "grid-stride")
     empty = tmp_path / "empty.py"
     empty.write_text("x = 1\n")
-    assert not window.open_kernel_file(str(empty))
-    assert "no CUDA kernel found" in window.error_label.text()
+    assert not window.controller.open_kernel_file(str(empty))
+    assert "no CUDA kernel found" in window.maps_view.error_label.text()
 
 
 def test_coalescing_table_and_per_warp_map(window):
     run_preset(window, "grid-stride")
-    rows = window.analysis.coalescing_rows()
+    rows = window.maps_view.analysis.coalescing_rows()
     # 128 x 128 C, K = 256, 1 x 1024: each thread stores 16 elements, so each of
     # the 32 warps makes 16 x 256 = 4,096 requests to A and to B (131,072 in
     # all) and 16 to C (512).  A is a broadcast (1 sector, ideal 1); B and C
@@ -344,11 +344,11 @@ def test_coalescing_table_and_per_warp_map(window):
     assert [(r[2], r[3], r[4], r[5], r[6]) for r in rows] == [
         ("131,072", "1.00", "1", "1", "100%"), ("131,072", "4.00", "4", "4", "100%"),
         ("512", "4.00", "4", "4", "100%")]
-    window.analysis.coalescing_table.selectRow(2)
-    image = window.heatmap.image
+    window.maps_view.analysis.coalescing_table.selectRow(2)
+    image = window.maps_view.heatmap.image
     assert image.name == "sectors" and image.data.shape == (1, 32)  # 1 block, 32 warps
     np.testing.assert_array_equal(image.data, 4)
-    assert window.heatmap.text_at(0, 5) == "block 0, warp 5: 4 sectors per request (ideal 4)"
+    assert window.maps_view.heatmap.text_at(0, 5) == "block 0, warp 5: 4 sectors per request (ideal 4)"
 
 
 def test_shared_memory_and_divergence_tabs(window):
@@ -356,23 +356,23 @@ def test_shared_memory_and_divergence_tabs(window):
     # ty = 0, 1 and tx = 0..15, so word tx * 16 + ty sits in bank
     # 16 * (tx % 2) + ty: 4 banks of 8 distinct words each, 8 passes.
     path = Path(__file__).parent / "kernels" / "transposed_tile.py"
-    assert window.open_kernel_file(str(path))
+    assert window.controller.open_kernel_file(str(path))
     set_shape(window, 32, 32, 32)
     window.controls.grid_edit.setText("2x2")
     window.controls.block_edit.setText("16x16")
     window.controls.backend_combo.setCurrentText("cpu")
-    window._on_run_triggered()
-    assert window.current.verdict.passed, window.current.verdict.reasons
-    rows = window.analysis.bank_rows()
+    window.run_action.trigger()
+    assert window.session.current.verdict.passed, window.session.current.verdict.reasons
+    rows = window.maps_view.analysis.bank_rows()
     assert rows[0][:5] == ["16", "store sA[tx, ty]", "64", "8.00", "8"]
-    assert "No shared-memory race" in window.analysis.hazards_label.text()
-    window.analysis.bank_table.selectRow(0)
-    image = window.heatmap.image
+    assert "No shared-memory race" in window.maps_view.analysis.hazards_label.text()
+    window.maps_view.analysis.bank_table.selectRow(0)
+    image = window.maps_view.heatmap.image
     assert image.name == "ways" and image.data.shape == (4, 8)  # 4 blocks of 8 warps
     np.testing.assert_array_equal(image.data, 8)
-    window.analysis.divergence_table.selectRow(0)
-    assert window.heatmap.image.name == "lanes"
-    assert [r[1] for r in window.analysis.divergence_rows()] == [
+    window.maps_view.analysis.divergence_table.selectRow(0)
+    assert window.maps_view.heatmap.image.name == "lanes"
+    assert [r[1] for r in window.maps_view.analysis.divergence_rows()] == [
         "for i in range(A.shape[1] // TPB)", "for j in range(TPB)"]
 
 
@@ -384,10 +384,10 @@ def test_load_balance_and_occupancy_tables(window):
     window.controls.grid_edit.setText("2")
     window.controls.block_edit.setText("64")
     window.controls.backend_combo.setCurrentText("cpu")
-    window._on_run_triggered()
+    window.run_action.trigger()
     # 100 elements on 128 threads: 28 idle threads.
-    assert "128 threads: 28 idle (22%" in window.analysis.balance_label.text()
-    table = window.analysis.occupancy_table
+    assert "128 threads: 28 idle (22%" in window.maps_view.analysis.balance_label.text()
+    table = window.maps_view.analysis.occupancy_table
     models = [table.item(r, 0).text() for r in range(table.rowCount())]
     assert models == ["H100 SXM", "H200", "A100", "RTX 4090", "T4"]
     # 2 blocks on 132 SMs: one wave, nearly all of it idle.
@@ -401,11 +401,11 @@ def test_replay_steps_through_iterations(window):
     window.controls.grid_edit.setText("1")
     window.controls.block_edit.setText("32")
     window.controls.backend_combo.setCurrentText("cpu")
-    window._on_run_triggered()
-    slider = window.analysis.replay_slider
+    window.run_action.trigger()
+    slider = window.maps_view.analysis.replay_slider
     assert slider.maximum() == 1  # 64 elements, 32 threads: iterations 0 and 1
     slider.setValue(1)
-    image = window.heatmap.image
+    image = window.maps_view.heatmap.image
     assert image.name == "replay"
     assert np.all(image.data[:4] == -1)  # rows 0-3 written at iteration 0: black
     assert not np.isnan(image.data[4:]).any() and (image.data[4:] >= 0).all()
@@ -413,7 +413,7 @@ def test_replay_steps_through_iterations(window):
 
 def test_replay_of_16384_iterations_steps_by_a_stride_at_a_chosen_speed(window):
     run_preset(window, "tid-rows")  # 1 x 1024 on 128 x 256 x 128: 16,384 iterations
-    analysis = window.analysis
+    analysis = window.maps_view.analysis
     assert analysis.replay_slider.maximum() == 16_383
     assert analysis.replay_stride.value() == 163  # about 100 steps in all
     analysis.replay_speed.setValue(20)
@@ -421,7 +421,7 @@ def test_replay_of_16384_iterations_steps_by_a_stride_at_a_chosen_speed(window):
     analysis._on_timer_timeout()
     analysis._on_timer_timeout()
     assert analysis.replay_slider.value() == 2 * 163
-    assert window.heatmap.image.name == "replay"
+    assert window.maps_view.heatmap.image.name == "replay"
     analysis.replay_stride.setValue(20_000)  # a step past the end stops at the end
     analysis._on_timer_timeout()
     assert analysis.replay_slider.value() == 16_383
@@ -433,9 +433,9 @@ def test_replay_frames_export(window, tmp_path):
     window.controls.grid_edit.setText("1")
     window.controls.block_edit.setText("16")
     window.controls.backend_combo.setCurrentText("cpu")
-    window._on_run_triggered()
+    window.run_action.trigger()
     from app.export import export_replay
-    files = export_replay(window.current, tmp_path, (320, 240))
+    files = export_replay(window.session.current, tmp_path, (320, 240))
     names = [f.name for f in files]
     assert names == ["replay_000.png", "replay_001.png", "replay_002.png", "replay_003.png",
                      "replay.gif"]
@@ -448,29 +448,29 @@ def test_diff_of_two_runs(window):
     run_preset(window, "grid-stride")
     window.controls.grid_edit.setText("2")
     window.controls.block_edit.setText("256")
-    window._on_run_triggered()
-    window.table.clearSelection()
-    window.table.selectionModel().select(
-        window.results.index(0, 0),
+    window.run_action.trigger()
+    window.results_view.clearSelection()
+    window.results_view.selectionModel().select(
+        window.results_view.results.index(0, 0),
         QtCore.QItemSelectionModel.SelectionFlag.Select | QtCore.QItemSelectionModel.SelectionFlag.Rows)
-    window.table.selectionModel().select(
-        window.results.index(1, 0),
+    window.results_view.selectionModel().select(
+        window.results_view.results.index(1, 0),
         QtCore.QItemSelectionModel.SelectionFlag.Select | QtCore.QItemSelectionModel.SelectionFlag.Rows)
-    window.analysis.diff_button.click()
-    image = window.heatmap.image
+    window.maps_view.analysis.diff_button.click()
+    image = window.maps_view.heatmap.image
     assert image.name == "diff"
     # 1 x 1024 and 2 x 256 threads write element e with threads e % 1024 and
     # e % 512: the same for the first 512 elements of every 1024, else not.
     linear = np.arange(128 * 128).reshape(128, 128)
     expected_writer_changed = (linear % 1024) != (linear % 512)
     np.testing.assert_array_equal(image.data == 2, expected_writer_changed)
-    assert "8,192 with a different writer" in window.analysis.diff_label.text()
+    assert "8,192 with a different writer" in window.maps_view.analysis.diff_label.text()
 
 
 def test_sweep_cells_show_occupancy_and_idle_threads(window):
     prepare_sweep(window, "grid-stride", (16, 2, 16), "1,4", "128")
-    window._on_sweep_triggered()
-    one, four = window.sweep_cells
+    window.sweep_action.trigger()
+    one, four = window.session.sweep_cells
     # 256 elements: 1 x 128 keeps every thread busy; 4 x 128 leaves half idle.
     assert window.sweep_view.occupancy_text(one).endswith("<br>0% of threads idle")
     assert window.sweep_view.occupancy_text(four).endswith("<br>50% of threads idle")
@@ -511,15 +511,15 @@ def naive(A, B, C):
         C[row, col] = s
 """)
     set_shape(window, 100, 37, 40)
-    assert window.open_kernel_file(str(path))
+    assert window.controller.open_kernel_file(str(path))
     controls = window.controls
     # C 100 x 40 with x along the rows: 7 x 3 blocks of 16 x 16.
     assert (controls.grid_edit.text(), controls.block_edit.text()) == ("7x3", "16x16")
     assert controls.launch_source().startswith("guessed: 2-D kernel")
     controls.backend_combo.setCurrentText("cpu")
-    window._on_run_triggered()
-    assert window.current.verdict.passed, window.current.verdict.reasons
-    assert "launch: guessed: 2-D kernel" in window.verdict_label.text()
+    window.run_action.trigger()
+    assert window.session.current.verdict.passed, window.session.current.verdict.reasons
+    assert "launch: guessed: 2-D kernel" in window.maps_view.verdict_label.text()
     controls.block_edit.setText("8x8")  # edited: the launch is the user's now
     assert controls.launch_source() == "given"
 
@@ -564,8 +564,8 @@ def test_file_dialogs_open_where_the_last_one_ended(window, settings, monkeypatc
         return str(kernel), filters
 
     monkeypatch.setattr(QtWidgets.QFileDialog, "getOpenFileName", open_file)
-    window._on_open_file_triggered()
-    window._on_open_file_triggered()
+    window.open_action.trigger()
+    window.open_action.trigger()
     assert started_in[0] == str(Path.home()) and started_in[1] == str(kernel.parent)
     # Exports remember their own folder, and both survive a restart.
     saved = []
@@ -576,8 +576,8 @@ def test_file_dialogs_open_where_the_last_one_ended(window, settings, monkeypatc
 
     monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName", save_file)
     run_preset(window, "grid-stride")
-    window._on_export_triggered()
-    window._on_export_triggered()
+    window.export_action.trigger()
+    window.export_action.trigger()
     assert Path(saved[1]).parent == tmp_path
     assert settings.dialog_folder("kernel") == str(kernel.parent)
 
@@ -590,16 +590,16 @@ def test_an_export_error_is_shown_once(window, monkeypatch, tmp_path):
     monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName",
                         lambda *args: (str(blocker / "map.png"), ""))
     run_preset(window, "grid-stride")
-    shown = window.current
-    window._on_export_triggered()
-    assert window.error_label.isVisibleTo(window)
-    assert window.error_label.text().startswith("export failed")
+    shown = window.session.current
+    window.export_action.trigger()
+    assert window.maps_view.error_label.isVisibleTo(window)
+    assert window.maps_view.error_label.text().startswith("export failed")
     assert window.controls.message.text() == ""  # not a second time under Run
-    assert window.current is shown  # and the result stays
+    assert window.session.current is shown  # and the result stays
 
 
 def test_a_sweep_draws_each_cell_once_as_it_arrives(window, monkeypatch):
-    import app.sweep_view as sweep_view
+    import app.views.sweep_view as sweep_view
 
     made = []
     original = sweep_view.HeatmapPlot
@@ -610,8 +610,8 @@ def test_a_sweep_draws_each_cell_once_as_it_arrives(window, monkeypatch):
 
     monkeypatch.setattr(sweep_view, "HeatmapPlot", counting)
     prepare_sweep(window, "grid-stride", (20, 4, 30), "1,2,4", "32,64,96")
-    window._on_sweep_triggered()
-    assert len(window.sweep_cells) == 9
+    window.sweep_action.trigger()
+    assert len(window.session.sweep_cells) == 9
     # One plot per cell, not one per cell per arrival (45 for 9 cells).
     assert len(made) == 9
     assert len(window.sweep_view._plots) == 9
@@ -620,8 +620,8 @@ def test_a_sweep_draws_each_cell_once_as_it_arrives(window, monkeypatch):
 def test_the_map_and_tabs_stay_put_whatever_the_verdict_says(window, qtbot):
     run_preset(window, "grid-stride")  # PASS: one line of figures
     qtbot.wait(50)
-    top = window.analysis.mapTo(window, window.analysis.rect().topLeft()).y()
+    top = window.maps_view.analysis.mapTo(window, window.maps_view.analysis.rect().topLeft()).y()
     run_preset(window, "tid-rows")  # FAIL: several reasons
     qtbot.wait(50)
-    assert len(window.current.verdict.reasons) >= 3
-    assert window.analysis.mapTo(window, window.analysis.rect().topLeft()).y() == top
+    assert len(window.session.current.verdict.reasons) >= 3
+    assert window.maps_view.analysis.mapTo(window, window.maps_view.analysis.rect().topLeft()).y() == top

@@ -9,7 +9,8 @@ from kernels import RunRequest, run
 
 @pytest.fixture
 def maps_module(qapp):
-    from app import colors, heatmap, maps
+    from app.models import map_images as maps
+    from app.views import colors, heatmap
     return maps, colors, heatmap
 
 

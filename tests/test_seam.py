@@ -58,8 +58,8 @@ def test_a_result_carries_its_occupancy_on_every_gpu_model():
 
 
 def test_the_occupancy_table_never_reads_the_kernel_again(qtbot, monkeypatch):
-    from app.analysis import AnalysisPanel
     import kernels.loader
+    from app.views.analysis import AnalysisPanel
 
     request = kernels.RunRequest(kernel="grid-stride", m=32, k=8, n=32, backend="cpu",
                                  grid=(2,), block=(64,))

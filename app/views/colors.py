@@ -3,9 +3,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .maps import (DIFF_COLOURS, MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR, PALETTE, WARP,
-                   WARP_HUES, Colouring, MapImage)
-from .qt import QtGui, pg
+from ..models.map_images import (
+    DIFF_COLOURS,
+    MANY_COLOURS,
+    MISSING_COLOUR,
+    ONCE_COLOUR,
+    PALETTE,
+    WARP,
+    WARP_HUES,
+    Colouring,
+    MapImage,
+)
+from ..qt import QtGui, pg
 
 
 def _rgb(colour: str) -> tuple[int, int, int]:

@@ -12,7 +12,7 @@ import dataclasses
 import os
 import threading
 import traceback
-from typing import Callable
+from collections.abc import Callable
 
 from kernels import (
     KERNEL_FILE_TIME_LIMIT,
@@ -24,7 +24,7 @@ from kernels import (
     with_occupancy,
 )
 
-from .qt import QtCore
+from ..qt import QtCore
 
 
 def run_options(request: RunRequest) -> dict:
@@ -54,7 +54,7 @@ class _Job(QtCore.QThread):
     failed = QtCore.Signal(str)
     was_cancelled = QtCore.Signal()
 
-    def __init__(self, body: Callable[["_Job"], None]):
+    def __init__(self, body: Callable[[_Job], None]):
         super().__init__()
         self.body = body
         self.cancel_event = threading.Event()
@@ -75,7 +75,7 @@ class _Job(QtCore.QThread):
             self.failed.emit(f"unexpected error: {detail}")
 
 
-class RunController(QtCore.QObject):
+class Worker(QtCore.QObject):
     """Starts one job at a time and relays its signals to the GUI thread."""
 
     busy_changed = QtCore.Signal(bool)

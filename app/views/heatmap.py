@@ -5,9 +5,9 @@ import numpy as np
 
 from kernels import RunResult
 
+from ..models.map_images import MapImage, count_scale, hover_text
+from ..qt import QtCore, pg
 from .colors import colour_map
-from .maps import MapImage, count_scale, hover_text
-from .qt import QtCore, pg
 
 
 def colour_bar_ticks(image: MapImage) -> list | None:
@@ -23,7 +23,7 @@ def colour_bar_ticks(image: MapImage) -> list | None:
         hues = int(colouring.top + 1) // 32
         return [[(-1, "none")] + [(h * 32 + 15.5, f"w{h}") for h in range(hues)]]
     if colouring.kind == "zero" and colouring.top <= 20:
-        return [[(v, str(v)) for v in range(0, int(max(colouring.top, 1)) + 1)]]
+        return [[(v, str(v)) for v in range(int(max(colouring.top, 1)) + 1)]]
     if colouring.kind == "zero":
         return [linear_ticks(colouring.top)]
     return None
@@ -33,7 +33,7 @@ def linear_ticks(top: float, most: int = 6) -> list[tuple[float, str]]:
     """0, round steps (1-2-5) and the maximum, in whole numbers with
     separators: pyqtgraph alone labelled a bar up to 4,194,304 with "0" only."""
     top = int(top)
-    step = next(v * 10 ** e for e in range(0, 12) for v in (1, 2, 5)
+    step = next(v * 10 ** e for e in range(12) for v in (1, 2, 5)
                 if top / (v * 10 ** e) <= most - 1)
     ticks = [(float(v), f"{v:,}") for v in range(0, top + 1, step)]
     if top - ticks[-1][0] < step / 2 and len(ticks) > 1:

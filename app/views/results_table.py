@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from kernels import BACKEND_SHORT, RunResult, format_dims, format_seconds
 
-from .qt import QtCore, QtGui
+from ..models.session import Session
+from ..qt import QtCore, QtGui, QtWidgets
 
 COLUMNS = ("#", "kernel", "shape", "grid x block", "backend", "verdict", "why",
            "rel. error", "kernel time", "GFLOP/s", "reference time")
@@ -23,30 +24,35 @@ def kernel_time_text(result: RunResult) -> str:
 
 
 class ResultsModel(QtCore.QAbstractTableModel):
-    """Runs in the order they finished."""
+    """The session's runs, in the order they finished: a table over
+    :attr:`Session.results`, told of each new one by the session."""
 
-    def __init__(self, parent=None):
+    def __init__(self, session: Session, parent=None):
         super().__init__(parent)
-        self.results: list[RunResult] = []
+        self.session = session
+        self._rows = len(session.results)
+        session.result_added.connect(self._on_result_added)
 
-    def rowCount(self, parent=None) -> int:  # noqa: N802 (Qt API)
-        return 0 if parent is not None and parent.isValid() else len(self.results)
+    @property
+    def results(self) -> list[RunResult]:
+        return self.session.results
 
-    def columnCount(self, parent=None) -> int:  # noqa: N802
+    def rowCount(self, parent=None) -> int:
+        return 0 if parent is not None and parent.isValid() else self._rows
+
+    def columnCount(self, parent=None) -> int:
         return 0 if parent is not None and parent.isValid() else len(COLUMNS)
 
-    def headerData(self, section, orientation, role=QtCore.Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(self, section, orientation, role=QtCore.Qt.ItemDataRole.DisplayRole):
         if role == QtCore.Qt.ItemDataRole.DisplayRole and \
                 orientation == QtCore.Qt.Orientation.Horizontal:
             return COLUMNS[section]
         return None
 
-    def add(self, result: RunResult) -> int:
-        row = len(self.results)
-        self.beginInsertRows(QtCore.QModelIndex(), row, row)
-        self.results.append(result)
+    def _on_result_added(self, row: int) -> None:
+        self.beginInsertRows(QtCore.QModelIndex(), self._rows, row)
+        self._rows = row + 1
         self.endInsertRows()
-        return row
 
     def cell_text(self, row: int, column: int) -> str:
         result = self.results[row]
@@ -79,3 +85,35 @@ class ResultsModel(QtCore.QAbstractTableModel):
         if role == QtCore.Qt.ItemDataRole.ForegroundRole and COLUMNS[index.column()] == "verdict":
             return QtGui.QBrush(QtGui.QColor("#1a7f37" if result.verdict.passed else "#c62828"))
         return None
+
+
+class ResultsView(QtWidgets.QTableView):
+    """The results table: selecting a row shows that run; Ctrl+click picks a
+    second one to compare (the session keeps the selection)."""
+
+    def __init__(self, session: Session, parent=None):
+        super().__init__(parent)
+        self.session = session
+        self.setObjectName("results-table")
+        self.results = ResultsModel(session, self)
+        self.setModel(self.results)
+        self.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.horizontalHeader().setStretchLastSection(True)
+        self.verticalHeader().hide()
+        self.selectionModel().currentRowChanged.connect(self._on_current_row_changed)
+        self.selectionModel().selectionChanged.connect(self._on_selection_changed)
+        session.current_changed.connect(self._on_current_changed)
+
+    def _on_current_row_changed(self, current: QtCore.QModelIndex, _previous) -> None:
+        if current.isValid():
+            self.session.show(self.session.results[current.row()])
+
+    def _on_selection_changed(self, *_) -> None:
+        rows = sorted(index.row() for index in self.selectionModel().selectedRows())
+        self.session.set_selection([self.session.results[row] for row in rows])
+
+    def _on_current_changed(self, result: RunResult) -> None:
+        row = self.session.row_of(result)
+        if row is not None and self.currentIndex().row() != row:
+            self.selectRow(row)

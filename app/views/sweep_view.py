@@ -13,15 +13,17 @@ from kernels import (
     SweepCell,
     counted,
     gpu_model_source,
+    parse_list,
     percent,
     reassume_registers,
 )
 
+from ..export import cell_findings, cell_title, shared_top
+from ..models.map_images import MAP_CHOICES, make_map
+from ..models.session import Session
+from ..qt import QtCore, QtWidgets, pg
 from .colors import colour_map
-from .export import cell_findings, cell_title, shared_top
 from .heatmap import HeatmapPlot, colour_bar_ticks
-from .maps import MAP_CHOICES, make_map
-from .qt import QtCore, QtWidgets, pg
 
 DEFAULT_BLOCKS = "1,2,4,8,16,32"
 DEFAULT_THREADS = "32,64,128,256,512,1024"
@@ -29,16 +31,17 @@ SWEEP_MAPS = ("count", "iteration", "stores", "oob", "writer")
 
 
 class SweepView(QtWidgets.QWidget):
-    """Shows the cells of a sweep as they arrive; emits ``cell_opened`` on a click."""
+    """Shows the session's sweep, cell by cell as they arrive; emits
+    ``cell_opened`` on a click."""
 
     run_requested = QtCore.Signal()
     cell_opened = QtCore.Signal(object)  # SweepCell
     export_sheet_requested = QtCore.Signal()
     export_folder_requested = QtCore.Signal()
 
-    def __init__(self, parent=None):
+    def __init__(self, session: Session, parent=None):
         super().__init__(parent)
-        self.cells: list[SweepCell] = []
+        self.session = session
         self._plots: list[tuple[HeatmapPlot, SweepCell]] = []
         #: the running sweep's blocks and threads (its cells' places), the
         #: shared colour scale's top, and the matrix's colour bar
@@ -116,13 +119,28 @@ class SweepView(QtWidgets.QWidget):
         splitter.setSizes([600, 250])
         layout.addWidget(splitter, 1)
         self._set_export_enabled()
+        session.sweep_started.connect(self.begin)
+        session.sweep_cell_added.connect(self.add_cell)
+        session.assumed_registers_changed.connect(self._on_assumed_registers_changed)
+
+    @property
+    def cells(self) -> list[SweepCell]:
+        return self.session.sweep_cells
 
     @property
     def map_name(self) -> str:
         return self.map_combo.currentData()
 
+    def blocks_and_threads(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The lists asked for; ThreadMapError names a bad one."""
+        return (parse_list(self.blocks_edit.text(), "blocks"),
+                parse_list(self.threads_edit.text(), "threads per block"))
+
+    def _on_assumed_registers_changed(self, registers: int) -> None:
+        self.assumed_registers = registers
+        self.redraw()
+
     def clear(self) -> None:
-        self.cells = []
         self._grid = None
         self.redraw()
 
@@ -135,7 +153,7 @@ class SweepView(QtWidgets.QWidget):
         self._draw_axes(*self._grid)
 
     def add_cell(self, cell: SweepCell) -> None:
-        self.cells.append(cell)
+        """(The session has added ``cell`` to :attr:`cells`.)"""
         grid = self._grid
         if grid is None or cell.blocks not in grid[0] or cell.threads not in grid[1]:
             self.redraw()

@@ -21,7 +21,7 @@ from kernels import (
     parse_scalars,
 )
 
-from .qt import QtCore, QtWidgets
+from ..qt import QtCore, QtWidgets
 
 OPEN_FILE = "open-file"
 

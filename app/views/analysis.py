@@ -17,7 +17,7 @@ from kernels import (
     reassume_registers,
 )
 
-from .qt import QtCore, QtWidgets, pg
+from ..qt import QtCore, QtWidgets, pg
 
 COALESCING_COLUMNS = ("line", "access", "requests", "mean sectors", "max", "ideal", "efficiency")
 BANK_COLUMNS = ("line", "access", "requests", "mean ways", "max", "ideal")

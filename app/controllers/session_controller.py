@@ -1,0 +1,198 @@
+"""The controller: owns the worker, checks requests through the engine's API
+before they run, and puts what comes back into the session.
+
+Nothing here draws; a refused request becomes an error in the session, and
+what was on screen stays.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kernels import (
+    SLOW_SIMULATOR_SECONDS,
+    RunRequest,
+    RunResult,
+    ThreadMapError,
+    default_launch,
+    describe_seconds,
+    format_dims,
+    kernel_names,
+    resolve_backend,
+    simulator_estimate,
+    stop_child_processes,
+    sweep_requests,
+)
+
+from ..export import run_title
+from ..models.session import Session
+from ..qt import QtCore
+from .worker import Worker
+
+#: asks the user a yes/no question: (title, text) -> yes
+Confirm = Callable[[str, str], bool]
+
+
+class SessionController(QtCore.QObject):
+    """Runs, sweeps, kernel files and comparisons, on behalf of the views."""
+
+    #: True while a run or a sweep is in progress
+    busy_changed = QtCore.Signal(bool)
+    progress = QtCore.Signal(float, str)
+    #: the run or sweep in progress stopped at the user's request
+    cancelled = QtCore.Signal()
+
+    def __init__(self, session: Session, confirm: Confirm, synchronous: bool | None = None,
+                 parent=None):
+        super().__init__(parent)
+        self.session = session
+        self.confirm = confirm
+        self.worker = Worker(self, synchronous=synchronous)
+        self.worker.busy_changed.connect(self.busy_changed)
+        self.worker.progress.connect(self.progress)
+        self.worker.run_finished.connect(self._on_run_finished)
+        self.worker.sweep_cell.connect(session.add_sweep_cell)
+        self.worker.sweep_finished.connect(self._on_sweep_finished)
+        self.worker.failed.connect(self._on_failed)
+        self.worker.cancelled.connect(self._on_cancelled)
+
+    @property
+    def busy(self) -> bool:
+        return self.worker.busy
+
+    # -- runs --------------------------------------------------------------------------
+
+    def run(self, request: RunRequest) -> bool:
+        """Start ``request`` off the GUI thread; False (with the reason in the
+        session) when it is refused or declined."""
+        if self.busy:
+            return False
+        backend = self._checked_backend(request)
+        if backend is None:
+            return False
+        if backend[0] == "sim" and not self._simulator_ok(request.with_(backend="sim"), 1):
+            return False
+        self.session.clear_error()
+        self.session.tell(f"running on {backend[0]}: {backend[1]}", 0)
+        self.worker.start_run(request, self.session.assumed_registers)
+        return True
+
+    def sweep(self, base: RunRequest, blocks: tuple[int, ...], threads: tuple[int, ...]) -> bool:
+        """Start a sweep of ``base`` over blocks x threads per block."""
+        if self.busy:
+            return False
+        try:
+            requests = sweep_requests(base, blocks, threads)
+        except ThreadMapError as exc:
+            self.session.raise_error(str(exc))
+            return False
+        backend = self._checked_backend(requests[-1])
+        if backend is None:
+            return False
+        largest = max(requests, key=lambda r: r.total_threads)
+        if backend[0] == "sim" and not self._simulator_ok(largest.with_(backend="sim"),
+                                                           len(requests)):
+            return False
+        self.session.clear_error()
+        self.session.begin_sweep(blocks, threads)
+        self.worker.start_sweep(base, blocks, threads, self.session.assumed_registers)
+        return True
+
+    def cancel(self) -> None:
+        self.worker.cancel()
+
+    def shut_down(self, wait_ms: int = 15000) -> bool:
+        """Cancel what runs and end any child process at once; False if the
+        current step (a compile, a GPU launch) has not ended within ``wait_ms``."""
+        if not self.busy:
+            return True
+        self.worker.cancel()
+        stop_child_processes()
+        return self.worker.wait(wait_ms)
+
+    def wait(self, msecs: int = 30000) -> bool:
+        return self.worker.wait(msecs)
+
+    def _checked_backend(self, request: RunRequest) -> tuple[str, str] | None:
+        try:
+            return resolve_backend(request)
+        except ThreadMapError as exc:
+            self.session.raise_error(str(exc))
+            return None
+
+    def _simulator_ok(self, request: RunRequest, configurations: int) -> bool:
+        seconds, has_barriers = simulator_estimate(request)
+        seconds *= configurations
+        if seconds <= SLOW_SIMULATOR_SECONDS:
+            return True
+        barriers = (" and each barrier makes a block's threads wait on each other"
+                    if has_barriers else "")
+        return self.confirm(
+            "Slow simulator run",
+            f"The CUDA simulator runs one Python thread per CUDA thread{barriers}: this "
+            f"{'sweep' if configurations > 1 else 'run'} ({request.total_threads:,} threads"
+            f"{' in its largest configuration' if configurations > 1 else ''}, "
+            f"{request.m}x{request.k}x{request.n}) will take at least "
+            f"{describe_seconds(seconds)}. You can cancel it at any time. Run it?")
+
+    def _on_run_finished(self, result: RunResult) -> None:
+        self.session.add_result(result)
+        self.session.tell(f"done: {run_title(result)}")
+
+    def _on_sweep_finished(self) -> None:
+        self.session.finish_sweep()
+        self.session.tell(f"sweep done: {len(self.session.sweep_cells)} configurations")
+
+    def _on_failed(self, message: str) -> None:
+        self.session.raise_error(message)
+        self.session.tell("the run failed; the previous results are still shown")
+
+    def _on_cancelled(self) -> None:
+        self.session.tell("cancelled; the previous results are still shown")
+        self.cancelled.emit()
+
+    # -- kernels, results ------------------------------------------------------------------
+
+    def open_kernel_file(self, path: str) -> bool:
+        """Add a kernel file (parsed, never run); the reason when it has no kernel."""
+        try:
+            names = kernel_names(path)
+        except ThreadMapError as exc:
+            self.session.raise_error(str(exc))
+            return False
+        self.session.clear_error()
+        self.session.kernel_file_opened.emit(str(path), tuple(names))
+        return True
+
+    def file_launch(self, request: RunRequest) -> RunRequest | None:
+        """``request`` with its kernel file's own launch (or a guessed one, said
+        so), or None when the request cannot be read yet."""
+        try:
+            chosen = default_launch(request)
+        except ThreadMapError:
+            return None
+        self.session.tell(f"launch {format_dims(chosen.grid)} x {format_dims(chosen.block)}: "
+                          f"{chosen.launch_source}")
+        return chosen
+
+    def compare(self, chosen: list[RunResult]) -> bool:
+        """Show the difference of exactly two runs."""
+        if len(chosen) != 2:
+            self.session.raise_error(f"select exactly two runs in the results table to compare "
+                                     f"({len(chosen)} selected)")
+            return False
+        try:
+            self.session.compare(chosen[0], chosen[1])
+        except ThreadMapError as exc:
+            self.session.raise_error(str(exc))
+            return False
+        self.session.clear_error()
+        return True
+
+    def open_sweep_cell(self, cell) -> None:
+        """Show a sweep configuration's result (added to the results once)."""
+        if cell.result is None:
+            return
+        if self.session.row_of(cell.result) is None:
+            self.session.add_result(cell.result)
+        else:
+            self.session.show(cell.result)

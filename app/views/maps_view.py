@@ -1,0 +1,237 @@
+"""The Maps tab: the map chooser, the verdict, the heatmap with the analysis
+panel beside it, the legend, what is under the cursor, timings and notes.
+
+It renders what the session holds, and changes only the session's choice of
+map; it never runs anything and never reads another view's insides.
+"""
+from __future__ import annotations
+
+from kernels import KERNEL_OUTPUT_LINES, RunResult, ThreadMapError
+
+from ..export import run_title
+from ..models.map_images import ANALYSIS_MAPS, MAP_CHOICES, WRITER_KINDS
+from ..models.session import Session
+from ..qt import QtCore, QtGui, QtWidgets
+from .analysis import AnalysisPanel
+from .heatmap import HeatmapWidget
+
+HOVER_PROMPT = "Hover over the map to see who wrote an element."
+NO_RUN_YET = "No run yet: choose a kernel and a launch, then Run (Ctrl+R)."
+
+
+def scrolled(label: QtWidgets.QLabel, name: str, lines: int) -> QtWidgets.QScrollArea:
+    """``label`` in a frameless scroll area at most ``lines`` of its text tall."""
+    area = QtWidgets.QScrollArea()
+    area.setObjectName(name)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+    area.setWidget(label)
+    area.setMaximumHeight(lines * label.fontMetrics().lineSpacing() + 12)
+    return area
+
+
+def verdict_html(result: RunResult) -> str:
+    verdict = result.verdict
+    colour = "#1a7f37" if verdict.passed else "#c62828"
+    reasons = "".join(f"<li>{r}</li>" for r in verdict.reasons)
+    return (f"<b style='color:{colour}; font-size:14pt'>{verdict.word}</b> &nbsp; "
+            f"{run_title(result)}<br>backend: {result.backend_note}; launch: "
+            f"{result.request.launch_source}"
+            + (f"; output: {result.output} ({result.output_reason})"
+               if result.request.kernel_file else "")
+            + (f"<ul style='margin:0'>{reasons}</ul>" if reasons else
+               "<br>every element written once by one thread, no out-of-bounds access, "
+               f"relative error {verdict.errors.rel_error:.2e} within tolerance "
+               f"{verdict.errors.rel_tolerance:.2e}"))
+
+
+def details_text(result: RunResult) -> str:
+    """Timings, notes and the kernel's own output (the first lines)."""
+    lines = [t.describe() for t in result.timings] + [f"note: {n}" for n in result.notes]
+    if result.kernel_output:
+        printed = result.kernel_output.splitlines()
+        lines.append(f"kernel output ({len(printed):,} lines, from its instrumented launch "
+                     "only):")
+        lines += [f"| {line}" for line in printed[:KERNEL_OUTPUT_LINES]]
+        if len(printed) > KERNEL_OUTPUT_LINES:
+            lines.append(f"| ... {len(printed) - KERNEL_OUTPUT_LINES:,} more (export "
+                         "the result for all of it)")
+    return "\n".join(lines)
+
+
+class MapsView(QtWidgets.QWidget):
+    """The Maps tab, on a :class:`Session`."""
+
+    export_requested = QtCore.Signal()
+
+    def __init__(self, session: Session, parent=None):
+        super().__init__(parent)
+        self.session = session
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.addLayout(self._build_bar())
+        self.verdict_label = QtWidgets.QLabel(NO_RUN_YET)
+        self.verdict_label.setObjectName("verdict")
+        self.verdict_label.setWordWrap(True)
+        self.verdict_label.setTextFormat(QtCore.Qt.TextFormat.RichText)
+        self.verdict_label.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
+        # A fixed height, scrolling past six lines: a verdict with more reasons
+        # pushed the map and the analysis tabs down under the user's cursor.
+        verdict = scrolled(self.verdict_label, "verdict-scroll", lines=6)
+        verdict.setFixedHeight(verdict.maximumHeight())
+        layout.addWidget(verdict)
+        self.error_label = QtWidgets.QLabel()
+        self.error_label.setObjectName("error")
+        self.error_label.setWordWrap(True)
+        self.error_label.setTextInteractionFlags(
+            QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_label.setStyleSheet("color: #b71c1c; background: #fdecea; padding: 4px")
+        self.error_label.hide()
+        layout.addWidget(self.error_label)
+        self.heatmap = HeatmapWidget()
+        self.heatmap.setObjectName("heatmap")
+        self.analysis = AnalysisPanel()
+        splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
+        splitter.addWidget(self.heatmap)
+        splitter.addWidget(self.analysis)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        layout.addWidget(splitter, 1)
+        self.legend_label = QtWidgets.QLabel()
+        self.legend_label.setWordWrap(True)
+        layout.addWidget(self.legend_label)
+        self.hover_label = QtWidgets.QLabel(HOVER_PROMPT)
+        self.hover_label.setObjectName("hover")
+        self.hover_label.setFont(QtGui.QFontDatabase.systemFont(
+            QtGui.QFontDatabase.SystemFont.FixedFont))
+        self.hover_label.setMinimumHeight(4 * self.hover_label.fontMetrics().height())
+        self.hover_label.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
+        layout.addWidget(self.hover_label)
+        self.details_label = QtWidgets.QLabel()
+        self.details_label.setObjectName("details")
+        self.details_label.setWordWrap(True)
+        self.details_label.setTextInteractionFlags(
+            QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.details_label.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
+        # Timings and notes scroll within a few lines instead of pushing the
+        # map up (they took a fifth of the window at 1280 x 800).
+        layout.addWidget(scrolled(self.details_label, "details-scroll", lines=5))
+
+        self.map_combo.currentIndexChanged.connect(self._on_map_chosen)
+        self.writer_combo.currentIndexChanged.connect(self._on_map_chosen)
+        self.export_button.clicked.connect(self.export_requested)
+        self.heatmap.hovered.connect(self._on_hovered)
+        self.analysis.warp_map_requested.connect(session.show_warp_row)
+        self.analysis.replay_changed.connect(session.show_replay)
+        self.analysis.occupancy_settings_changed.connect(
+            lambda: session.set_assumed_registers(self.analysis.assumed_registers))
+        session.current_changed.connect(self._on_current_changed)
+        session.map_changed.connect(lambda: self._show_map(reset_view=False))
+        session.diff_changed.connect(self._on_diff_changed)
+        session.assumed_registers_changed.connect(
+            lambda _: self.analysis.show_result(session.current))
+        session.error_raised.connect(self.show_error)
+        session.error_cleared.connect(self.error_label.hide)
+        self._on_map_chosen()
+
+    def _build_bar(self) -> QtWidgets.QHBoxLayout:
+        bar = QtWidgets.QHBoxLayout()
+        self.map_combo = QtWidgets.QComboBox()
+        self.map_combo.setObjectName("map")
+        for name, (label, description) in MAP_CHOICES.items():
+            self.map_combo.addItem(label, name)
+            self.map_combo.setItemData(self.map_combo.count() - 1, description,
+                                       QtCore.Qt.ItemDataRole.ToolTipRole)
+        self.map_combo.insertSeparator(self.map_combo.count())
+        for name, label in ANALYSIS_MAPS.items():
+            self.map_combo.addItem(label, name)
+        self.writer_combo = QtWidgets.QComboBox()
+        self.writer_combo.setObjectName("writer-kind")
+        self.writer_combo.addItems(WRITER_KINDS)
+        self.export_width = QtWidgets.QSpinBox()
+        self.export_height = QtWidgets.QSpinBox()
+        for spin, value in ((self.export_width, 1200), (self.export_height, 900)):
+            spin.setRange(16, 16384)
+            spin.setValue(value)
+            spin.setSuffix(" px")
+        self.export_button = QtWidgets.QPushButton("Export...")
+        self.export_button.setToolTip("Ctrl+E: PNG or SVG, with title and colour bar")
+        bar.addWidget(QtWidgets.QLabel("Map"))
+        bar.addWidget(self.map_combo)
+        self.writer_label = QtWidgets.QLabel("by")
+        bar.addWidget(self.writer_label)
+        bar.addWidget(self.writer_combo)
+        bar.addStretch(1)
+        bar.addWidget(QtWidgets.QLabel("Export size"))
+        bar.addWidget(self.export_width)
+        bar.addWidget(QtWidgets.QLabel("x"))
+        bar.addWidget(self.export_height)
+        bar.addWidget(self.export_button)
+        return bar
+
+    @property
+    def export_size(self) -> tuple[int, int]:
+        return self.export_width.value(), self.export_height.value()
+
+    def set_export_size(self, width: int, height: int) -> None:
+        self.export_width.setValue(width)
+        self.export_height.setValue(height)
+
+    # -- from the user ------------------------------------------------------------------
+
+    def _on_map_chosen(self, _index=None) -> None:
+        name = self.map_combo.currentData()
+        self.writer_combo.setVisible(name == "writer")
+        self.writer_label.setVisible(name == "writer")
+        if name is not None:
+            self.session.set_map(name, self.writer_combo.currentText())
+
+    def _on_hovered(self, text: str) -> None:
+        if text:
+            self.hover_label.setText(text)
+
+    # -- from the session -----------------------------------------------------------------
+
+    def _on_current_changed(self, result: RunResult) -> None:
+        shown = self.heatmap.image
+        reset = shown is None or self.heatmap.result is None or \
+            self.heatmap.result.c.shape != result.c.shape
+        self.verdict_label.setText(verdict_html(result))
+        self.details_label.setText(details_text(result))
+        self.analysis.show_result(result)
+        self.analysis.diff_label.clear()
+        self._show_map(reset_view=reset)
+
+    def _on_diff_changed(self, pair) -> None:
+        if pair is None:
+            self.analysis.diff_label.clear()
+            return
+        rows = [self.session.row_of(result) for result in pair]
+        self.analysis.diff_label.setText(
+            f"run {(rows[0] or 0) + 1} vs run {(rows[1] or 0) + 1}: {self.session.diff_summary}")
+
+    def _show_map(self, reset_view: bool) -> None:
+        """Draw the session's chosen map of its current result."""
+        session = self.session
+        index = self.map_combo.findData(session.map_name)
+        if index >= 0 and index != self.map_combo.currentIndex():
+            blocked = self.map_combo.blockSignals(True)
+            self.map_combo.setCurrentIndex(index)
+            self.map_combo.blockSignals(blocked)
+            self.writer_combo.setVisible(session.map_name == "writer")
+            self.writer_label.setVisible(session.map_name == "writer")
+        if session.current is None:
+            return
+        try:
+            image = session.current_image()
+        except ThreadMapError as exc:
+            self.legend_label.setText(str(exc))
+            return
+        self.heatmap.show_map(session.shown_result(), image, reset_view=reset_view)
+        self.legend_label.setText(image.legend)
+        # The hover text describes what is on screen now, never the previous run.
+        self.hover_label.setText(self.heatmap.hover_text_now() or HOVER_PROMPT)
+
+    def show_error(self, message: str, _about_the_run: bool = True) -> None:
+        """Above the map; whatever was shown stays."""
+        self.error_label.setText(message)
+        self.error_label.show()
