@@ -25,6 +25,7 @@ from .models.session import Session
 from .qt import QtCore, QtGui, QtWidgets
 from .settings import Settings
 from .views.controls import ControlPanel
+from .views.map_painter import OFF_THREAD_ELEMENTS, MapPainter
 from .views.maps_view import MapsView
 from .views.sweep_view import SweepView
 
@@ -129,7 +130,8 @@ class OpenKernelFileAction(_Action):
 
 
 class ExportHeatmapAction(_Action):
-    """Export the map on screen to PNG or SVG (Ctrl+E)."""
+    """Export the map on screen to PNG or SVG (Ctrl+E).  A large map's
+    colours are made off the GUI thread first, as on screen."""
 
     def __init__(self, session: Session, maps_view: MapsView, settings: Settings,
                  parent: QtWidgets.QWidget):
@@ -137,14 +139,51 @@ class ExportHeatmapAction(_Action):
                          "PNG or SVG, with title and colour bar")
         self.session, self.maps_view, self.settings = session, maps_view, settings
         self.window = parent
+        self._painter = MapPainter(self)
+        self._painter.painted.connect(self._on_painted)
+        #: (painter's request, path, result, size) of an export on its way
+        self._pending: tuple | None = None
+        self._figure: HeatmapExporter | None = None
 
-    def export_to(self, path: str | Path) -> Path:
-        """Export the shown map to ``path`` (no dialog)."""
-        if self.session.current is None:
+    @property
+    def exporting(self) -> bool:
+        return self._pending is not None
+
+    def export_to(self, path: str | Path, background: bool = False) -> Path | None:
+        """Export the shown map to ``path`` (no dialog).  With ``background``,
+        a large map is made off the GUI thread and written when it is ready
+        (None is returned; the session says when it is written)."""
+        shown = self.session.shown_result()
+        if shown is None:
             raise ThreadMapError("nothing to export yet: run something first")
-        image = self.session.current_image()
-        return export_heatmap(self.session.shown_result(), path, image=image,
-                              size=self.maps_view.export_size)
+        size = self.maps_view.export_size
+        if background and shown.c.size > OFF_THREAD_ELEMENTS and \
+                Path(path).suffix.lower() != ".svg":
+            number = self._painter.paint(self.session.image_maker())
+            self._pending = (number, Path(path), shown, size)
+            self.session.tell(f"exporting {path}...", 0)
+            return None
+        return self._write(shown, path, self.session.current_image(), None, size)
+
+    def _write(self, shown, path, image, rgba, size) -> Path:
+        # One offscreen figure, kept: building one is ~60 ms of the GUI thread.
+        if self._figure is None:
+            self._figure = HeatmapExporter(size)
+        self._figure.size = size
+        try:
+            return self._figure.write(shown, path, image=image, rgba=rgba)
+        finally:
+            self._figure.plot.image.clear()  # (the figure keeps no map between exports)
+
+    def _on_painted(self, number: int, image, rgba) -> None:
+        if self._pending is None or number != self._pending[0]:
+            return
+        _, path, shown, size = self._pending
+        self._pending = None
+        if image is None:
+            self.session.raise_error(f"export failed: {rgba}", about_the_run=False)
+            return
+        _guarded(self.session, lambda: self._write(shown, path, image, rgba, size))
 
     def act(self) -> None:
         if self.session.current is None:
@@ -161,7 +200,7 @@ class ExportHeatmapAction(_Action):
         self.settings.remember_dialog_folder("export", path)
         if not Path(path).suffix:
             path += ".png"
-        _guarded(self.session, lambda: self.export_to(path))
+        _guarded(self.session, lambda: self.export_to(path, background=True))
 
 
 class ExportSweepSheetAction(_Action):
@@ -253,4 +292,5 @@ def _guarded(session: Session, export) -> None:
     except EXPORT_ERRORS as exc:
         session.raise_error(f"export failed: {exc}", about_the_run=False)
         return
-    session.tell(f"exported {written or ''}")
+    if written is not None:  # (else written later, off the GUI thread)
+        session.tell(f"exported {written}")

@@ -123,18 +123,21 @@ class HeatmapExporter:
         self.legend = self.widget.ci.addLabel("", row=2, col=0, size="9pt")
 
     def write(self, result: RunResult, path: str | Path, map_name: str = "count",
-              writer_kind: str = "thread", image: MapImage | None = None) -> Path:
-        """Write map ``map_name`` of ``result`` (or a ready ``image``) to ``path``."""
+              writer_kind: str = "thread", image: MapImage | None = None,
+              rgba: np.ndarray | None = None) -> Path:
+        """Write map ``map_name`` of ``result`` (or a ready ``image``, with its
+        colours when they were made ahead: views/map_painter.py) to ``path``."""
         if image is None and map_name not in MAP_CHOICES:
             raise ValueError(f"unknown map {map_name!r}; maps: {', '.join(MAP_CHOICES)}")
         width, height = self.size
         self.title.setText(run_title(result, html=True), size="11pt")
         image = image if image is not None else make_map(result, map_name, writer_kind)
-        self.plot.show(image)
+        svg = Path(path).suffix.lower() == ".svg"
+        self.plot.show(image, rgba=None if svg else rgba)
         # The row axis only ever widens to fit its labels: fixed from this
         # map's rows, an image does not depend on the maps written before it.
         self.plot.plot.getAxis("left").setWidth(24 + 8 * len(str(image.data.shape[0])))
-        if Path(path).suffix.lower() == ".svg":
+        if svg:
             self.plot.sharpen(width, height)
         self.legend.setText(_wrapped(image.legend, width - 40), size="9pt")
         return _write_scene(self.widget, Path(path), self.size)

@@ -61,3 +61,30 @@ def test_writers_at_1024_threads_are_coloured_by_warp_and_shaded_by_lane(maps_mo
     assert abs(hue[0] - hue[32]) > 0.1  # the next warp, another hue
     assert value[0] > value[31] + 0.2  # lane 0 light, lane 31 dark
     assert "warp" in image.legend and "lane" in image.legend
+
+
+def test_maps_made_off_the_gui_thread_look_as_pyqtgraph_draws_them(maps_module):
+    """Large maps are coloured by colors.image_rgba on a worker thread; small
+    ones by pyqtgraph through the same lookup table.  Pixel for pixel the same
+    (and the warp-lane writer map's 322 values keep their own colours)."""
+    from PySide6 import QtGui
+
+    maps, colors, heatmap = maps_module
+    from app.qt import pg
+    wide = run(RunRequest(kernel="grid-stride", m=32, k=4, n=64, grid=(1,), block=(1024,),
+                          backend="cpu", repeats=1))
+    broken = run(RunRequest(kernel="tid-rows", m=40, k=8, n=30, grid=(1,), block=(32,),
+                            backend="cpu", repeats=1))
+    layout = pg.GraphicsLayout()
+    plot = heatmap.HeatmapPlot(layout)
+    for result, name in ((wide, "writer"), (broken, "count"), (broken, "iteration"),
+                         (broken, "error"), (broken, "oob"), (wide, "stores")):
+        image = maps.make_map(result, name)
+        plot.show(image)
+        plot.image.render()
+        drawn = plot.image.qimage.convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
+        pixels = np.array(drawn.constBits()).reshape(drawn.height(), drawn.width(), 4)
+        ours = colors.image_rgba(image)
+        shown = ours[..., 3] > 0
+        assert shown.any()
+        np.testing.assert_array_equal(pixels[shown][:, :3], ours[shown][:, :3], err_msg=name)

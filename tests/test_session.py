@@ -108,3 +108,25 @@ def test_the_maps_view_draws_what_the_session_holds(qtbot, two_results):
     assert view.map_combo.currentData() == "writer"
     session.raise_error("something went wrong")
     assert not view.error_label.isHidden() and view.heatmap.image.name == "writer"
+
+
+def test_a_large_map_is_made_off_the_gui_thread_and_the_last_choice_wins(qtbot):
+    from app.models.session import Session
+    from app.views.colors import image_rgba
+    from app.views.map_painter import OFF_THREAD_ELEMENTS
+    from app.views.maps_view import MapsView
+    big = run(RunRequest(kernel="tid-rows", m=1100, k=2, n=1000, grid=(1,), block=(128,),
+                         backend="cpu", repeats=1))
+    assert big.c.size > OFF_THREAD_ELEMENTS
+    session = Session()
+    view = MapsView(session)
+    qtbot.addWidget(view)
+    session.add_result(big)
+    assert view.drawing  # not drawn yet: the GUI thread went on
+    session.set_map("iteration")
+    session.set_map("writer", "warp")  # chosen while the others are made
+    qtbot.waitUntil(lambda: not view.drawing, timeout=30000)
+    drawn = view.heatmap.image
+    assert drawn.name == "writer" and "warp" in drawn.title.lower()
+    np.testing.assert_array_equal(view.heatmap.heatmap.image.image, image_rgba(drawn))
+    assert view.heatmap.text_at(5, 7) is not None  # hover reads the map's values

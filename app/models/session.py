@@ -7,6 +7,8 @@ signals, nothing else of Qt.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from kernels import ASSUMED_REGISTERS, RunResult, SweepCell, ThreadMapError
 
 from ..qt import QtCore
@@ -136,29 +138,41 @@ class Session(QtCore.QObject):
 
     def current_image(self) -> MapImage:
         """The image of what is chosen; ThreadMapError says why there is none."""
-        result = self.current
-        if result is None:
-            raise ThreadMapError("nothing to show yet: run something first")
-        name = self.map_name
-        if name in WARP_MAPS:
-            analysis = result.analysis
-            if analysis is None:
-                raise ThreadMapError(f"no per-warp figures for this run: {result.analysis_note}")
-            sites = {"sectors": analysis.coalescing, "ways": analysis.bank_conflicts,
-                     "lanes": analysis.divergence}[name]
-            if not sites:
-                raise ThreadMapError({"sectors": "this run makes no access to A, B or C",
-                                      "ways": "this kernel has no shared array",
-                                      "lanes": "this kernel has no branch"}[name])
-            return warp_map(result, name, min(self.warp_rows[name], len(sites) - 1))
-        if name == "replay":
-            return replay_map(result, self.replay_iteration)
-        if name == "diff":
-            if self.diff_pair is None:
-                raise ThreadMapError("select two runs in the results table (Ctrl+click), "
-                                     "then Compare in the Diff tab")
-            return diff_map(*self.diff_pair)
-        return make_map(result, name, self.writer_kind)
+        return self.image_maker()()
+
+    def image_maker(self) -> Callable[[], MapImage]:
+        """A function that makes the image of what is chosen now, whatever is
+        chosen later: safe to call off the GUI thread (it reads only the
+        result's arrays and the choices captured here)."""
+        result, name = self.current, self.map_name
+        writer_kind, rows = self.writer_kind, dict(self.warp_rows)
+        iteration, pair = self.replay_iteration, self.diff_pair
+
+        def make() -> MapImage:
+            if result is None:
+                raise ThreadMapError("nothing to show yet: run something first")
+            if name in WARP_MAPS:
+                analysis = result.analysis
+                if analysis is None:
+                    raise ThreadMapError(f"no per-warp figures for this run: "
+                                         f"{result.analysis_note}")
+                sites = {"sectors": analysis.coalescing, "ways": analysis.bank_conflicts,
+                         "lanes": analysis.divergence}[name]
+                if not sites:
+                    raise ThreadMapError({"sectors": "this run makes no access to A, B or C",
+                                          "ways": "this kernel has no shared array",
+                                          "lanes": "this kernel has no branch"}[name])
+                return warp_map(result, name, min(rows[name], len(sites) - 1))
+            if name == "replay":
+                return replay_map(result, iteration)
+            if name == "diff":
+                if pair is None:
+                    raise ThreadMapError("select two runs in the results table (Ctrl+click), "
+                                         "then Compare in the Diff tab")
+                return diff_map(*pair)
+            return make_map(result, name, writer_kind)
+
+        return make
 
     # -- sweep ----------------------------------------------------------------------------
 

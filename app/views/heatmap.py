@@ -7,7 +7,7 @@ from kernels import RunResult
 
 from ..models.map_images import MapImage, count_scale, hover_text
 from ..qt import QtCore, pg
-from .colors import colour_map
+from .colors import colour_map, lookup_table
 
 
 def colour_bar_ticks(image: MapImage) -> list | None:
@@ -92,10 +92,18 @@ class HeatmapPlot:
         if colour_bar:
             self.colour_bar = pg.ColorBarItem(interactive=False, width=18,
                                               colorMap=pg.colormap.get("viridis"))
-            self.colour_bar.setImageItem(self.image, insert_in=self.plot)
+            # Beside the plot as setImageItem(insert_in=...) places it, but not
+            # linked to the image: a linked bar forces its levels and lookup
+            # table on the image, and an image of ready colours needs neither.
+            self.plot.layout.addItem(self.colour_bar, 2, 5)
+            self.plot.layout.setColumnFixedWidth(4, 5)
         self.current: MapImage | None = None
 
-    def show(self, image: MapImage, title: str | None = None, reset_view: bool = True) -> None:
+    def show(self, image: MapImage, title: str | None = None, reset_view: bool = True,
+             rgba: np.ndarray | None = None) -> None:
+        """Draw ``image``; ``rgba``, when given, is its colours made ready
+        off the GUI thread (colors.image_rgba): drawn as they are, where
+        pyqtgraph would spend ~0.5 s on a 4096 x 4096 map's lookup table."""
         shape_changed = self.current is None or self.current.data.shape != image.data.shape
         self.current = image
         levels = image.levels
@@ -110,9 +118,12 @@ class HeatmapPlot:
             longest = max((len(label) for level in ticks or [] for _, label in level),
                           default=6)
             self.colour_bar.axis.setWidth(int(14 + 7.5 * longest))
+        if rgba is not None:
+            self.image.setLookupTable(None, update=False)
+            self.image.setImage(rgba, levels=None, autoLevels=False)
         else:
-            self.image.setColorMap(cmap)
-        self.image.setImage(image.data, levels=levels, autoLevels=False)
+            self.image.setLookupTable(lookup_table(image.colouring), update=False)
+            self.image.setImage(image.data, levels=levels, autoLevels=False)
         rows, cols = image.data.shape
         self.image.setRect(QtCore.QRectF(-0.5, -0.5, cols, rows))
         self.plot.setTitle(title if title is not None else image.title)
@@ -170,9 +181,9 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
         return self.heatmap.current
 
     def show_map(self, result: RunResult, image: MapImage, title: str | None = None,
-                 reset_view: bool = True) -> None:
+                 reset_view: bool = True, rgba=None) -> None:
         self.result = result
-        self.heatmap.show(image, title, reset_view)
+        self.heatmap.show(image, title, reset_view, rgba)
 
     def clear_map(self) -> None:
         self.result = None

@@ -14,6 +14,7 @@ from ..models.session import Session
 from ..qt import QtCore, QtGui, QtWidgets
 from .analysis import AnalysisPanel
 from .heatmap import HeatmapWidget
+from .map_painter import OFF_THREAD_ELEMENTS, MapPainter
 
 HOVER_PROMPT = "Hover over the map to see who wrote an element."
 NO_RUN_YET = "No run yet: choose a kernel and a launch, then Run (Ctrl+R)."
@@ -116,6 +117,11 @@ class MapsView(QtWidgets.QWidget):
         # map up (they took a fifth of the window at 1280 x 800).
         layout.addWidget(scrolled(self.details_label, "details-scroll", lines=5))
 
+        self.painter = MapPainter(self)
+        self.painter.painted.connect(self._on_painted)
+        #: the painter's request whose answer is awaited (0: none)
+        self._awaited = 0
+        self._awaited_view = (None, False)
         self.map_combo.currentIndexChanged.connect(self._on_map_chosen)
         self.writer_combo.currentIndexChanged.connect(self._on_map_chosen)
         self.export_button.clicked.connect(self.export_requested)
@@ -221,15 +227,40 @@ class MapsView(QtWidgets.QWidget):
             self.writer_label.setVisible(session.map_name == "writer")
         if session.current is None:
             return
+        shown = session.shown_result()
+        if shown.c.size > OFF_THREAD_ELEMENTS:
+            self._awaited = self.painter.paint(session.image_maker())
+            self._awaited_view = (shown, reset_view)
+            self.legend_label.setText("drawing the map...")
+            return
+        self._awaited = 0
         try:
             image = session.current_image()
         except ThreadMapError as exc:
             self.legend_label.setText(str(exc))
             return
-        self.heatmap.show_map(session.shown_result(), image, reset_view=reset_view)
+        self._draw(shown, image, None, reset_view)
+
+    def _on_painted(self, number: int, image, rgba) -> None:
+        if number != self._awaited:
+            return  # a later choice is on its way
+        self._awaited = 0
+        shown, reset_view = self._awaited_view
+        if image is None:
+            self.legend_label.setText(rgba)  # (why not)
+            return
+        self._draw(shown, image, rgba, reset_view)
+
+    def _draw(self, shown: RunResult, image, rgba, reset_view: bool) -> None:
+        self.heatmap.show_map(shown, image, reset_view=reset_view, rgba=rgba)
         self.legend_label.setText(image.legend)
         # The hover text describes what is on screen now, never the previous run.
         self.hover_label.setText(self.heatmap.hover_text_now() or HOVER_PROMPT)
+
+    @property
+    def drawing(self) -> bool:
+        """A map is being made off the GUI thread."""
+        return self._awaited != 0
 
     def show_error(self, message: str, _about_the_run: bool = True) -> None:
         """Above the map; whatever was shown stays."""
