@@ -2,6 +2,7 @@
 and the actions, and wires them; it holds no state of its own and does no work."""
 from __future__ import annotations
 
+import os
 import sys
 
 import resources
@@ -48,7 +49,11 @@ class MainWindow(QtWidgets.QMainWindow):
         self.settings = settings or Settings()
         self.setWindowTitle(f"{APP_NAME} - which CUDA thread computes which element")
         self.setWindowIcon(QtGui.QIcon(str(resources.path(resources.ICON))))
-        self.session = Session(self)
+        if synchronous is None:
+            synchronous = os.environ.get("THREADMAP_SYNCHRONOUS") == "1"
+        budget_mb = self.settings.memory_budget_mb()
+        self.session = Session(self, memory_budget=budget_mb and budget_mb << 20,
+                               synchronous=synchronous)
         self.controller = SessionController(self.session, confirm or self._confirm_dialog,
                                             synchronous=synchronous, parent=self)
 
@@ -131,6 +136,9 @@ class MainWindow(QtWidgets.QMainWindow):
         run_menu.addAction(self.run_action)
         run_menu.addAction(self.sweep_action)
         run_menu.addAction(self.cancel_action)
+        run_menu.addSeparator()
+        budget = run_menu.addAction("&Memory for results...")
+        budget.triggered.connect(self._ask_memory_budget)
         help_menu = menu.addMenu("&Help")
         about = help_menu.addAction("&About ThreadMap")
         about.triggered.connect(self.show_about)
@@ -183,6 +191,19 @@ class MainWindow(QtWidgets.QMainWindow):
         self.controller.open_sweep_cell(cell)
         if cell.result is not None:
             self.tabs.setCurrentWidget(self.maps_view)
+
+    def _ask_memory_budget(self) -> None:
+        """How many MiB of maps stay in memory; older results go to disk past it."""
+        now = self.session.memory_budget >> 20
+        megabytes, ok = QtWidgets.QInputDialog.getInt(
+            self, "Memory for results",
+            f"MiB of maps kept in memory (now {self.session.bytes_in_memory >> 20:,} MiB used); "
+            "past it the least recently shown runs go to disk and come back when selected:",
+            now, 64, 1 << 22, 256)
+        if ok:
+            self.settings.set_memory_budget_mb(megabytes)
+            self.session.memory_budget = megabytes << 20
+            self.session.keep_within_budget()
 
     def _confirm_dialog(self, title: str, text: str) -> bool:
         answer = QtWidgets.QMessageBox.question(self, title, text)
@@ -239,6 +260,7 @@ class MainWindow(QtWidgets.QMainWindow):
                                     "or a GPU launch); close again in a moment")
             event.ignore()
             return
+        self.session.close()
         super().closeEvent(event)
 
     def show_about(self) -> None:

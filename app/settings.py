@@ -77,6 +77,17 @@ class Settings(QtCore.QSettings):
         self.setValue("export/width", width)
         self.setValue("export/height", height)
 
+    def memory_budget_mb(self) -> int | None:
+        """Megabytes of maps the session keeps in memory (None: a quarter of RAM)."""
+        try:
+            value = int(self.value("memory/budget_mb", 0))
+        except (TypeError, ValueError):
+            return None
+        return value if value > 0 else None
+
+    def set_memory_budget_mb(self, megabytes: int) -> None:
+        self.setValue("memory/budget_mb", int(megabytes))
+
     def dialog_folder(self, purpose: str) -> str:
         """The folder the last dialog for ``purpose`` ("kernel", "export")
         ended in (the home folder the first time, or if it went away)."""

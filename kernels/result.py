@@ -212,6 +212,9 @@ class RunResult:
     assumed_registers: int | None = None
     #: the kernel as it ran (None only for results made outside the engine)
     kernel: KernelSnapshot | None = None
+    #: where its maps are while they are out of memory (stow.Stowed), else None:
+    #: its arrays are then placeholders of the right shape that hold zeros
+    stowed: object | None = None
 
     @property
     def backend(self) -> str:
@@ -297,6 +300,8 @@ class RunResult:
         ``sectors_site<n>`` (mean sectors per request at global access site
         n), ``ways_site<n>`` (mean passes at shared access site n),
         ``active_lanes_branch<n>`` (mean lanes taking branch n)."""
+        if self.stowed is not None:
+            raise RuntimeError("this result's maps are stowed on disk: unstow it first")
         m = self.maps
         arrays = {"count": m.count, "atomics": m.atomics, "min_writer": m.min_writer,
                   "max_writer": m.max_writer, "iteration": m.iteration,

@@ -130,3 +130,82 @@ def test_a_large_map_is_made_off_the_gui_thread_and_the_last_choice_wins(qtbot):
     assert drawn.name == "writer" and "warp" in drawn.title.lower()
     np.testing.assert_array_equal(view.heatmap.heatmap.image.image, image_rgba(drawn))
     assert view.heatmap.text_at(5, 7) is not None  # hover reads the map's values
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def _another_run(result):
+    """A distinct result with arrays of its own, as a new run of the same
+    inputs would give (the reference stays shared, as the engine shares it)."""
+    import dataclasses
+    maps = dataclasses.replace(result.maps, **{
+        name: getattr(result.maps, name).copy() for name in (
+            "count", "atomics", "min_writer", "max_writer", "iteration", "stores_per_thread",
+            "oob_per_thread", "reads_a", "reads_b")})
+    return dataclasses.replace(result, maps=maps, c=result.c.copy())
+
+
+def test_forty_4096_squared_runs_stay_within_the_memory_budget(qapp):
+    """Point 9 of the app issue: each run holds ~0.5 GB of maps; 40 of them
+    stay within the budget plus a fixed overhead, and the first comes back
+    from disk identical."""
+    from app.models.session import Session
+    first = run(RunRequest(kernel="grid-stride", m=4096, k=16, n=4096, grid=(2048,),
+                           block=(256,), backend="cpu", repeats=1))
+    expected = {name: array.copy() for name, array in first.maps_arrays().items()}
+    one_run = sum(a.nbytes for name, a in first.maps_arrays().items() if name != "reference")
+    budget = 3 * one_run
+    session = Session(memory_budget=budget, synchronous=True)
+    try:
+        before = _resident_bytes()
+        session.add_result(first)
+        del first
+        for _ in range(39):
+            session.add_result(_another_run(session.current))
+            assert session.bytes_in_memory <= budget + one_run  # (+ the one just shown)
+        grown = _resident_bytes() - before
+        on_disk = sum(r.stowed is not None for r in session.results)
+        assert on_disk >= 35
+        # Without the budget: 40 x ~0.55 GB = 22 GB.  With it: the budget, the
+        # run on screen and a fixed overhead (the shared reference, allocator slack).
+        assert grown < budget + one_run + (512 << 20), f"{grown / 2**20:.0f} MiB"
+        print(f"40 runs of {one_run / 2**20:.0f} MiB each: grew {grown / 2**20:.0f} MiB "
+              f"(budget {budget / 2**20:.0f} MiB), {on_disk} on disk")
+        session.show(session.results[0])
+        back = session.current.maps_arrays()
+        assert session.results[0].stowed is None and session.current is session.results[0]
+        assert back.keys() == expected.keys()
+        for name, array in expected.items():
+            assert back[name].dtype == array.dtype, name
+            np.testing.assert_array_equal(back[name], array, err_msg=name)
+    finally:
+        session.close()
+
+
+def test_results_go_to_disk_and_come_back_off_the_gui_thread(qtbot):
+    from app.models.session import Session
+    from app.views.results_table import ResultsView
+    small = [run(RunRequest(kernel="grid-stride", m=64 + i, k=4, n=64, grid=(1,), block=(64,),
+                            backend="cpu", repeats=1)) for i in range(3)]
+    one = sum(a.nbytes for n, a in small[0].maps_arrays().items() if n != "reference")
+    session = Session(memory_budget=one + 1)
+    table = ResultsView(session)
+    qtbot.addWidget(table)
+    try:
+        for result in small:
+            session.add_result(result)
+        qtbot.waitUntil(lambda: sum(r.stowed is not None for r in session.results) == 2,
+                        timeout=20000)
+        assert table.results.cell_text(0, 0) == "1 (on disk)"
+        table.selectRow(0)  # the user selects the first run
+        qtbot.waitUntil(lambda: session.current is session.results[0], timeout=20000)
+        np.testing.assert_array_equal(session.current.c, small[0].c)
+        assert session.current.stowed is None
+    finally:
+        session.close()

@@ -7,9 +7,21 @@ signals, nothing else of Qt.
 """
 from __future__ import annotations
 
+import itertools
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from kernels import ASSUMED_REGISTERS, RunResult, SweepCell, ThreadMapError
+from kernels import (
+    ASSUMED_REGISTERS,
+    RunResult,
+    Stowage,
+    SweepCell,
+    ThreadMapError,
+    bytes_in_memory,
+    counted,
+    format_bytes,
+)
 
 from ..qt import QtCore
 from .map_images import (
@@ -23,6 +35,14 @@ from .map_images import (
 
 #: the per-warp maps and the analysis table each one draws a row of
 WARP_MAPS = ("sectors", "ways", "lanes")
+
+
+def default_memory_budget() -> int:
+    """A quarter of this machine's memory, in bytes."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 4
+    except (ValueError, OSError, AttributeError):
+        return 4 << 30
 
 
 class Session(QtCore.QObject):
@@ -49,9 +69,27 @@ class Session(QtCore.QObject):
     error_cleared = QtCore.Signal()
     #: a passing message for the status bar (text, milliseconds; 0 = until replaced)
     told = QtCore.Signal(str, int)
+    #: the result at this row went to disk, or came back (the row's object changed)
+    result_moved = QtCore.Signal(int)
+    #: (row, the result stowed or brought back), from the stowing thread
+    _moved_off_thread = QtCore.Signal(int, object, bool)
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, memory_budget: int | None = None,
+                 synchronous: bool = False):
         super().__init__(parent)
+        #: bytes of maps kept in memory; older results go to disk past it
+        self.memory_budget = memory_budget or default_memory_budget()
+        self.synchronous = synchronous
+        self._stowage: Stowage | None = None
+        self._mover = None if synchronous else ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="stowing")
+        #: rows on their way to disk or back
+        self._moving: set[int] = set()
+        #: the row asked to be shown while it comes back from disk
+        self._wanted: int | None = None
+        self._clock = itertools.count()
+        self._shown_at: dict[int, int] = {}
+        self._moved_off_thread.connect(self._on_moved, QtCore.Qt.ConnectionType.QueuedConnection)
         self.results: list[RunResult] = []
         self.current: RunResult | None = None
         #: the runs selected in the results table (two of them can be compared)
@@ -78,15 +116,26 @@ class Session(QtCore.QObject):
         return row
 
     def show(self, result: RunResult) -> None:
-        """Put ``result`` on screen (it keeps its row; a diff no longer applies)."""
+        """Put ``result`` on screen (it keeps its row; a diff no longer applies).
+        A result on disk is read back first (off the GUI thread)."""
         if result is self.current:
             return
+        row = self.row_of(result)
+        if result.stowed is not None and row is not None:
+            self._wanted = row
+            self.tell(f"reading run {row + 1} back from disk...", 0)
+            self._move(row, result, to_disk=False)
+            return
+        self._wanted = None
         self.current = result
+        if row is not None:
+            self._shown_at[row] = next(self._clock)
         self.diff_pair = None
         self.replay_iteration = 0
         if self.map_name in ANALYSIS_MAPS:
             self.map_name = "count"  # (its figures belonged to the previous result)
         self.current_changed.emit(result)
+        self.keep_within_budget()
 
     def set_selection(self, results: list[RunResult]) -> None:
         self.selection = list(results)
@@ -96,6 +145,75 @@ class Session(QtCore.QObject):
             if kept is result:
                 return row
         return None
+
+    # -- memory ---------------------------------------------------------------------------
+
+    @property
+    def bytes_in_memory(self) -> int:
+        """Bytes of maps the session's results hold now (shared arrays once)."""
+        return bytes_in_memory(self.results)
+
+    def keep_within_budget(self) -> None:
+        """Send the least recently shown results to disk until the rest fit
+        the budget (never the one shown, nor a diff pair's)."""
+        kept = {id(r) for r in (self.current, *(self.diff_pair or ())) if r is not None}
+        candidates = sorted(
+            (row for row, r in enumerate(self.results)
+             if r.stowed is None and id(r) not in kept and row not in self._moving),
+            key=lambda row: self._shown_at.get(row, -1))
+        excess = self.bytes_in_memory - self.memory_budget
+        for row in candidates:
+            if excess <= 0:
+                break
+            excess -= bytes_in_memory([self.results[row]])
+            self._move(row, self.results[row], to_disk=True)
+
+    def close(self) -> None:
+        """Remove what went to disk (at the end of the session)."""
+        if self._mover is not None:
+            self._mover.shutdown(wait=True, cancel_futures=True)
+        if self._stowage is not None:
+            self._stowage.close()
+
+    def _move(self, row: int, result: RunResult, to_disk: bool) -> None:
+        if row in self._moving:
+            return
+        if self._stowage is None:
+            self._stowage = Stowage()
+        stowage = self._stowage
+        work = stowage.stow if to_disk else stowage.unstow
+        if self._mover is None:
+            self._on_moved(row, work(result), to_disk)
+            return
+        self._moving.add(row)
+
+        def move() -> None:
+            try:
+                moved = work(result)
+            except OSError as exc:  # a full disk: the result stays as it was
+                self._moved_off_thread.emit(row, exc, to_disk)
+                return
+            self._moved_off_thread.emit(row, moved, to_disk)
+
+        self._mover.submit(move)
+
+    def _on_moved(self, row: int, moved, to_disk: bool) -> None:
+        self._moving.discard(row)
+        if isinstance(moved, OSError):
+            self.raise_error(f"run {row + 1} could not be {'written to' if to_disk else 'read from'}"
+                             f" disk: {moved}", about_the_run=False)
+            return
+        old = self.results[row]
+        self.results[row] = moved
+        self.selection = [moved if r is old else r for r in self.selection]
+        self.result_moved.emit(row)
+        if to_disk:
+            self.tell(f"run {row + 1} moved to disk ({format_bytes(moved.stowed.nbytes)} of "
+                      f"maps; {counted(sum(r.stowed is not None for r in self.results), 'run')} "
+                      f"on disk, back when selected)")
+        elif self._wanted == row:
+            self.show(moved)
+            self.tell(f"run {row + 1} read back from disk", 5000)
 
     # -- what is drawn --------------------------------------------------------------------
 

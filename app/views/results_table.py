@@ -32,6 +32,8 @@ class ResultsModel(QtCore.QAbstractTableModel):
         self.session = session
         self._rows = len(session.results)
         session.result_added.connect(self._on_result_added)
+        session.result_moved.connect(lambda row: self.dataChanged.emit(
+            self.index(row, 0), self.index(row, len(COLUMNS) - 1)))
 
     @property
     def results(self) -> list[RunResult]:
@@ -61,7 +63,7 @@ class ResultsModel(QtCore.QAbstractTableModel):
         kernel_timing = result.kernel_timing
         reference = result.reference_timing
         values = (
-            str(row + 1), r.kernel_label, f"{r.m}x{r.k}x{r.n} {r.dtype}",
+            f"{row + 1} (on disk)" if result.stowed is not None else str(row + 1), r.kernel_label, f"{r.m}x{r.k}x{r.n} {r.dtype}",
             f"{format_dims(r.grid)} x {format_dims(r.block)}",
             BACKEND_SHORT.get(r.backend, r.backend), verdict.word, verdict.short_reasons,
             f"{verdict.errors.rel_error:.2e}", kernel_time_text(result),
