@@ -45,6 +45,7 @@ from .result import (
     format_seconds,
     load_balance,
 )
+from .findings import Finding, line_findings, store_lines
 from .source import format_dims
 from .stow import Stowage, bytes_in_memory
 from .sweep import SweepCell, parse_list, sweep_requests, write_sweep
@@ -205,13 +206,13 @@ __all__ = [
     "CATALOGUE", "DTYPES", "GPU_MODEL_NAMES", "KERNEL_FILE_TIME_LIMIT", "KERNEL_OUTPUT_LINES",
     "KernelCompileError", "KernelRuntimeError", "KernelSnapshot", "KernelSourceError",
     "MAX_DIMENSION",
-    "PATTERNS", "PRESETS", "RequestError", "RunCancelled", "RunRequest", "RunResult", "Stowage",
+    "Finding", "PATTERNS", "PRESETS", "RequestError", "RunCancelled", "RunRequest", "RunResult", "Stowage",
     "RunTimedOut", "SLOW_SIMULATOR_SECONDS", "SweepCell", "ThreadMapError",
     "UnsupportedConstruct", "bank_conflict_model", "bytes_in_memory", "counted", "check_request", "command_line",
     "default_launch", "diff_category_names", "parse_scalars", "stop_child_processes",
     "describe_seconds", "diff_runs", "file_launch_dims", "format_bytes", "format_dims",
     "format_seconds", "gpu_available", "percent", "gpu_model_source", "gpu_status", "kernel_names",
-    "load_balance", "parse_dims", "parse_list", "reassume_registers", "resolve_backend", "run",
+    "line_findings", "load_balance", "parse_dims", "store_lines", "parse_list", "reassume_registers", "resolve_backend", "run",
     "run_sweep", "simulator_estimate", "sweep_requests", "with_occupancy", "write_sweep",
     "__version__",
 ]

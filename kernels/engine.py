@@ -234,10 +234,23 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         notes=tuple(notes), output_init="zeros" if plan.reads_output else "nan", slots=slots,
         analysis=analysis, analysis_note=analysis_note, output=plan.output,
         output_reason=plan.output_reason,
-        kernel=KernelSnapshot(plan.name, plan.module.path, plan.module.text,
-                              plan.kernel.lineno, plan.barrier_lines, plan.launch_dims),
+        kernel=_snapshot(plan),
         kernel_output=output.prints.text if output.prints else "",
         kernel_output_cut=output.prints.dropped_chars if output.prints else 0)
+
+
+def _snapshot(plan) -> KernelSnapshot:
+    """The kernel as it ran, with the lines of its accesses (for the source view)."""
+    from .transform import access_sites
+
+    try:
+        accesses = tuple((s.line, s.kind, s.array, s.role) for s in access_sites(plan))
+    except ThreadMapError:  # (a kernel only the simulator runs: no lines to show)
+        accesses = ()
+    return KernelSnapshot(plan.name, plan.module.path, plan.module.text, plan.kernel.lineno,
+                          plan.barrier_lines, plan.launch_dims,
+                          getattr(plan.kernel.node, "end_lineno", None) or plan.kernel.lineno,
+                          accesses)
 
 
 def _analysis_run(job: KernelJob, slots, progress: ProgressCallback):

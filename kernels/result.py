@@ -166,6 +166,10 @@ class KernelSnapshot:
     first_line: int  # the kernel's def line
     barrier_lines: tuple[int, ...] = ()
     launch_dims: int = 1
+    #: the kernel's last line
+    last_line: int = 0
+    #: its accesses to arrays: (line, "load" | "store" | "atomic", array, role)
+    accesses: tuple[tuple[int, str, str, str], ...] = ()
 
     @property
     def lines(self) -> list[str]:

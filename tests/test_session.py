@@ -209,3 +209,43 @@ def test_results_go_to_disk_and_come_back_off_the_gui_thread(qtbot):
         assert session.current.stowed is None
     finally:
         session.close()
+
+
+def test_the_source_beside_the_map_names_each_line_s_findings(qtbot, two_results):
+    """tid-rows reads B[tid, col] past B's rows and strides through B: the
+    source view puts both on that line, selecting it shows the map involved,
+    and clicking an element marks the line that stores into C."""
+    from app.models.session import Session
+    from app.views.maps_view import MapsView
+    session = Session()
+    view = MapsView(session)
+    qtbot.addWidget(view)
+    _, tid_rows = two_results
+    session.add_result(tid_rows)
+    source = view.source_view
+    lines = tid_rows.kernel.lines
+    b_line = next(n for n in source.findings if "B[tid, col]" in lines[n - 1])
+    kinds = {f.kind for f in source.findings[b_line]}
+    assert {"out of bounds", "coalescing"} <= kinds
+    row = source.row_of_line(b_line)
+    assert source.table.item(row, 1).text() == lines[b_line - 1]
+    assert source.table.item(row, 0).background().color().name() == "#fdecea"  # a fault
+    source.select_line(b_line)
+    assert session.map_name == "oob"  # the fault first: who went out of bounds
+    # The list of findings: faults first; selecting one selects its line and its map.
+    listed = [source.list.item(i).text() for i in range(source.list.count())]
+    coalescing = next(i for i, text in enumerate(listed) if "sectors per request" in text
+                      and "B[tid, col]" in text)
+    source.select_finding(coalescing)
+    assert session.map_name == "sectors" and view.heatmap.image.name == "sectors"
+    assert source.table.selectionModel().selectedRows()[0].row() == row
+    assert listed.index(next(t for t in listed if "store" in t.split(",")[1])) > coalescing
+    store_line = next(n for n in source.findings
+                      if any(f.kind == "store" for f in source.findings[n]))
+    assert "C[" in lines[store_line - 1]
+    view.heatmap.clicked.emit(2, 3)  # only the maps of C's elements mark lines
+    session.set_map("count")
+    view.heatmap.clicked.emit(2, 3)
+    assert f"line {store_line}" in source.note.text()
+    assert source.table.item(source.row_of_line(store_line), 1).background().color().name() \
+        == "#e3f2fd"

@@ -168,6 +168,8 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
     """One heatmap; emits ``hovered`` with a description of the cell under the mouse."""
 
     hovered = QtCore.Signal(str)
+    #: an element was clicked: (row, column) of the map
+    clicked = QtCore.Signal(int, int)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -175,6 +177,7 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
         self.result: RunResult | None = None
         self._last_cell: tuple[int, int] | None = None
         self.scene().sigMouseMoved.connect(self._on_scene_mouse_moved)
+        self.scene().sigMouseClicked.connect(self._on_scene_clicked)
 
     @property
     def image(self) -> MapImage | None:
@@ -202,6 +205,13 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
         if self._last_cell is None:
             return None
         return self.text_at(*self._last_cell)
+
+    def _on_scene_clicked(self, event) -> None:
+        if event.button() != QtCore.Qt.MouseButton.LeftButton:
+            return
+        cell = self.heatmap.cell_at(event.scenePos())
+        if cell is not None:
+            self.clicked.emit(*cell)
 
     def _on_scene_mouse_moved(self, scene_pos: QtCore.QPointF) -> None:
         cell = self.heatmap.cell_at(scene_pos)

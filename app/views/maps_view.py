@@ -15,6 +15,7 @@ from ..qt import QtCore, QtGui, QtWidgets
 from .analysis import AnalysisPanel
 from .heatmap import HeatmapWidget
 from .map_painter import OFF_THREAD_ELEMENTS, MapPainter
+from .source_view import SourceView
 
 HOVER_PROMPT = "Hover over the map to see who wrote an element."
 NO_RUN_YET = "No run yet: choose a kernel and a launch, then Run (Ctrl+R)."
@@ -91,9 +92,13 @@ class MapsView(QtWidgets.QWidget):
         self.heatmap = HeatmapWidget()
         self.heatmap.setObjectName("heatmap")
         self.analysis = AnalysisPanel()
+        # The source first, beside the map: users think in lines.
+        self.source_view = SourceView(session)
+        self.analysis.insertTab(0, self.source_view, "Source")
+        self.analysis.setCurrentIndex(0)
         splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
         splitter.addWidget(self.heatmap)
-        splitter.addWidget(self.analysis)
+        splitter.addWidget(self._with_page_chooser(self.analysis))
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
         layout.addWidget(splitter, 1)
@@ -126,6 +131,7 @@ class MapsView(QtWidgets.QWidget):
         self.writer_combo.currentIndexChanged.connect(self._on_map_chosen)
         self.export_button.clicked.connect(self.export_requested)
         self.heatmap.hovered.connect(self._on_hovered)
+        self.heatmap.clicked.connect(self._on_element_clicked)
         self.analysis.warp_map_requested.connect(session.show_warp_row)
         self.analysis.replay_changed.connect(session.show_replay)
         self.analysis.occupancy_settings_changed.connect(
@@ -138,6 +144,30 @@ class MapsView(QtWidgets.QWidget):
         session.error_raised.connect(self.show_error)
         session.error_cleared.connect(self.error_label.hide)
         self._on_map_chosen()
+
+    @staticmethod
+    def _with_page_chooser(pages: QtWidgets.QTabWidget) -> QtWidgets.QWidget:
+        """The analysis pages under a chooser in place of their tab bar: eight
+        tabs do not fit beside the map at 1280 px, and a scrolling tab bar
+        hides pages; a list of pages fits any width."""
+        box = QtWidgets.QWidget()
+        layout = QtWidgets.QVBoxLayout(box)
+        layout.setContentsMargins(0, 0, 0, 0)
+        row = QtWidgets.QHBoxLayout()
+        chooser = QtWidgets.QComboBox()
+        chooser.setObjectName("analysis-page")
+        for index in range(pages.count()):
+            chooser.addItem(pages.tabText(index))
+        chooser.setCurrentIndex(pages.currentIndex())
+        chooser.currentIndexChanged.connect(pages.setCurrentIndex)
+        pages.currentChanged.connect(chooser.setCurrentIndex)
+        row.addWidget(QtWidgets.QLabel("Show"))
+        row.addWidget(chooser, 1)
+        layout.addLayout(row)
+        pages.tabBar().hide()
+        pages.setDocumentMode(True)
+        layout.addWidget(pages, 1)
+        return box
 
     def _build_bar(self) -> QtWidgets.QHBoxLayout:
         bar = QtWidgets.QHBoxLayout()
@@ -190,6 +220,11 @@ class MapsView(QtWidgets.QWidget):
         self.writer_label.setVisible(name == "writer")
         if name is not None:
             self.session.set_map(name, self.writer_combo.currentText())
+
+    def _on_element_clicked(self, row: int, col: int) -> None:
+        image = self.heatmap.image
+        if image is not None and image.domain == "C":
+            self.source_view.mark_element(row, col)
 
     def _on_hovered(self, text: str) -> None:
         if text:

@@ -1,0 +1,188 @@
+"""The kernel's source beside the map, each line with what it did in this
+run: out-of-bounds accesses, sectors per request, bank conflicts, divergence,
+races, barrier divergence, divisions by zero, stores into the output.
+
+Selecting a line with findings asks the session for the map of what is
+involved (the per-warp map of that access, the out-of-bounds map, ...);
+clicking an element of the map marks the lines that store into the output.
+"""
+from __future__ import annotations
+
+from kernels import Finding, RunResult, line_findings, store_lines
+
+from ..models.session import WARP_MAPS, Session
+from ..qt import QtCore, QtGui, QtWidgets
+
+COLUMNS = ("line", "source")
+FAULT_BACKGROUND = "#fdecea"
+MARKED_BACKGROUND = "#e3f2fd"
+FAULT_TEXT = "#b71c1c"
+
+
+class SourceView(QtWidgets.QWidget):
+    """The shown result's kernel, line by line, and the list of its findings."""
+
+    def __init__(self, session: Session, parent=None):
+        super().__init__(parent)
+        self.session = session
+        self.findings: dict[int, list[Finding]] = {}
+        self._lines: list[int] = []
+        self._listed: list[Finding] = []
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.note = QtWidgets.QLabel("The kernel as it ran, and what each line did.")
+        self.note.setWordWrap(True)
+        layout.addWidget(self.note)
+        splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
+        self.table = QtWidgets.QTableWidget(0, len(COLUMNS))
+        self.table.setObjectName("source-table")
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().hide()
+        fixed = QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont)
+        self.table.setFont(fixed)
+        # One text line per source line: the default rows were twice as tall.
+        self.table.verticalHeader().setDefaultSectionSize(
+            QtGui.QFontMetrics(fixed).lineSpacing() + 4)
+        self.table.setShowGrid(False)
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setWordWrap(False)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        splitter.addWidget(self.table)
+        self.list = QtWidgets.QListWidget()
+        self.list.setObjectName("findings")
+        self.list.setWordWrap(True)
+        splitter.addWidget(self.list)
+        splitter.setSizes([300, 200])
+        layout.addWidget(splitter, 1)
+        self.table.itemSelectionChanged.connect(self._on_line_selected)
+        self.list.currentRowChanged.connect(self._on_finding_selected)
+        session.current_changed.connect(self.show_result)
+
+    def show_result(self, result: RunResult) -> None:
+        table = self.table
+        blocked = table.blockSignals(True), self.list.blockSignals(True)
+        table.setRowCount(0)
+        self.list.clear()
+        snapshot = result.kernel
+        self.findings = {}
+        self._lines = []
+        self._listed = []
+        if snapshot is None:
+            self.note.setText("This result has no copy of its kernel's source.")
+            table.blockSignals(blocked[0])
+            self.list.blockSignals(blocked[1])
+            return
+        for finding in line_findings(result):
+            self.findings.setdefault(finding.line, []).append(finding)
+        source = snapshot.lines
+        last = max(snapshot.last_line, snapshot.first_line)
+        self._lines = list(range(snapshot.first_line, min(last, len(source)) + 1))
+        table.setRowCount(len(self._lines))
+        for row, line in enumerate(self._lines):
+            found = self.findings.get(line, [])
+            marks = "!" if any(f.fault for f in found) else ("*" if found else " ")
+            items = (QtWidgets.QTableWidgetItem(f"{line}{marks}"),
+                     QtWidgets.QTableWidgetItem(source[line - 1]))
+            if found:
+                tip = "\n".join(f"{f.kind}: {f.text}" for f in found)
+                for item in items:
+                    item.setToolTip(tip)
+            if any(f.fault for f in found):
+                for item in items:
+                    item.setBackground(QtGui.QColor(FAULT_BACKGROUND))
+            for column, item in enumerate(items):
+                table.setItem(row, column, item)
+        table.resizeColumnToContents(0)
+        # Faults first, then the rest, each in line order.
+        self._listed = sorted((f for found in self.findings.values() for f in found),
+                              key=lambda f: (not f.fault, f.line))
+        for finding in self._listed:
+            item = QtWidgets.QListWidgetItem(f"line {finding.line}, {finding.kind}: "
+                                             f"{finding.text}")
+            if finding.fault:
+                item.setForeground(QtGui.QColor(FAULT_TEXT))
+            self.list.addItem(item)
+        faults = sum(f.fault for f in self._listed)
+        self.note.setText(
+            f"{snapshot.name}, lines {self._lines[0]}-{self._lines[-1]}: "
+            + (f"{faults} finding{'s' if faults != 1 else ''} to look at (!)" if faults
+               else "nothing wrong found")
+            + ". Select a finding for its line and map; click an element of the map to mark "
+            "the lines that store it.")
+        table.blockSignals(blocked[0])
+        self.list.blockSignals(blocked[1])
+
+    def row_of_line(self, line: int) -> int | None:
+        try:
+            return self._lines.index(line)
+        except ValueError:
+            return None
+
+    def select_line(self, line: int) -> None:
+        row = self.row_of_line(line)
+        if row is not None:
+            self.table.selectRow(row)
+
+    def select_finding(self, index: int) -> None:
+        self.list.setCurrentRow(index)
+
+    def _show(self, finding: Finding) -> None:
+        if finding.map_name is None:
+            return
+        if finding.map_name in WARP_MAPS:
+            self.session.show_warp_row(finding.map_name, finding.row)
+        else:
+            self.session.set_map(finding.map_name)
+
+    def _on_finding_selected(self, index: int) -> None:
+        if not 0 <= index < len(self._listed):
+            return
+        finding = self._listed[index]
+        row = self.row_of_line(finding.line)
+        if row is not None:
+            blocked = self.table.blockSignals(True)
+            self.table.selectRow(row)
+            self.table.scrollToItem(self.table.item(row, 0))
+            self.table.blockSignals(blocked)
+        self._show(finding)
+
+    def _on_line_selected(self) -> None:
+        rows = self.table.selectionModel().selectedRows()
+        if not rows:
+            return
+        line = self._lines[rows[0].row()]
+        shown = [f for f in self.findings.get(line, []) if f.map_name is not None]
+        if shown:
+            self._show(shown[0])  # (faults first)
+    def mark_element(self, row: int, col: int) -> list[int]:
+        """Mark the lines that store element (row, col) of the output; returns them."""
+        result = self.session.current
+        if result is None:
+            return []
+        lines = list(store_lines(result))
+        for table_row, line in enumerate(self._lines):
+            colour = QtGui.QColor(MARKED_BACKGROUND) if line in lines else None
+            faulty = any(f.fault for f in self.findings.get(line, []))
+            for column in range(self.table.columnCount()):
+                item = self.table.item(table_row, column)
+                if item is None:
+                    continue
+                if colour is not None:
+                    item.setBackground(colour)
+                else:
+                    item.setBackground(QtGui.QColor(FAULT_BACKGROUND) if faulty
+                                       else QtGui.QBrush())
+        written = result.maps.count[row, col] if result.stowed is None else 0
+        writer = int(result.maps.min_writer[row, col]) if written else None
+        where = ", ".join(map(str, lines)) or "none found"
+        self.note.setText(
+            f"{result.output}[{row}, {col}]: "
+            + (f"written {int(written)} time{'s' if written != 1 else ''}, first by thread "
+               f"{writer}, at line {where}" if written else "never written; lines that store "
+               f"into {result.output}: {where}")
+            + (" (the recording keeps the writer of each element, not its line)"
+               if len(lines) > 1 else ""))
+        return lines
+
