@@ -97,7 +97,7 @@ def test_the_maps_view_draws_what_the_session_holds(qtbot, two_results):
     session = Session()
     view = MapsView(session)
     qtbot.addWidget(view)
-    first, second = two_results
+    _, second = two_results
     session.add_result(second)
     drawn = view.heatmap.image
     assert drawn.name == "count"

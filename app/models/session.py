@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from collections.abc import Callable
 
 from kernels import (
     ASSUMED_REGISTERS,
