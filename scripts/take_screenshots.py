@@ -31,7 +31,7 @@ def settle(app, seconds=0.5):
 def wait_idle(app, window, timeout=600):
     end = time.monotonic() + timeout
     settle(app, 0.3)
-    while window.controller.busy and time.monotonic() < end:
+    while (window.controller.busy or window.maps_view.drawing) and time.monotonic() < end:
         app.processEvents()
         time.sleep(0.05)
     settle(app, 0.5)
@@ -126,6 +126,10 @@ def main(argv: list[str]) -> int:
         shoot(app, window, out_dir / f"{stem}_writer_warp.png")
         window.maps_view.map_combo.setCurrentIndex(window.maps_view.map_combo.findData("oob"))
         shoot(app, window, out_dir / f"{stem}_oob.png")
+        # The source beside the map, its first finding selected.
+        analysis_tab(window, "Source")
+        window.maps_view.source_view.select_finding(0)
+        shoot(app, window, out_dir / f"{stem}_source.png")
         window.maps_view.map_combo.setCurrentIndex(window.maps_view.map_combo.findData("count"))
         window.sweep_view.blocks_edit.setText("1,2,4,8")
         window.sweep_view.threads_edit.setText("32,128,512,1024")
