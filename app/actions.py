@@ -17,7 +17,6 @@ from .controllers.session_controller import SessionController
 from .export import (
     HeatmapExporter,
     export_contact_sheet,
-    export_heatmap,
     export_replay,
     replay_iterations,
 )

@@ -10,12 +10,19 @@ from pathlib import Path
 
 import numpy as np
 
-from kernels import BACKEND_SHORT, RunResult, SweepCell, counted, format_dims, format_seconds
+from kernels import (
+    BACKEND_SHORT,
+    RunResult,
+    SweepCell,
+    counted,
+    format_dims,
+    format_seconds,
+)
 
-from .views.colors import colour_map
-from .views.heatmap import HeatmapPlot, colour_bar_ticks
 from .models.map_images import MAP_CHOICES, MapImage, make_map, replay_map
 from .qt import QtCore, QtWidgets, pg
+from .views.colors import colour_map
+from .views.heatmap import HeatmapPlot, colour_bar_ticks
 
 
 def ensure_app() -> QtWidgets.QApplication:

@@ -109,10 +109,10 @@ print(result.timing("compile").seconds)
 
 
 def compile_times() -> dict:
-    from kernels.catalogue import CATALOGUE
-    from kernels.codegen import load_module
-    from kernels.loader import _builtin_plan
-    from kernels.ptx import compile_ptx_for
+    from kernels.analyses.ptx import compile_ptx_for
+    from kernels.derived.codegen import load_module
+    from kernels.sources.catalogue import CATALOGUE
+    from kernels.sources.loader import _builtin_plan
 
     out: dict = {"emulator": {}, "ptx": {}}
     with tempfile.TemporaryDirectory() as cache:
@@ -147,10 +147,10 @@ def nrt_ablation() -> dict:
 
     from kernels.backends import cpu
     from kernels.backends.common import KernelJob
-    from kernels.codegen import _CPU_OPTIONS, load_module
+    from kernels.derived.codegen import _CPU_OPTIONS, load_module
+    from kernels.derived.local_types import kernel_types
     from kernels.inputs import make_inputs
-    from kernels.loader import _builtin_plan
-    from kernels.local_types import kernel_types
+    from kernels.sources.loader import _builtin_plan
 
     plan = _builtin_plan("grid-stride")
     m = k = n = 256

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kernels import RunRequest, run  # noqa: E402
-from kernels.catalogue import CATALOGUE  # noqa: E402
+from kernels.sources.catalogue import CATALOGUE  # noqa: E402
 
 RACE_FREE = {"grid-stride", "naive-2d", "grid-stride-colmajor", "tiled"}
 ALL_MAPS = ("count", "atomics", "min_writer", "max_writer", "iteration", "stores_per_thread",
@@ -63,9 +63,9 @@ def time_kernels(size: int, repeats: int, dry_run: bool) -> list[dict]:
         return rows
     from numba import cuda
 
-    from kernels.codegen import load_module
+    from kernels.derived.codegen import load_module
     from kernels.inputs import make_inputs
-    from kernels.loader import _builtin_plan
+    from kernels.sources.loader import _builtin_plan
 
     a, b = make_inputs("random", size, size, size, "float32")
     d_a, d_b = cuda.to_device(a), cuda.to_device(b)

@@ -11,7 +11,8 @@ import dataclasses
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .catalogue import CATALOGUE
+from .analyses.findings import Finding, line_findings, store_lines
+from .analyses.occupancy import ASSUMED_REGISTERS, GPU_MODELS
 from .errors import (
     BackendUnavailable,
     KernelCompileError,
@@ -24,7 +25,6 @@ from .errors import (
     UnsupportedConstruct,
 )
 from .estimate import KERNEL_FILE_TIME_LIMIT, SLOW_SIMULATOR_SECONDS, describe_seconds
-from .occupancy import ASSUMED_REGISTERS, GPU_MODELS
 from .presets import PRESETS, default_launch
 from .request import (
     BACKENDS,
@@ -45,8 +45,8 @@ from .result import (
     format_seconds,
     load_balance,
 )
-from .findings import Finding, line_findings, store_lines
-from .source import format_dims
+from .sources.catalogue import CATALOGUE
+from .sources.source import format_dims
 from .stow import Stowage, bytes_in_memory
 from .sweep import SweepCell, parse_list, sweep_requests, write_sweep
 from .words import counted, percent
@@ -82,8 +82,8 @@ def with_occupancy(result: RunResult, assumed_registers: int = ASSUMED_REGISTERS
     every GPU model: ptxas's register count (kept on disk, ~1 s per
     architecture the first time), so call it where a run happens (a worker
     thread), never on the GUI thread."""
-    from .loader import load_plan
-    from .occupancy import resources_for_every_gpu
+    from .analyses.occupancy import resources_for_every_gpu
+    from .sources.loader import load_plan
 
     resources = result.kernel_resources or resources_for_every_gpu(
         load_plan(result.request), result.request.dtype)
@@ -96,7 +96,7 @@ def reassume_registers(result: RunResult, assumed_registers: int) -> RunResult:
     register count (where none was measured): arithmetic on what the result
     carries, cheap enough for the GUI thread.  The result itself when it
     already uses that count, or carries no resources to work from."""
-    from .occupancy import occupancy_from
+    from .analyses.occupancy import occupancy_from
 
     if result.assumed_registers == assumed_registers or not result.kernel_resources:
         return result
@@ -120,7 +120,7 @@ def simulator_estimate(request: RunRequest) -> tuple[float, bool]:
     """Seconds a simulator run of ``request`` would take at least, and
     whether its kernel has barriers (each makes a block's threads wait)."""
     from .estimate import simulator_seconds
-    from .loader import load_plan
+    from .sources.loader import load_plan
 
     try:
         plan = load_plan(request)
@@ -131,7 +131,7 @@ def simulator_estimate(request: RunRequest) -> tuple[float, bool]:
 
 def file_launch_dims(request: RunRequest) -> int:
     """How many launch dimensions the request's kernel uses (1 or 2)."""
-    from .loader import load_plan
+    from .sources.loader import load_plan
 
     return load_plan(request).launch_dims
 
@@ -139,7 +139,7 @@ def file_launch_dims(request: RunRequest) -> int:
 def kernel_names(path: str | Path) -> tuple[str, ...]:
     """The CUDA kernels a file defines (parsed, never run); raises
     :class:`KernelSourceError` for a file that does not parse or has none."""
-    from .source import read_module
+    from .sources.source import read_module
 
     module = read_module(path)
     if not module.kernels:
@@ -160,8 +160,8 @@ def gpu_status() -> str:
 
 
 def diff_runs(first: RunResult, second: RunResult):
-    """What changed between two runs of one shape (see kernels.diff)."""
-    from .diff import diff_runs as engine_diff
+    """What changed between two runs of one shape (see kernels.analyses.diff)."""
+    from .analyses.diff import diff_runs as engine_diff
 
     return engine_diff(first, second)
 
@@ -182,14 +182,14 @@ def stop_child_processes() -> None:
 
 def bank_conflict_model() -> dict:
     """The shared-memory bank model the figures use, and its source."""
-    from .bank_conflicts import MODEL
+    from .analyses.bank_conflicts import MODEL
 
     return MODEL
 
 
 def diff_category_names() -> dict:
     """Names of the categories of :func:`diff_runs`' per-element map."""
-    from .diff import CATEGORY_NAMES
+    from .analyses.diff import CATEGORY_NAMES
 
     return CATEGORY_NAMES
 

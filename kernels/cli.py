@@ -14,11 +14,16 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .catalogue import CATALOGUE
-from .errors import (KernelCompileError, KernelRuntimeError, RunCancelled, RunTimedOut,
-                     ThreadMapError)
+from .errors import (
+    KernelCompileError,
+    KernelRuntimeError,
+    RunCancelled,
+    RunTimedOut,
+    ThreadMapError,
+)
 from .presets import default_launch
 from .request import BACKENDS, DTYPES, PATTERNS, RunRequest, parse_dims, parse_shape
+from .sources.catalogue import CATALOGUE
 
 #: Called with (result, png_path, svg_path) to export heatmap images.
 ImageExporter = Callable[..., None]
@@ -205,15 +210,15 @@ def check_output_path(option: str, path: str | None, folder: bool = False) -> No
 
 
 def check_gpu_model(name: str) -> None:
-    from .occupancy import GPU_MODELS
+    from .analyses.occupancy import GPU_MODELS
     if name not in GPU_MODELS:
         raise ThreadMapError(f"unknown GPU model {name!r}; models: {', '.join(GPU_MODELS)}")
 
 
 def occupancy_for(result, args: argparse.Namespace) -> dict:
     """The occupancy figures of a result's launch on ``--gpu-model``."""
-    from .loader import load_plan
-    from .occupancy import ASSUMED_REGISTERS, GPU_MODELS, launch_occupancy
+    from .analyses.occupancy import ASSUMED_REGISTERS, GPU_MODELS, launch_occupancy
+    from .sources.loader import load_plan
 
     assumed = args.registers or ASSUMED_REGISTERS
     figures = launch_occupancy(result.request, load_plan(result.request), args.gpu_model, assumed)
@@ -372,7 +377,12 @@ def sweep_line(cell) -> str:
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
-    from .codegen import CACHE_LIMIT_BYTES, cache_dir, cache_entries, clear_cache
+    from .derived.codegen import (
+        CACHE_LIMIT_BYTES,
+        cache_dir,
+        cache_entries,
+        clear_cache,
+    )
     from .request import format_bytes
 
     directory = cache_dir()

@@ -12,22 +12,35 @@ from functools import lru_cache
 
 import numpy as np
 
-from .analysis import read_analysis
+from .analyses.correctness import compare, reference
+from .analyses.lockstep_analysis import read_analysis
+from .analyses.occupancy import MAX_STATIC_SHARED
 from .backends import backend as backend_named
-from .backends.common import CancelCallback, KernelJob, ProgressCallback, _never, _no_progress
-from .correctness import compare, reference
-from .errors import (BackendUnavailable, EmulationUnsupported, KernelCompileError,
-                     KernelRuntimeError, RequestError, RunCancelled, ThreadMapError)
+from .backends.common import (
+    CancelCallback,
+    KernelJob,
+    ProgressCallback,
+    _never,
+    _no_progress,
+)
+from .derived.local_types import block_array_specs
+from .derived.transform import division_sites
+from .errors import (
+    BackendUnavailable,
+    EmulationUnsupported,
+    KernelCompileError,
+    KernelRuntimeError,
+    RequestError,
+    RunCancelled,
+    ThreadMapError,
+)
 from .estimate import ANALYSIS_SECONDS_LIMIT, emulation_seconds
 from .inputs import make_inputs
-from .loader import load_plan, resolve_scalars, scalar_arguments
-from .local_types import block_array_specs
-from .occupancy import MAX_STATIC_SHARED
-from .plan import KernelPlan
 from .records import read_back
-from .transform import division_sites
 from .request import RunRequest, check_request, format_bytes
 from .result import KernelSnapshot, RunResult, Timing, make_verdict
+from .sources.loader import load_plan, resolve_scalars, scalar_arguments
+from .sources.plan import KernelPlan
 
 
 @lru_cache(maxsize=1)
@@ -99,7 +112,7 @@ def emulation_refusal(request: RunRequest, plan: KernelPlan) -> str | None:
 def check_whole_scalars(request: RunRequest, plan: KernelPlan) -> None:
     """Refuse a fraction, NaN or infinity for a scalar the kernel uses as a
     whole number (an index, a range): numba would fail on its typing."""
-    from .local_types import kernel_types
+    from .derived.local_types import kernel_types
 
     values = scalar_arguments(plan, request)
     for position, (name, value) in enumerate(zip(plan.scalars, values)):
@@ -241,7 +254,7 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
 
 def _snapshot(plan) -> KernelSnapshot:
     """The kernel as it ran, with the lines of its accesses (for the source view)."""
-    from .transform import access_sites
+    from .derived.transform import access_sites
 
     try:
         accesses = tuple((s.line, s.kind, s.array, s.role) for s in access_sites(plan))

@@ -2,9 +2,9 @@
 one thread per element, a ragged edge)."""
 from __future__ import annotations
 
-from .catalogue import CATALOGUE
 from .errors import KernelSourceError
 from .request import RunRequest
+from .sources.catalogue import CATALOGUE
 
 SEED_SHAPE = (128, 256, 128)
 #: Not a multiple of 16, 32 or 256 in any dimension.
@@ -58,7 +58,7 @@ def default_launch(request: RunRequest) -> RunRequest:
             return request.with_(grid=launch.grid, block=launch.block,
                                  launch_source="the built-in kernel's preset")
         return request
-    from .loader import load_plan
+    from .sources.loader import load_plan
 
     plan = load_plan(request)
     launch = plan.kernel.launch

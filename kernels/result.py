@@ -5,9 +5,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .analysis import LockstepAnalysis
-from .bank_conflicts import MODEL as BANK_MODEL
-from .correctness import ErrorFigures
+from .analyses.bank_conflicts import MODEL as BANK_MODEL
+from .analyses.correctness import ErrorFigures
+from .analyses.lockstep_analysis import LockstepAnalysis
 from .records import AccessMaps
 from .request import RunRequest
 from .words import counted

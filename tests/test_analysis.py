@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 from kernels import run
-from kernels.coalescing import sectors_per_request
-from kernels.diff import COUNT, SAME, WRITER, diff_runs
-from kernels.occupancy import GPU_MODELS, GpuModel, occupancy, ptxas_resources
+from kernels.analyses.coalescing import sectors_per_request
+from kernels.analyses.diff import COUNT, SAME, WRITER, diff_runs
+from kernels.analyses.occupancy import GPU_MODELS, GpuModel, occupancy, ptxas_resources
 from kernels.result import load_balance
 from tests.conftest import request
 
@@ -116,9 +116,9 @@ def test_every_model_names_its_sources():
 @pytest.mark.skipif(__import__("shutil").which("ptxas") is None,
                     reason="needs the CUDA toolkit's ptxas to measure registers")
 def test_ptxas_measures_registers_and_shared_memory():
-    from kernels.codegen import load_module
-    from kernels.loader import _builtin_plan
-    from kernels.ptx import compile_ptx_for
+    from kernels.analyses.ptx import compile_ptx_for
+    from kernels.derived.codegen import load_module
+    from kernels.sources.loader import _builtin_plan
     plan = _builtin_plan("tiled")
     ptx = compile_ptx_for(plan, load_module(plan, "cuda", "float32").function(plan.name),
                           "float32", False, cc=(9, 0))
@@ -161,9 +161,9 @@ def test_a_kernel_ptxas_refuses_says_so_in_its_register_figure():
     # ("uses too much shared data (0x10000 bytes, 0xc000 max)").
     from pathlib import Path
 
-    from kernels.occupancy import kernel_resources
-    from kernels.plan import make_plan
-    from kernels.source import read_module
+    from kernels.analyses.occupancy import kernel_resources
+    from kernels.sources.plan import make_plan
+    from kernels.sources.source import read_module
     module = read_module(Path(__file__).parent / "kernels" / "huge_tile.py")
     plan = make_plan(module, module.kernel(None))
     found = kernel_resources(plan, "float32", GPU_MODELS["H100 SXM"])

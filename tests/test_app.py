@@ -1,6 +1,5 @@
 """The desktop app, driven through its widgets (offscreen)."""
 import xml.etree.ElementTree as ET
-
 from pathlib import Path
 
 import numpy as np

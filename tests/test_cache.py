@@ -4,7 +4,12 @@ import subprocess
 import sys
 import time
 
-from kernels.codegen import GENERATED_PREFIX, cache_entries, load_module, prune_cache
+from kernels.derived.codegen import (
+    GENERATED_PREFIX,
+    cache_entries,
+    load_module,
+    prune_cache,
+)
 
 
 def fake_module(directory, name, size, used):
@@ -35,7 +40,7 @@ def test_prune_removes_the_least_recently_used_first(tmp_path):
 
 
 def test_loading_a_module_marks_it_used(tmp_path, monkeypatch):
-    from kernels.loader import _builtin_plan
+    from kernels.sources.loader import _builtin_plan
     monkeypatch.setenv("THREADMAP_CACHE_DIR", str(tmp_path))
     plan = _builtin_plan("naive-2d")
     first = load_module(plan, "cuda", "float32").path

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from kernels.correctness import UNIT_ROUNDOFF, compare, gamma, reference
+from kernels.analyses.correctness import UNIT_ROUNDOFF, compare, gamma, reference
 from kernels.inputs import make_inputs, poisoned_output
 
 

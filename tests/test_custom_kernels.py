@@ -11,9 +11,16 @@ import time
 import numpy as np
 import pytest
 
-from kernels import (KernelCompileError, KernelSourceError, RequestError, RunRequest,
-                     RunTimedOut, UnsupportedConstruct, run)
-from kernels.source import parse_module, read_module
+from kernels import (
+    KernelCompileError,
+    KernelSourceError,
+    RequestError,
+    RunRequest,
+    RunTimedOut,
+    UnsupportedConstruct,
+    run,
+)
+from kernels.sources.source import parse_module, read_module
 
 
 def write(tmp_path, name, source):

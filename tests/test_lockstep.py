@@ -218,7 +218,7 @@ def test_an_out_of_bounds_shared_read_is_counted_like_any_other():
 
 def test_a_barrier_inside_an_expression_goes_to_the_simulator_with_its_line():
     from kernels.engine import resolve_backend
-    from kernels.loader import load_plan
+    from kernels.sources.loader import load_plan
     req = file_request("barrier_in_expression.py", (8, 8, 8), (1, 1), (8, 8), backend="cpu")
     backend, note = resolve_backend(req, load_plan(req))
     assert backend == "sim"
@@ -238,7 +238,7 @@ def test_the_simulator_estimate_holds_for_a_kernel_with_barriers():
     # (8 x 8 tiles, 2 x 2 blocks, 16^3: 4 barriers per block).  The estimate
     # used to leave barriers out and was up to 8x low on such kernels.
     from kernels.estimate import simulator_seconds
-    from kernels.loader import load_plan
+    from kernels.sources.loader import load_plan
     req = file_request("doc_style_tiled.py", (16, 16, 16), (2, 2), (8, 8), backend="sim")
     result = run(req)
     measured = result.timing("instrumented kernel").seconds + result.timing("kernel").seconds

@@ -11,8 +11,8 @@ import pytest
 
 from kernels.cli_progress import CommandLineProgress
 from kernels.errors import ThreadMapError
-from kernels.loader import load_plan
 from kernels.request import RunRequest
+from kernels.sources.loader import load_plan
 
 
 def threadmap(*args):

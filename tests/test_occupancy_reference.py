@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kernels.occupancy import GPU_MODELS, occupancy
+from kernels.analyses.occupancy import GPU_MODELS, occupancy
 
 HEADER_DIRS = [Path("/usr/local/cuda/include")] + [
     Path(p).parent.parent / "include" for p in filter(None, [shutil.which("nvcc"),

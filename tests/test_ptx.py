@@ -4,10 +4,10 @@ NVVM comes with numba-cuda[cu13]; no GPU is needed.
 """
 import pytest
 
-from kernels.catalogue import CATALOGUE
-from kernels.codegen import load_module
-from kernels.loader import _builtin_plan
-from kernels.ptx import compile_ptx_for
+from kernels.analyses.ptx import compile_ptx_for
+from kernels.derived.codegen import load_module
+from kernels.sources.catalogue import CATALOGUE
+from kernels.sources.loader import _builtin_plan
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -35,8 +35,8 @@ def test_shared_memory_kernel_files_compile_to_ptx(name):
     # Their recording forms check every shared and local access on the GPU too.
     from pathlib import Path
 
-    from kernels.source import read_module
-    from kernels.plan import make_plan
+    from kernels.sources.plan import make_plan
+    from kernels.sources.source import read_module
     module = read_module(Path(__file__).parent / "kernels" / name)
     plan = make_plan(module, module.kernel(None))
     gen = load_module(plan, "cuda", "float32")

@@ -37,8 +37,8 @@ def test_the_public_face_holds_every_name_it_lists():
 
 
 def test_a_result_carries_its_occupancy_on_every_gpu_model():
-    from kernels.loader import load_plan
-    from kernels.occupancy import GPU_MODELS, launch_occupancy
+    from kernels.analyses.occupancy import GPU_MODELS, launch_occupancy
+    from kernels.sources.loader import load_plan
 
     request = kernels.RunRequest(kernel="naive-2d", m=40, k=8, n=33, backend="cpu")
     result = kernels.with_occupancy(kernels.run(request), assumed_registers=40)
@@ -58,7 +58,7 @@ def test_a_result_carries_its_occupancy_on_every_gpu_model():
 
 
 def test_the_occupancy_table_never_reads_the_kernel_again(qtbot, monkeypatch):
-    import kernels.loader
+    import kernels.sources.loader
     from app.views.analysis import AnalysisPanel
 
     request = kernels.RunRequest(kernel="grid-stride", m=32, k=8, n=32, backend="cpu",
@@ -70,7 +70,7 @@ def test_the_occupancy_table_never_reads_the_kernel_again(qtbot, monkeypatch):
     def refuse(*_):
         raise AssertionError("a view read the kernel again")
 
-    monkeypatch.setattr(kernels.loader, "load_plan", refuse)
+    monkeypatch.setattr(kernels.sources.loader, "load_plan", refuse)
     panel.show_result(result)
     panel.registers_spin.setValue(96)  # another assumption: worked out from the result
     assert panel.occupancy_table.rowCount() == len(kernels.GPU_MODEL_NAMES)

@@ -10,11 +10,11 @@ from typing import Callable
 
 import numpy as np
 
+from ..derived.transform import ArraySlot, array_slots
 from ..errors import RunCancelled
-from ..plan import KernelPlan
 from ..request import RunRequest
 from ..result import Timing
-from ..transform import ArraySlot, array_slots
+from ..sources.plan import KernelPlan
 
 ProgressCallback = Callable[[float, str], None]
 CancelCallback = Callable[[], bool]
@@ -102,7 +102,7 @@ class KernelJob:
 def updates_output_atomically(plan) -> bool:
     """Whether the kernel makes atomic updates of its output (only then is
     the full-size atomics map recorded)."""
-    from ..plan import cuda_attribute
+    from ..sources.plan import cuda_attribute
 
     for node in ast.walk(plan.kernel.node):
         if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) \

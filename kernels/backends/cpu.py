@@ -24,12 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..codegen import GeneratedModule, load_module
+from ..derived.codegen import GeneratedModule, load_module
+from ..derived.local_types import kernel_types
+from ..derived.lockstep import LockstepLayout, lockstep_code
+from ..derived.transform import shadow_param
 from ..errors import KernelCompileError, KernelRuntimeError, RunCancelled
-from ..loader import scalar_arguments
-from ..local_types import kernel_types
-from ..lockstep import LockstepLayout, lockstep_code
-from ..plan import KernelPlan
 from ..records import (
     ATOMICS,
     COUNT,
@@ -47,7 +46,8 @@ from ..records import (
 )
 from ..request import RunRequest, available_memory
 from ..result import Timing
-from ..transform import shadow_param
+from ..sources.loader import scalar_arguments
+from ..sources.plan import KernelPlan
 from .common import (
     BackendOutput,
     KernelJob,

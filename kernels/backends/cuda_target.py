@@ -10,7 +10,7 @@ import contextlib
 import sys
 import time
 
-from ..codegen import load_module
+from ..derived.codegen import load_module
 from ..errors import KernelCompileError, KernelRuntimeError, RequestError
 from ..records import DIVZ, OOB
 from ..request import format_bytes

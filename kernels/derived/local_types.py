@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import EmulationUnsupported, KernelCompileError, UnsupportedConstruct
-from .plan import KernelPlan, cuda_attribute
+from ..errors import EmulationUnsupported, KernelCompileError, UnsupportedConstruct
+from ..sources.plan import KernelPlan, cuda_attribute
 from .transform import COORDINATE_PARAMS, CoordinateRewriter
 
 #: Barrier calls that return a value (syncthreads_count / _and / _or): int32.

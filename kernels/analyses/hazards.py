@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .lockstep import BarrierSite
-from .transform import AccessSite
+from ..derived.lockstep import BarrierSite
+from ..derived.transform import AccessSite
 
 
 @dataclass(frozen=True)

@@ -241,7 +241,7 @@ def _measured_by_ptxas(plan, dtype: str, gpu: GpuModel) -> Resources | str | Non
     if ptxas is None:
         return None
     try:
-        from .codegen import cache_dir, module_text
+        from ..derived.codegen import cache_dir, module_text
         text, _ = module_text(plan, "cuda", dtype)
         key = hashlib.sha256("\0".join((text.text, str(gpu.compute_capability),
                                          _ptxas_version(ptxas))).encode()).hexdigest()[:20]
@@ -249,7 +249,7 @@ def _measured_by_ptxas(plan, dtype: str, gpu: GpuModel) -> Resources | str | Non
         if stored.exists():
             figures = json.loads(stored.read_text())
             return Resources(**figures) if isinstance(figures, dict) else figures
-        from .codegen import load_module
+        from ..derived.codegen import load_module
         from .ptx import compile_ptx_for
 
         gen = load_module(plan, "cuda", dtype)
@@ -271,7 +271,7 @@ def static_shared_bytes(plan, dtype: str) -> int:
     """Static shared memory per block, from the kernel's cuda.shared.array shapes."""
     import ast
 
-    from .plan import cuda_attribute
+    from ..sources.plan import cuda_attribute
 
     item = 4 if dtype == "float32" else 8
     total = 0
@@ -324,12 +324,12 @@ def cached_resources(plan, dtype: str, gpu: GpuModel,
     if _measured.get(key) is None:
         dispatcher = None
         try:
-            from .engine import gpu_available
+            from ..engine import gpu_available
 
             # Only where numba.cuda is loaded already (a GPU or simulator run):
             # importing it costs ~0.2 s, and ptxas gives the same figures.
             if "numba.cuda" in sys.modules and gpu_available():
-                from .codegen import load_module
+                from ..derived.codegen import load_module
                 dispatcher = load_module(plan, "cuda", dtype).function(plan.name)
         except Exception:  # no usable GPU: ptxas or the assumption
             dispatcher = None

@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ThreadMapError
-from .result import RunResult
+from ..errors import ThreadMapError
+from ..result import RunResult
 
 SAME, VALUE, WRITER, COUNT = 0, 1, 2, 3
 CATEGORY_NAMES = {SAME: "same", VALUE: "value changed", WRITER: "writer changed",

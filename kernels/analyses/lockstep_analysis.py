@@ -7,15 +7,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..derived.lockstep import LockstepLayout
+from ..records import site_sums
+from ..request import RunRequest
 from .bank_conflicts import MODEL as BANK_MODEL
 from .bank_conflicts import SiteConflicts, bank_conflicts
 from .coalescing import SiteCoalescing, coalescing
 from .divergence import BranchDivergence, divergence
-from .hazards import (BarrierDivergence, SharedRaces, UninitialisedReads, barrier_divergence,
-                      shared_races, uninitialised_reads)
-from .lockstep import LockstepLayout
-from .records import site_sums
-from .request import RunRequest
+from .hazards import (
+    BarrierDivergence,
+    SharedRaces,
+    UninitialisedReads,
+    barrier_divergence,
+    shared_races,
+    uninitialised_reads,
+)
 
 
 @dataclass(frozen=True, eq=False)

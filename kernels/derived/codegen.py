@@ -25,10 +25,10 @@ from types import ModuleType
 
 import numpy as np
 
+from ..sources.plan import KernelPlan
 from .helper_library import helper_library
 from .local_types import KernelTypes
 from .lockstep import LockstepLayout, lockstep_code
-from .plan import KernelPlan
 from .transform import access_sites, derive_cuda_record
 
 GENERATED_PREFIX = "tm_gen_"

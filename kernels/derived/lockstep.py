@@ -37,12 +37,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import EmulationUnsupported
+from ..errors import EmulationUnsupported
+from ..records import LOCKSTEP_RECORDS, RECORD_PARAMS, reads_flat_param, reads_param
+from ..sources.plan import KernelPlan, cuda_attribute
 from .local_types import NO_OP_CALLS, VALUE_BARRIERS, KernelTypes
-from .plan import KernelPlan, cuda_attribute
-from .records import LOCKSTEP_RECORDS, RECORD_PARAMS, reads_flat_param, reads_param
-from .transform import (AccessRewriter, AccessSite, CoordinateRewriter, access_sites,
-                        shadow_param)
+from .transform import (
+    AccessRewriter,
+    AccessSite,
+    CoordinateRewriter,
+    access_sites,
+    shadow_param,
+)
 
 _BLOCK_SCALARS = ("_tm_bx", "_tm_by", "_tm_bdx", "_tm_bdy", "_tm_gdx", "_tm_gdy", "_tm_block",
                   "_tm_lane0", "_tm_lane1")

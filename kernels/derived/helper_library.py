@@ -17,7 +17,7 @@ uninitialised-read checks.  ``records.py`` lists the arrays these fill.
 """
 from __future__ import annotations
 
-from .plan import RECORDED_ATOMICS
+from ..sources.plan import RECORDED_ATOMICS
 
 #: Roles of a recording helper and what the CPU ones note for the warp request.
 ROLES = ("in", "out", "sh", "lc")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .transform import AccessSite
+from ..derived.transform import AccessSite
 
 WARP = 32
 SECTOR_BYTES = 32

@@ -34,7 +34,7 @@ class BuiltinKernel:
 
     @property
     def path(self) -> Path:
-        return Path(str(resources.files("kernels.builtin").joinpath(f"{self.module}.py")))
+        return Path(str(resources.files("kernels.sources.builtin").joinpath(f"{self.module}.py")))
 
     def source(self) -> str:
         return self.path.read_text(encoding="utf-8")

@@ -21,9 +21,9 @@ import copy
 import dataclasses
 from dataclasses import dataclass
 
-from .errors import UnsupportedConstruct
-from .plan import RECORDED_ATOMICS, KernelPlan, cuda_attribute, subscript_chain
-from .records import DIVISION_SITES, RECORD_PARAMS, reads_param
+from ..errors import UnsupportedConstruct
+from ..records import DIVISION_SITES, RECORD_PARAMS, reads_param
+from ..sources.plan import RECORDED_ATOMICS, KernelPlan, cuda_attribute, subscript_chain
 
 #: Explicit thread coordinates of an emulated thread.
 COORDINATE_PARAMS = ("_tm_tx", "_tm_ty", "_tm_bx", "_tm_by",

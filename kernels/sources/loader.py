@@ -4,10 +4,10 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
+from ..errors import KernelSourceError, RequestError
+from ..request import RunRequest
 from .catalogue import CATALOGUE, builtin
-from .errors import KernelSourceError, RequestError
 from .plan import KernelPlan, make_plan
-from .request import RunRequest
 from .source import parse_module, read_module
 
 #: Names of scalar parameters that mean a matrix dimension.

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .plan import KernelPlan
-from .records import allocate_records
-from .transform import array_slots
+from ..derived.transform import array_slots
+from ..records import allocate_records
+from ..sources.plan import KernelPlan
 
 
 def signature(plan: KernelPlan, dtype: str, recording: bool, n_threads: int = 1024) -> tuple:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..derived.transform import AccessSite
 from .coalescing import per_warp_means
-from .transform import AccessSite
 
 MODEL = {
     "banks": 32,

@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import KernelSourceError
+from ..errors import KernelSourceError
 
 #: Modules whose imports are copied next to a kernel; anything else a kernel
 #: file imports (time, matplotlib, ...) is host code and is left out.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .result import RunResult
+from ..result import RunResult
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import builtins
 import re
 from dataclasses import dataclass
 
-from .errors import UnsupportedConstruct
+from ..errors import UnsupportedConstruct
 from .source import KernelDef, ModuleInfo, qualified_name
 
 CUDA = "numba.cuda"

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..derived.lockstep import BranchSite
 from .coalescing import per_warp_means
-from .lockstep import BranchSite
 
 
 @dataclass(frozen=True, eq=False)
