@@ -153,7 +153,7 @@ class HeatmapExporter:
         self.widget.close()
         self.widget.deleteLater()
 
-    def __enter__(self) -> "HeatmapExporter":
+    def __enter__(self) -> HeatmapExporter:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -170,6 +170,19 @@ def export_heatmap(result: RunResult, path: str | Path, map_name: str = "count",
         raise ValueError(f"unknown map {map_name!r}; maps: {', '.join(MAP_CHOICES)}")
     with HeatmapExporter(size) as exporter:
         return exporter.write(result, path, map_name, writer_kind, image)
+
+
+def png_bytes(result: RunResult, map_name: str = "count",
+              size: tuple[int, int] = (800, 600)) -> bytes:
+    """Map ``map_name`` of ``result`` as a PNG file's bytes (for notebooks:
+    ``ThreadMapResult.image`` and its rich display)."""
+    import tempfile
+
+    ensure_app()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "map.png"
+        export_heatmap(result, path, map_name, size)
+        return path.read_bytes()
 
 
 def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str = "count",

@@ -12,7 +12,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_app()
     from kernels import command_line
 
-    return command_line(argv, exporter=_export_images, sweep_exporter=_export_sweep_images)
+    return command_line(argv, exporter=_export_images, sweep_exporter=_export_sweep_images,
+                        opener=_open_in_app)
+
+
+def _open_in_app(path: str) -> int:
+    """``threadmap open FILE.py``: the window, with that file's kernels chosen."""
+    from .main_window import run_app
+
+    return run_app(open_file=path)
 
 
 def _export_images(result, **options) -> None:

@@ -72,6 +72,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._build_actions()
         self._connect()
         self._load_settings()
+        self.setAcceptDrops(True)  # a .py file dropped on the window opens it
 
     # -- assembly ------------------------------------------------------------------------
 
@@ -192,6 +193,29 @@ class MainWindow(QtWidgets.QMainWindow):
         if cell.result is not None:
             self.tabs.setCurrentWidget(self.maps_view)
 
+    @staticmethod
+    def _dropped_python_files(event) -> list[str]:
+        mime = event.mimeData()
+        if mime is None or not mime.hasUrls():
+            return []
+        return [url.toLocalFile() for url in mime.urls()
+                if url.isLocalFile() and url.toLocalFile().endswith(".py")]
+
+    def dragEnterEvent(self, event: QtGui.QDragEnterEvent) -> None:  # noqa: N802 (Qt API)
+        if self._dropped_python_files(event):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event: QtGui.QDropEvent) -> None:  # noqa: N802 (Qt API)
+        files = self._dropped_python_files(event)
+        if not files:
+            event.ignore()
+            return
+        event.acceptProposedAction()
+        for path in files:
+            self.controller.open_kernel_file(path)
+
     def _ask_memory_budget(self) -> None:
         """How many MiB of maps stay in memory; older results go to disk past it."""
         now = self.session.memory_budget >> 20
@@ -291,12 +315,34 @@ def about_text() -> str:
     return "<p>" + "</p><p>".join(lines) + "</p>"
 
 
-def run_app(argv: list[str] | None = None) -> int:
-    """Start the GUI; returns the exit status."""
+def show_result_window(result) -> None:
+    """A window on ``result`` (from the Python API: ``ThreadMapResult.show``).
+    Runs the event loop until the window closes, unless one is running
+    already (IPython's ``%gui qt``)."""
+    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
+    window = MainWindow()
+    window.session.add_result(result)
+    window.show()
+    window.raise_()
+    _open_windows.append(window)  # (kept alive while it is open)
+    window.destroyed.connect(lambda *_: _open_windows.remove(window)
+                             if window in _open_windows else None)
+    if not getattr(app, "_threadmap_loop_running", False) and \
+            QtCore.QCoreApplication.instance().thread().loopLevel() == 0:
+        app.exec()
+
+
+_open_windows: list = []
+
+
+def run_app(argv: list[str] | None = None, open_file: str | None = None) -> int:
+    """Start the GUI (on ``open_file``'s kernels when given); returns the exit status."""
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(argv or sys.argv)
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(APP_NAME)
     app.setWindowIcon(QtGui.QIcon(str(resources.path(resources.ICON))))
     window = MainWindow()
+    if open_file is not None:
+        window.controller.open_kernel_file(open_file)
     window.show()
     return app.exec()

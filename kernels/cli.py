@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Show which CUDA thread computes which element of C = A @ B. "
                     "Without a command, opens the desktop app.")
     commands = parser.add_subparsers(dest="command")
+    open_parser = commands.add_parser("open", help="open the desktop app on a kernel file")
+    open_parser.add_argument("kernel_file", help="a .py file with @cuda.jit kernels (parsed, "
+                             "never run)")
     run_parser = commands.add_parser("run", help="run one kernel and launch; write its maps")
     add_run_options(run_parser)
     run_parser.add_argument("--grid", help="blocks per grid: N or NxM (default: the kernel's "
@@ -407,7 +410,7 @@ def _cmd_kernels() -> int:
 
 
 def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = None,
-         sweep_exporter: Callable | None = None) -> int:
+         sweep_exporter: Callable | None = None, opener: Callable | None = None) -> int:
     """Run the command line; return the exit status.
 
     0 when the run happened (whatever its verdict); 2 with a one-line message
@@ -424,6 +427,16 @@ def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = 
             return _cmd_sweep(args, sweep_exporter)
         if args.command == "cache":
             return _cmd_cache(args)
+        if args.command == "open":
+            from .api import kernel_names
+
+            path = Path(args.kernel_file)
+            if not path.is_file():
+                raise ThreadMapError(f"{path}: no such file")
+            kernel_names(path)  # refused here, with its line, if it has no kernel
+            if opener is None:
+                raise ThreadMapError("threadmap open needs the desktop app (PySide6)")
+            return opener(str(path))
         parser.print_help()
         return 0
     except KeyboardInterrupt:

@@ -1,0 +1,224 @@
+"""ThreadMap on a live kernel: the ``@cuda.jit`` dispatcher itself, defined in
+a script, a module or a notebook cell.
+
+    from kernels import threadmap
+    r = threadmap(matmul, shape=(M, K, N), grid=..., block=..., dtype="float32")
+    r.verdict, r.reasons, r.maps, r.save("out/"), r.image("count"), r.show()
+
+The kernel is never called.  Its source is read as for a kernel file and
+parsed: the text of the file it was defined in (``linecache``, which also
+holds a notebook cell's text), and, for a notebook, the constants and imports
+the kernel uses that other cells defined, taken from its globals as literal
+values (numbers only) and import lines.  The run is a kernel-file run: in a
+child process with a time limit, so a kernel that hangs cannot hang the
+caller.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import linecache
+import os
+import tempfile
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import KernelSourceError, ThreadMapError
+from .estimate import KERNEL_FILE_TIME_LIMIT
+from .request import RunRequest
+from .result import RunResult
+
+
+def kernel_source(kernel) -> tuple[str, str, str]:
+    """(text of the kernel's file, the kernel's name, where it came from) for a
+    numba CUDA dispatcher (or its Python function)."""
+    function = getattr(kernel, "py_func", kernel)
+    if not isinstance(function, types.FunctionType):
+        raise ThreadMapError(f"{kernel!r} is not a numba CUDA kernel (a @cuda.jit function): "
+                             "ThreadMap reads a kernel's Python source")
+    name = function.__name__
+    if name == "<lambda>":
+        raise ThreadMapError("a lambda has no source ThreadMap can parse: define the kernel "
+                             "with def and @cuda.jit")
+    filename = function.__code__.co_filename
+    lines = linecache.getlines(filename, function.__globals__)
+    text = "".join(lines)
+    if not text or f"def {name}" not in text:
+        raise ThreadMapError(
+            f"the source of kernel {name!r} cannot be found (it was defined with exec, or "
+            f"its file {filename!r} is gone): ThreadMap parses a kernel's source and never "
+            "runs it; define the kernel in a file, a module or a notebook cell")
+    origin = filename if os.path.isfile(filename) else f"a notebook cell ({filename})"
+    return text + _borrowed_names(function, text), name, origin
+
+
+def _borrowed_names(function: types.FunctionType, text: str) -> str:
+    """Lines that bind what the kernel uses from elsewhere (another notebook
+    cell): module imports, and numbers as literal constants.  Appended, so
+    the kernel keeps its line numbers."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return ""
+    bound = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+    lines = []
+    for used in sorted(set(function.__code__.co_names) - bound):
+        value = function.__globals__.get(used)
+        if isinstance(value, types.ModuleType):
+            if value.__name__ == "numba.cuda":
+                lines.append("from numba import cuda" + ("" if used == "cuda" else f" as {used}"))
+            elif value.__name__ in ("math", "numpy", "numba"):
+                lines.append(f"import {value.__name__}"
+                             + ("" if used == value.__name__ else f" as {used}"))
+        elif isinstance(value, (bool, int, float)):
+            lines.append(f"{used} = {value!r}")
+    if not lines:
+        return ""
+    return ("\n\n# Bound in other cells; added by ThreadMap from the kernel's globals:\n"
+            + "\n".join(lines) + "\n")
+
+
+def _kernel_file(text: str, name: str) -> Path:
+    """The kernel's text as a file (named by its content) that the engine parses."""
+    folder = Path(tempfile.gettempdir()) / "threadmap-live"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{name}_{hashlib.sha256(text.encode()).hexdigest()[:16]}.py"
+    if not path.exists():
+        path.write_text(text)
+    return path
+
+
+def threadmap(kernel, shape: tuple[int, int, int], grid=None, block=None,
+              backend: str = "auto", dtype: str = "float32", pattern: str = "random",
+              seed: int = 0, scalars: dict | None = None,
+              time_limit: float | None = KERNEL_FILE_TIME_LIMIT) -> ThreadMapResult:
+    """Run ThreadMap on ``kernel`` (a ``@cuda.jit`` dispatcher) for
+    ``C = A @ B`` with ``shape = (M, K, N)``; ``grid`` and ``block`` as ints or
+    tuples (x first), or None for the file's own launch or a guessed one, said so."""
+    from .engine import run
+    from .presets import default_launch
+    from .request import check_request
+
+    text, name, origin = kernel_source(kernel)
+    path = Path(origin) if os.path.isfile(origin) and Path(origin).read_text() == text \
+        else _kernel_file(text, name)
+    try:
+        m, k, n = (int(v) for v in shape)
+    except (TypeError, ValueError):
+        raise ThreadMapError(f"shape must be (M, K, N), three whole numbers, not {shape!r}") \
+            from None
+
+    def dims(value, what):
+        if value is None:
+            return None
+        value = (value,) if isinstance(value, int) else tuple(value)
+        if not value or not all(isinstance(v, int) for v in value):
+            raise ThreadMapError(f"{what} must be a whole number or a tuple of them, not "
+                                 f"{value!r}")
+        return value
+
+    grid, block = dims(grid, "grid"), dims(block, "block")
+    request = RunRequest(kernel=name, kernel_file=str(path), m=m, k=k, n=n, dtype=dtype,
+                         backend=backend, pattern=pattern, seed=seed,
+                         scalars=tuple((str(a), float(b)) for a, b in (scalars or {}).items()),
+                         grid=grid or (1,), block=block or (1,))
+    if grid is None or block is None:
+        chosen = default_launch(request)
+        request = request.with_(grid=grid or chosen.grid, block=block or chosen.block,
+                                launch_source=chosen.launch_source if grid is None and
+                                block is None else "given in part; the rest "
+                                + chosen.launch_source)
+    check_request(request)
+    try:
+        result = run(request, isolate=True, time_limit=time_limit)
+    except KernelSourceError as exc:
+        raise ThreadMapError(f"{exc} (the kernel's source from {origin})") from None
+    return ThreadMapResult(result, origin)
+
+
+@dataclass(frozen=True, eq=False)
+class ThreadMapResult:
+    """What :func:`threadmap` gives: the verdict, its reasons, the maps, and
+    ways to keep or look at them."""
+
+    result: RunResult
+    #: where the kernel's source was read from (a file, or a notebook cell)
+    origin: str
+
+    @property
+    def verdict(self) -> str:
+        """``"PASS"`` or ``"FAIL"``."""
+        return self.result.verdict.word
+
+    @property
+    def passed(self) -> bool:
+        return self.result.verdict.passed
+
+    @property
+    def reasons(self) -> list[str]:
+        return list(self.result.verdict.reasons)
+
+    @property
+    def maps(self) -> dict[str, np.ndarray]:
+        """The arrays of ``maps.npz``: count, min_writer, iteration, C, reference, ..."""
+        return self.result.maps_arrays()
+
+    def save(self, folder: str | Path) -> Path:
+        """``result.json`` and ``maps.npz`` into ``folder``, as ``threadmap run`` writes them."""
+        from .cli import write_outputs
+
+        folder = Path(folder)
+        write_outputs(self.result, folder)
+        return folder
+
+    def image(self, map: str = "count", size: tuple[int, int] = (800, 600)) -> bytes:
+        """The map as PNG bytes, titled and with its colour bar (drawn by the
+        app's exporter: needs PySide6, as the desktop app does)."""
+        from app.export import png_bytes  # (kernels itself stays Qt-free)
+
+        return png_bytes(self.result, map, size)
+
+    def show(self) -> None:
+        """Open the desktop window on this result."""
+        from app.main_window import show_result_window
+
+        show_result_window(self.result)
+
+    def summary(self) -> dict:
+        return self.result.summary()
+
+    def _repr_png_(self) -> bytes:
+        return self.image("count")
+
+    def _repr_html_(self) -> str:
+        import base64
+
+        r = self.result.request
+        colour = "#1a7f37" if self.passed else "#c62828"
+        reasons = "".join(f"<li>{reason}</li>" for reason in self.reasons)
+        kernel = self.result.kernel_timing
+        png = base64.b64encode(self.image("count", (640, 480))).decode()
+        return (f"<div><b style='color:{colour}; font-size:1.3em'>{self.verdict}</b> "
+                f"{self.result.kernel_name} {r.m}x{r.k}x{r.n} {r.dtype}, grid "
+                f"{'x'.join(map(str, r.grid))} x block {'x'.join(map(str, r.block))} "
+                f"({r.launch_source}), {self.result.backend_note}"
+                + (f"<ul>{reasons}</ul>" if reasons else "<br>")
+                + (f"kernel: {kernel.describe()}<br>" if kernel else "")
+                + f"<img src='data:image/png;base64,{png}'/></div>")
+
+    def __repr__(self) -> str:
+        return (f"ThreadMapResult({self.verdict}, {self.result.kernel_name}, "
+                f"reasons={json.dumps(self.reasons)})")
