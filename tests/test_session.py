@@ -249,3 +249,33 @@ def test_the_source_beside_the_map_names_each_line_s_findings(qtbot, two_results
     assert f"line {store_line}" in source.note.text()
     assert source.table.item(source.row_of_line(store_line), 1).background().color().name() \
         == "#e3f2fd"
+
+
+def test_work_threads_give_way_to_the_gui_thread_and_pass_it_on():
+    import os
+    import threading
+
+    from app.background import WORK_NICENESS, yield_to_the_gui
+    if not hasattr(os, "setpriority"):
+        pytest.skip("no per-thread priority on this system")
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    seen = {}
+
+    def inner():
+        seen["inner"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    def work():
+        yield_to_the_gui()
+        seen["work"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        child = threading.Thread(target=inner)  # as the engine starts its workers
+        child.start()
+        child.join()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    if base > WORK_NICENESS:
+        pytest.skip(f"this process already runs at niceness {base}")
+    assert seen["work"] == WORK_NICENESS  # (setpriority sets, it does not add)
+    assert seen["inner"] == seen["work"]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base

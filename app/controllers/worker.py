@@ -24,6 +24,7 @@ from kernels import (
     with_occupancy,
 )
 
+from ..background import yield_to_the_gui
 from ..qt import QtCore
 
 
@@ -64,6 +65,7 @@ class _Job(QtCore.QThread):
             raise RunCancelled("cancelled")
 
     def run(self) -> None:  # QThread entry point
+        yield_to_the_gui()
         try:
             self.body(self)
         except RunCancelled:

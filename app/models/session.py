@@ -23,6 +23,7 @@ from kernels import (
     format_bytes,
 )
 
+from ..background import yield_to_the_gui
 from ..qt import QtCore
 from .map_images import (
     ANALYSIS_MAPS,
@@ -82,7 +83,7 @@ class Session(QtCore.QObject):
         self.synchronous = synchronous
         self._stowage: Stowage | None = None
         self._mover = None if synchronous else ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="stowing")
+            max_workers=1, thread_name_prefix="stowing", initializer=yield_to_the_gui)
         #: rows on their way to disk or back
         self._moving: set[int] = set()
         #: the row asked to be shown while it comes back from disk
