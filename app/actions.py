@@ -93,6 +93,23 @@ class SweepAction(_Action):
         self.controller.sweep(request, blocks, threads)
 
 
+class HuntAction(_Action):
+    """Search for the smallest shape and launch where the chosen kernel fails."""
+
+    def __init__(self, controller: SessionController, controls: ControlPanel, parent,
+                 budget: float = 60.0):
+        super().__init__("&Find a failing case", parent, "Ctrl+F",
+                         "shapes and launches that break index arithmetic, smallest first")
+        self.controller, self.controls, self.budget = controller, controls, budget
+
+    def act(self) -> None:
+        if self.controller.busy:
+            return
+        request = _request_or_error(self.controls, self.controller.session)
+        if request is not None:
+            self.controller.hunt(request, self.budget)
+
+
 class CancelAction(_Action):
     """Cancel the run or sweep in progress (Esc, anywhere in the app)."""
 

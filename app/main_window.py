@@ -10,6 +10,7 @@ from kernels import ThreadMapError, __version__, gpu_available, gpu_status, kern
 
 from .actions import (
     CancelAction,
+    HuntAction,
     ExportHeatmapAction,
     ExportReplayAction,
     ExportSweepFolderAction,
@@ -119,6 +120,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.run_action = RunAction(c, self.controls, self)
         self.sweep_action = SweepAction(c, self.controls, self.sweep_view, self)
         self.cancel_action = CancelAction(c, self)
+        self.hunt_action = HuntAction(c, self.controls, self)
         self.open_action = OpenKernelFileAction(c, self.controls, self.settings, self)
         self.export_action = ExportHeatmapAction(s, self.maps_view, self.settings, self)
         self.export_sheet_action = ExportSweepSheetAction(s, self.sweep_view, self.settings, self)
@@ -136,6 +138,7 @@ class MainWindow(QtWidgets.QMainWindow):
         run_menu = menu.addMenu("&Run")
         run_menu.addAction(self.run_action)
         run_menu.addAction(self.sweep_action)
+        run_menu.addAction(self.hunt_action)
         run_menu.addAction(self.cancel_action)
         run_menu.addSeparator()
         budget = run_menu.addAction("&Memory for results...")
@@ -147,6 +150,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def _connect(self) -> None:
         c, s, controls = self.controller, self.session, self.controls
         controls.run_requested.connect(self.run_action.trigger)
+        controls.hunt_requested.connect(self.hunt_action.trigger)
         controls.open_file_requested.connect(self.open_action.trigger)
         controls.kernel_changed.connect(self._apply_file_launch)
         s.kernel_file_opened.connect(controls.add_kernel_file)
@@ -169,10 +173,11 @@ class MainWindow(QtWidgets.QMainWindow):
         s.sweep_started.connect(lambda *_: self.tabs.setCurrentWidget(self.sweep_view))
 
     def _on_busy_changed(self, busy: bool) -> None:
-        for button in (self.controls.run_button, self.sweep_view.run_button):
+        for button in (self.controls.run_button, self.controls.hunt_button,
+                       self.sweep_view.run_button):
             button.setEnabled(not busy)
-        self.run_action.setEnabled(not busy)
-        self.sweep_action.setEnabled(not busy)
+        for action in (self.run_action, self.sweep_action, self.hunt_action):
+            action.setEnabled(not busy)
         self.status.set_busy(busy)
 
     def _apply_file_launch(self) -> None:

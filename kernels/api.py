@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .analyses.findings import Finding, line_findings, store_lines
+from .hunt import HuntReport, hunt
 from .live import ThreadMapResult, threadmap
 from .analyses.occupancy import ASSUMED_REGISTERS, GPU_MODELS
 from .errors import (
@@ -208,12 +209,12 @@ __all__ = [
     "CATALOGUE", "DTYPES", "GPU_MODEL_NAMES", "KERNEL_FILE_TIME_LIMIT", "KERNEL_OUTPUT_LINES",
     "KernelCompileError", "KernelRuntimeError", "KernelSnapshot", "KernelSourceError",
     "MAX_DIMENSION",
-    "Finding", "PATTERNS", "PRESETS", "RequestError", "RunCancelled", "RunRequest", "RunResult", "Stowage",
+    "Finding", "HuntReport", "PATTERNS", "PRESETS", "RequestError", "RunCancelled", "RunRequest", "RunResult", "Stowage",
     "RunTimedOut", "SLOW_SIMULATOR_SECONDS", "SweepCell", "ThreadMapError", "ThreadMapResult",
     "UnsupportedConstruct", "bank_conflict_model", "bytes_in_memory", "counted", "check_request", "command_line",
     "default_launch", "diff_category_names", "parse_scalars", "stop_child_processes",
     "describe_seconds", "diff_runs", "file_launch_dims", "format_bytes", "format_dims",
-    "format_seconds", "gpu_available", "percent", "gpu_model_source", "gpu_status", "kernel_names",
+    "format_seconds", "gpu_available", "percent", "gpu_model_source", "gpu_status", "hunt", "kernel_names",
     "line_findings", "load_balance", "parse_dims", "store_lines", "parse_list", "reassume_registers", "resolve_backend", "run",
     "run_sweep", "simulator_estimate", "threadmap", "sweep_requests", "with_occupancy", "write_sweep",
     "__version__",

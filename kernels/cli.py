@@ -63,6 +63,21 @@ def build_parser() -> argparse.ArgumentParser:
         description="Show which CUDA thread computes which element of C = A @ B. "
                     "Without a command, opens the desktop app.")
     commands = parser.add_subparsers(dest="command")
+    hunt_parser = commands.add_parser(
+        "hunt", help="search for the smallest shape and launch where a kernel fails")
+    hunt_parser.add_argument("--kernel-file", required=True,
+                             help="a .py file with your own @cuda.jit kernel")
+    hunt_parser.add_argument("--kernel", help="the kernel's name in the file (default: its "
+                             "only kernel)")
+    hunt_parser.add_argument("--out", required=True, help="directory for hunt.json (and the "
+                             "failing case's result.json and maps.npz)")
+    hunt_parser.add_argument("--budget", type=float, default=60.0, metavar="SECONDS",
+                             help="stop after this long (default 60 s)")
+    hunt_parser.add_argument("--backend", choices=BACKENDS, default="cpu")
+    hunt_parser.add_argument("--dtype", choices=DTYPES, default="float32")
+    hunt_parser.add_argument("--seed", type=int, default=0)
+    hunt_parser.add_argument("--scalar", action="append", default=[], metavar="NAME=VALUE",
+                             help="value of a kernel's scalar parameter (repeatable)")
     open_parser = commands.add_parser("open", help="open the desktop app on a kernel file")
     open_parser.add_argument("kernel_file", help="a .py file with @cuda.jit kernels (parsed, "
                              "never run)")
@@ -401,6 +416,32 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_hunt(args: argparse.Namespace) -> int:
+    """``threadmap hunt``: exit 0 whether or not a failing case was found."""
+    from .hunt import hunt, write_hunt
+
+    if not (math.isfinite(args.budget) and args.budget > 0):
+        raise ThreadMapError(f"--budget must be a positive number of seconds, not {args.budget}")
+    check_output_path("--out", args.out, folder=True)
+    base = RunRequest(kernel=args.kernel, kernel_file=args.kernel_file, dtype=args.dtype,
+                      seed=args.seed, backend=args.backend, scalars=parse_scalars(args.scalar))
+    from .sources.loader import load_plan
+
+    base = base.with_(kernel=load_plan(base).name)  # a file that does not parse stops here
+
+    def progress(fraction: float, message: str) -> None:
+        print(f"  [{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
+
+    report = hunt(base, budget=args.budget, progress=progress)
+    for case in report.cases:
+        print(f"  {case.verdict:7s} {case.label()}  {case.seconds:.1f} s")
+    print(report.summary())
+    write_hunt(report, Path(args.out))
+    print(f"  wrote {Path(args.out) / 'hunt.json'}"
+          + (" and the failing case's result.json and maps.npz" if report.result else ""))
+    return 0
+
+
 def _cmd_kernels() -> int:
     for name, spec in CATALOGUE.items():
         launch = spec.default_launch(128, 256, 128)
@@ -427,6 +468,8 @@ def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = 
             return _cmd_sweep(args, sweep_exporter)
         if args.command == "cache":
             return _cmd_cache(args)
+        if args.command == "hunt":
+            return _cmd_hunt(args)
         if args.command == "open":
             from .api import kernel_names
 

@@ -52,6 +52,9 @@ class SessionController(QtCore.QObject):
         self.worker.run_finished.connect(self._on_run_finished)
         self.worker.sweep_cell.connect(session.add_sweep_cell)
         self.worker.sweep_finished.connect(self._on_sweep_finished)
+        self.worker.hunt_finished.connect(self._on_hunt_finished)
+        #: the last hunt's report (kernels.HuntReport), for its list of cases
+        self.last_hunt = None
         self.worker.failed.connect(self._on_failed)
         self.worker.cancelled.connect(self._on_cancelled)
 
@@ -96,6 +99,34 @@ class SessionController(QtCore.QObject):
         self.session.begin_sweep(blocks, threads)
         self.worker.start_sweep(base, blocks, threads, self.session.assumed_registers)
         return True
+
+    def hunt(self, base: RunRequest, budget: float = 60.0) -> bool:
+        """Search, off the GUI thread, for the smallest shape and launch where
+        ``base``'s kernel fails; the failing case is shown when found."""
+        if self.busy:
+            return False
+        try:  # (the kernel, its scalars and the backend are checked as for a run)
+            resolve_backend(base.with_(backend="cpu" if base.backend == "auto" else base.backend))
+        except ThreadMapError as exc:
+            self.session.raise_error(str(exc))
+            return False
+        self.session.clear_error()
+        self.session.tell(f"looking for a failing case of {base.kernel_label} (at most "
+                          f"{budget:.0f} s)...", 0)
+        self.worker.start_hunt(base.with_(backend="cpu" if base.backend == "auto"
+                                          else base.backend), budget,
+                               self.session.assumed_registers)
+        return True
+
+    def _on_hunt_finished(self, report) -> None:
+        if report.result is not None:
+            self.session.add_result(report.result)
+            self.session.tell(report.summary(), 0)
+        elif report.failing is not None:  # it hung or crashed: no maps to show
+            self.session.raise_error(report.summary())
+        else:
+            self.session.tell(report.summary(), 0)
+        self.last_hunt = report
 
     def cancel(self) -> None:
         self.worker.cancel()

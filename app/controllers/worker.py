@@ -19,6 +19,7 @@ from kernels import (
     RunCancelled,
     RunRequest,
     ThreadMapError,
+    hunt,
     run,
     run_sweep,
     with_occupancy,
@@ -85,6 +86,7 @@ class Worker(QtCore.QObject):
     run_finished = QtCore.Signal(object)  # RunResult
     sweep_cell = QtCore.Signal(object)  # SweepCell
     sweep_finished = QtCore.Signal()
+    hunt_finished = QtCore.Signal(object)  # kernels.HuntReport
     failed = QtCore.Signal(str)
     cancelled = QtCore.Signal()
 
@@ -130,6 +132,17 @@ class Worker(QtCore.QObject):
                 job.produced.emit(cell)
 
         self._start(body, self.sweep_cell, self.sweep_finished)
+
+    def start_hunt(self, base: RunRequest, budget: float, assumed_registers: int = 32) -> None:
+        def body(job: _Job) -> None:
+            report = hunt(base, budget=budget, progress=job.progressed.emit,
+                          cancel=job.cancel_event.is_set)
+            if report.result is not None:
+                report.result = attach_occupancy(report.result, assumed_registers)
+            job.check_cancel()
+            job.produced.emit(report)
+
+        self._start(body, self.hunt_finished, None)
 
     def cancel(self) -> None:
         if self._job is not None:

@@ -34,6 +34,8 @@ class ControlPanel(QtWidgets.QWidget):
     """Builds a :class:`RunRequest` from its widgets; emits ``run_requested``."""
 
     run_requested = QtCore.Signal()
+    #: search for the smallest shape and launch where the kernel fails
+    hunt_requested = QtCore.Signal()
     open_file_requested = QtCore.Signal()
     kernel_changed = QtCore.Signal()
 
@@ -132,6 +134,14 @@ class ControlPanel(QtWidgets.QWidget):
         self.run_button.setToolTip("Ctrl+R")
         self.run_button.clicked.connect(self.run_requested.emit)
         layout.addRow(self.run_button)
+        self.hunt_button = QtWidgets.QPushButton("Find a failing case")
+        self.hunt_button.setObjectName("hunt")
+        self.hunt_button.setToolTip("Try shapes and launches that break index arithmetic "
+                                    "(ones, primes, ragged sizes, too few and too many "
+                                    "threads), smallest first; open the first that fails "
+                                    "(at most 60 s)")
+        self.hunt_button.clicked.connect(self.hunt_requested.emit)
+        layout.addRow(self.hunt_button)
         self.message = QtWidgets.QLabel()
         self.message.setObjectName("controls-message")
         self.message.setWordWrap(True)

@@ -1,0 +1,241 @@
+"""A search for the smallest case where a kernel fails.
+
+A kernel that passes its author's test fails on another shape or launch:
+the seed's kernel passes on 128 x 256 x 128 with all-ones inputs and fails
+wherever M != N or the block is not 1,024 threads.  :func:`hunt` tries shapes
+and launches chosen to break index arithmetic, smallest first, and stops at
+the first that fails:
+
+* shapes with M, K or N equal to 1; primes; sizes that are not multiples of
+  a block or a tile (16, 32); M != N;
+* launches with fewer threads than elements (the work must stride), more
+  threads than elements (the extra threads must stay out), one block against
+  many, and a block that is not square (2-D kernels).  Launches have the
+  kernel's own dimensions (1-D or 2-D): a 2-D kernel on a 1-D launch covers
+  one row by design, which says nothing of the kernel.
+
+Every case runs as a kernel-file run does: in a child process with a time
+limit, so a kernel that hangs is a failed case, never a hung search.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from collections.abc import Callable
+
+from .errors import (
+    KernelCompileError,
+    KernelRuntimeError,
+    RequestError,
+    RunCancelled,
+    RunTimedOut,
+    ThreadMapError,
+)
+from .request import RunRequest, check_request
+from .result import RunResult
+
+#: (M, K, N): ones, primes, not multiples of 16 or 32, M != N; smallest first
+SHAPES = ((1, 1, 1), (1, 3, 5), (5, 3, 1), (3, 1, 5), (3, 5, 7), (7, 5, 3), (13, 2, 11),
+          (16, 16, 16), (17, 5, 31), (31, 17, 29), (33, 7, 65), (64, 64, 64), (100, 37, 90),
+          (129, 31, 97))
+
+#: seconds one case may take (a kernel that hangs fails here)
+CASE_LIMIT = 30.0
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def launches(m: int, n: int, launch_dims: int, x_rows: bool) -> list[tuple[str, tuple, tuple]]:
+    """(why, grid, block) of the launches tried on an ``m x n`` C."""
+    elements = m * n
+    if launch_dims == 1:
+        return [
+            ("one thread per element, blocks of 256", (_cdiv(elements, 256),), (256,)),
+            ("fewer threads than elements: one warp", (1,), (32,)),
+            ("one block of 1,024 threads", (1,), (1024,)),
+            ("more threads than elements: 3 blocks too many", (_cdiv(elements, 64) + 3,), (64,)),
+            ("many small blocks of 32", (_cdiv(elements, 32),), (32,)),
+        ]
+    x, y = (m, n) if x_rows else (n, m)
+    return [
+        ("one thread per element, 16 x 16 blocks", (_cdiv(x, 16), _cdiv(y, 16)), (16, 16)),
+        ("fewer threads than elements: one 8 x 8 block", (1, 1), (8, 8)),
+        ("more threads than elements: one block too many each way",
+         (_cdiv(x, 16) + 1, _cdiv(y, 16) + 1), (16, 16)),
+        ("blocks that are not square: 32 x 8", (_cdiv(x, 32), _cdiv(y, 8)), (32, 8)),
+        ("one block of 32 x 32", (1, 1), (32, 32)),
+    ]
+
+
+@dataclass
+class Case:
+    """One (shape, launch) tried, and what it gave."""
+
+    shape: tuple[int, int, int]
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    why: str
+    verdict: str = ""  # "PASS", "FAIL", or "skipped"
+    reasons: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def threads(self) -> int:
+        total = 1
+        for d in self.grid + self.block:
+            total *= d
+        return total
+
+    def label(self) -> str:
+        m, k, n = self.shape
+        return (f"{m}x{k}x{n}, grid {'x'.join(map(str, self.grid))} x block "
+                f"{'x'.join(map(str, self.block))} ({self.why})")
+
+    def row(self) -> dict:
+        return {"shape": list(self.shape), "grid": list(self.grid), "block": list(self.block),
+                "why": self.why, "verdict": self.verdict, "reasons": self.reasons,
+                "seconds": round(self.seconds, 3)}
+
+
+@dataclass
+class HuntReport:
+    """What a hunt found: every case tried, and the smallest failing one."""
+
+    kernel: str
+    kernel_file: str
+    cases: list[Case]
+    failing: Case | None
+    #: the failing case's result (None when none failed, or it hung or crashed)
+    result: RunResult | None
+    budget_seconds: float
+    seconds: float
+    #: why the search stopped before the end, if it did
+    stopped: str = ""
+
+    @property
+    def hint(self) -> str:
+        """What the failing case suggests, when it is a common pattern."""
+        failing = self.failing
+        if failing is None or self.result is None:
+            return ""
+        verdict = self.result.verdict
+        if failing.why.startswith("fewer threads") and verdict.unwritten and \
+                not (verdict.collided or verdict.out_of_bounds):
+            return ("the kernel computes one element per thread, so it needs a launch that "
+                    "covers C; a grid-stride loop removes that need")
+        return ""
+
+    def summary(self) -> str:
+        tried = sum(c.verdict != "skipped" for c in self.cases)
+        if self.failing is not None:
+            return (f"smallest failing case (of {tried} tried): {self.failing.label()}: "
+                    + "; ".join(self.failing.reasons[:3])
+                    + (f" ({self.hint})" if self.hint else ""))
+        return (f"no failing case: {tried} cases tried in {self.seconds:.0f} s"
+                + (f" ({self.stopped})" if self.stopped else ", every case of the search"))
+
+    def to_json(self) -> dict:
+        return {"kernel": self.kernel, "kernel_file": self.kernel_file,
+                "budget_seconds": self.budget_seconds, "seconds": round(self.seconds, 2),
+                "stopped": self.stopped or None,
+                "failing": self.failing.row() if self.failing else None,
+                "hint": self.hint or None,
+                "cases": [c.row() for c in self.cases]}
+
+
+def hunt_cases(base: RunRequest) -> list[Case]:
+    """Every case of the search for ``base``'s kernel, smallest first."""
+    from .sources.loader import load_plan
+
+    plan = load_plan(base)
+    cases = []
+    for m, k, n in SHAPES:
+        for why, grid, block in launches(m, n, plan.launch_dims, plan.x_indexes == "rows"):
+            cases.append(Case((m, k, n), grid, block, why))
+    seen, unique = set(), []
+    for case in sorted(cases, key=lambda c: (c.shape[0] * c.shape[1] * c.shape[2], c.threads)):
+        key = (case.shape, case.grid, case.block)
+        if key not in seen:
+            seen.add(key)
+            unique.append(case)
+    return unique
+
+
+def hunt(base: RunRequest, budget: float = 60.0,
+         progress: Callable[[float, str], None] | None = None,
+         cancel: Callable[[], bool] | None = None,
+         run_one: Callable[..., RunResult] | None = None) -> HuntReport:
+    """Try :func:`hunt_cases` in order until one fails or ``budget`` seconds pass."""
+    from .engine import run
+
+    run_one = run_one or run
+    progress = progress or (lambda fraction, message: None)
+    cancel = cancel or (lambda: False)
+    started = time.monotonic()
+    cases = hunt_cases(base)
+    tried: list[Case] = []
+    stopped = ""
+    for index, case in enumerate(cases):
+        left = budget - (time.monotonic() - started)
+        if left <= 0:
+            stopped = f"the budget of {budget:.0f} s ran out after {len(tried)} cases"
+            break
+        if cancel():
+            raise RunCancelled("hunt cancelled")
+        progress(index / len(cases), f"case {index + 1} of {len(cases)}: {case.label()}")
+        m, k, n = case.shape
+        request = base.with_(m=m, k=k, n=n, grid=case.grid, block=case.block,
+                             launch_source=f"the hunt: {case.why}")
+        tried.append(case)
+        began = time.monotonic()
+        try:
+            check_request(request)
+        except RequestError as exc:
+            case.verdict, case.reasons = "skipped", [str(exc)]
+            continue
+        try:
+            result = run_one(request, cancel=cancel, isolate=True,
+                             time_limit=max(1.0, min(CASE_LIMIT, left)))
+        except RunCancelled:
+            raise
+        except RunTimedOut as exc:
+            case.seconds = time.monotonic() - began
+            if time.monotonic() - started >= budget:
+                case.verdict, case.reasons = "skipped", [f"the budget ran out: {exc}"]
+                stopped = f"the budget of {budget:.0f} s ran out during case {index + 1}"
+                break
+            case.verdict, case.reasons = "FAIL", [f"did not finish: {exc}"]
+            return _report(base, tried, case, None, budget, started)
+        except (KernelCompileError, KernelRuntimeError) as exc:
+            case.seconds = time.monotonic() - began
+            case.verdict, case.reasons = "FAIL", [str(exc)]
+            return _report(base, tried, case, None, budget, started)
+        except ThreadMapError as exc:  # refused for this shape (a scalar it cannot take, ...)
+            case.verdict, case.reasons = "skipped", [str(exc)]
+            continue
+        case.seconds = time.monotonic() - began
+        case.verdict, case.reasons = result.verdict.word, list(result.verdict.reasons)
+        if not result.verdict.passed:
+            return _report(base, tried, case, result, budget, started)
+    progress(1.0, "hunt done")
+    return _report(base, tried, None, None, budget, started, stopped)
+
+
+def _report(base, tried, failing, result, budget, started, stopped="") -> HuntReport:
+    return HuntReport(base.kernel or "", base.kernel_file or "", tried, failing, result,
+                      budget, time.monotonic() - started, stopped)
+
+
+def write_hunt(report: HuntReport, out: Path) -> None:
+    """``hunt.json`` into ``out``, and the failing case's ``result.json`` and
+    ``maps.npz`` when there is one with maps."""
+    from .cli import write_outputs
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "hunt.json").write_text(json.dumps(report.to_json(), indent=2))
+    if report.result is not None:
+        write_outputs(report.result, out)
