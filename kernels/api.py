@@ -13,6 +13,10 @@ from typing import Callable, Sequence
 
 from .analyses.findings import Finding, line_findings, store_lines
 from .hunt import HuntReport, hunt
+from .thumbnail import MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR
+
+#: the write-count colours: never written, once, more than once (low, middle, high)
+COUNT_COLOURS = (MISSING_COLOUR, ONCE_COLOUR, MANY_COLOURS)
 from .live import ThreadMapResult, threadmap
 from .analyses.occupancy import ASSUMED_REGISTERS, GPU_MODELS
 from .errors import (
@@ -205,7 +209,7 @@ def command_line(argv: Sequence[str], exporter=None, sweep_exporter=None, opener
 
 
 __all__ = [
-    "ASSUMED_REGISTERS", "BACKENDS", "BACKEND_LABELS", "BACKEND_SHORT", "BackendUnavailable",
+    "ASSUMED_REGISTERS", "BACKENDS", "BACKEND_LABELS", "BACKEND_SHORT", "BackendUnavailable", "COUNT_COLOURS",
     "CATALOGUE", "DTYPES", "GPU_MODEL_NAMES", "KERNEL_FILE_TIME_LIMIT", "KERNEL_OUTPUT_LINES",
     "KernelCompileError", "KernelRuntimeError", "KernelSnapshot", "KernelSourceError",
     "MAX_DIMENSION",

@@ -78,6 +78,30 @@ def build_parser() -> argparse.ArgumentParser:
     hunt_parser.add_argument("--seed", type=int, default=0)
     hunt_parser.add_argument("--scalar", action="append", default=[], metavar="NAME=VALUE",
                              help="value of a kernel's scalar parameter (repeatable)")
+    check_parser = commands.add_parser(
+        "check", help="check many kernel files on many shapes and launches; write a report")
+    check_parser.add_argument("paths", nargs="+", metavar="FILE_OR_DIR",
+                              help="kernel files, or folders searched for .py files")
+    check_parser.add_argument("--shapes", default="64x64x64,100x37x90",
+                              help="M x K x N, separated by commas (default 64x64x64,100x37x90)")
+    check_parser.add_argument("--launches", default="file,1:1024,4:256",
+                              help="GRID:BLOCK (each N or NxM), or 'file' for the file's own "
+                                   "launch (or one guessed), separated by commas (default "
+                                   "file,1:1024,4:256)")
+    check_parser.add_argument("--out", required=True, help="directory for report.csv, "
+                              "report.json and report.html")
+    check_parser.add_argument("--backend", choices=BACKENDS, default="cpu")
+    check_parser.add_argument("--dtype", choices=DTYPES, default="float32")
+    check_parser.add_argument("--seed", type=int, default=0)
+    check_parser.add_argument("--workers", type=int, default=None,
+                              help="local processes (default: half the cores, at least 1)")
+    check_parser.add_argument("--time-limit", type=float, default=30.0, metavar="SECONDS",
+                              help="seconds one case may take (its kernel's first case three "
+                                   "times as long: it compiles); a kernel past it is a failed "
+                                   "row and its other cases are not run (default 30)")
+    check_parser.add_argument("--scheduler", metavar="ADDRESS",
+                              help="run on this Dask distributed scheduler (tcp://host:8786) "
+                                   "instead of local processes")
     open_parser = commands.add_parser("open", help="open the desktop app on a kernel file")
     open_parser.add_argument("kernel_file", help="a .py file with @cuda.jit kernels (parsed, "
                              "never run)")
@@ -442,6 +466,34 @@ def _cmd_hunt(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_check(args: argparse.Namespace) -> int:
+    """``threadmap check``: 0 when every case ran (whatever the verdicts)."""
+    from .check import NoKernels, parse_launches, parse_shapes, run_check, write_report
+
+    shapes, launches = parse_shapes(args.shapes), parse_launches(args.launches)
+    if args.workers is not None and args.workers < 1:
+        raise ThreadMapError(f"--workers must be at least 1, not {args.workers}")
+    check_numbers(args)
+    check_output_path("--out", args.out, folder=True)
+    out = Path(args.out)
+
+    def progress(done: int, total: int) -> None:
+        print(f"  [{done}/{total}] kernels checked", file=sys.stderr, flush=True)
+
+    try:
+        rows = run_check(args.paths, shapes, launches, dtype=args.dtype, seed=args.seed,
+                         backend=args.backend, scheduler=args.scheduler, workers=args.workers,
+                         progress=progress, case_limit=args.time_limit)
+    except NoKernels:
+        write_report([], out)  # an empty report, and the error
+        raise
+    write_report(rows, out)
+    counts = {word: sum(r["verdict"] == word for r in rows) for word in ("PASS", "FAIL", "ERROR")}
+    print(f"{len(rows)} cases: {counts['PASS']} PASS, {counts['FAIL']} FAIL, "
+          f"{counts['ERROR']} ERROR; wrote {out / 'report.csv'}, report.json, report.html")
+    return 0
+
+
 def _cmd_kernels() -> int:
     for name, spec in CATALOGUE.items():
         launch = spec.default_launch(128, 256, 128)
@@ -470,6 +522,8 @@ def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = 
             return _cmd_cache(args)
         if args.command == "hunt":
             return _cmd_hunt(args)
+        if args.command == "check":
+            return _cmd_check(args)
         if args.command == "open":
             from .api import kernel_names
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels import RunResult, counted, diff_category_names, diff_runs
+from kernels import COUNT_COLOURS, RunResult, counted, diff_category_names, diff_runs
 
 WARP = 32
 #: Categorical palette for thread / block / warp ids (20 colours, neighbours distinct).
@@ -22,9 +22,8 @@ PALETTE = (
 )
 #: Hues of the warp-lane writer colouring (the palette's first, saturated ones).
 WARP_HUES = 10
-MISSING_COLOUR = "#000000"
-ONCE_COLOUR = "#1a9850"
-MANY_COLOURS = ("#fdae61", "#d73027", "#67001f")
+# The count colours: one source, shared with the engine's report thumbnails.
+MISSING_COLOUR, ONCE_COLOUR, MANY_COLOURS = COUNT_COLOURS
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,292 @@
+"""Checking many kernel files at once: ``threadmap check``.
+
+For a teacher with dozens of submissions of one exercise: every kernel of
+every file, on every shape and launch asked for, with its verdict, reasons
+and time, as ``report.csv``, ``report.json`` and a self-contained
+``report.html`` (one row per file, a small count map per case).
+
+One task per kernel (its cases share one compile).  A task runs its cases
+as a kernel-file run does, in a child process with a time limit: a file
+that does not parse, or a kernel that hangs, is a failed row, never a
+stopped batch.  Tasks run on a local process pool, or, given a scheduler
+address, on a Dask distributed cluster (``pip install threadmap[dask]``);
+the rows are the same either way, in the same order.
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import json
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ThreadMapError
+
+#: seconds one case may take (a kernel past it is one failed row)
+CASE_LIMIT = 30.0
+#: a kernel's first case may take this many times as long: it compiles the
+#: kernel first (~8 s on 2 cores), which is not its run
+FIRST_CASE_FACTOR = 3.0
+#: seconds to reach a scheduler
+CONNECT_SECONDS = 8.0
+
+
+class NoKernels(ThreadMapError):
+    """None of the files has a kernel (the report is written, empty)."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A launch of the check: ``file`` (the file's own, or one guessed) or grid:block."""
+
+    text: str
+    grid: tuple[int, ...] | None = None
+    block: tuple[int, ...] | None = None
+
+
+def parse_launches(text: str) -> tuple[Launch, ...]:
+    """``file,1:1024,4x4:16x16`` -> launches; refused with the bad item."""
+    from .request import parse_dims
+
+    launches = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if item == "file":
+            launches.append(Launch("file"))
+            continue
+        grid, sep, block = item.partition(":")
+        if not sep:
+            raise ThreadMapError(f"--launches: {item!r} is not GRID:BLOCK (e.g. 4:256 or "
+                                 "4x4:16x16) or 'file'")
+        launches.append(Launch(item, parse_dims(grid, "grid"), parse_dims(block, "block")))
+    if not launches:
+        raise ThreadMapError("--launches is empty")
+    return tuple(launches)
+
+
+def parse_shapes(text: str) -> tuple[tuple[int, int, int], ...]:
+    from .cli import parse_shape
+
+    shapes = tuple(parse_shape(part.strip()) for part in text.split(",") if part.strip())
+    if not shapes:
+        raise ThreadMapError("--shapes is empty")
+    return shapes
+
+
+def kernel_files(paths) -> list[Path]:
+    """The .py files of ``paths`` (files, or folders searched recursively), sorted."""
+    found: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found += sorted(p for p in path.rglob("*.py") if p.is_file())
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise ThreadMapError(f"{path}: no such file or folder")
+    return sorted(set(found), key=str)
+
+
+def tasks(files: list[Path]) -> list[tuple[str, str | None, str | None]]:
+    """(file, kernel, why not) per kernel; a file without kernels or that does
+    not parse is one task that fails with its reason."""
+    from .api import kernel_names
+
+    found = []
+    for path in files:
+        try:
+            names = kernel_names(path)
+        except ThreadMapError as exc:
+            found.append((str(path), None, str(exc)))
+            continue
+        found += [(str(path), name, None) for name in names]
+    return found
+
+
+def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
+                 dtype: str = "float32", seed: int = 0, backend: str = "cpu",
+                 case_limit: float = CASE_LIMIT) -> list[dict]:
+    """Every case of one kernel, as report rows (runs in a pool worker or on a
+    Dask worker: plain data in, plain data out)."""
+    from .engine import run
+    from .errors import RunTimedOut
+    from .presets import default_launch
+    from .request import RunRequest, check_request
+    from .thumbnail import count_thumbnail
+
+    path, kernel, refused = task
+    if refused is not None:
+        return [{"file": path, "kernel": kernel or "", "shape": "", "launch": "",
+                 "verdict": "ERROR", "reasons": refused, "seconds": None, "thumbnail": None}]
+    rows = []
+    hung = ""
+    for m, k, n in shapes:
+        for launch in launches:
+            row = {"file": path, "kernel": kernel, "shape": f"{m}x{k}x{n}", "launch": launch.text,
+                   "verdict": "ERROR", "reasons": "", "seconds": None, "thumbnail": None}
+            rows.append(row)
+            if hung:  # one hang is enough: the kernel's other cases are not run
+                row["reasons"] = f"not run: {hung}"
+                continue
+            try:
+                request = RunRequest(kernel=kernel, kernel_file=path, m=m, k=k, n=n,
+                                     dtype=dtype, seed=seed, backend=backend)
+                if launch.grid is None:
+                    request = default_launch(request)
+                    row["launch"] = (f"file: {'x'.join(map(str, request.grid))}:"
+                                     f"{'x'.join(map(str, request.block))}")
+                else:
+                    request = request.with_(grid=launch.grid, block=launch.block)
+                check_request(request)
+                first = not any(r["seconds"] is not None for r in rows)
+                result = run(request, isolate=True,
+                             time_limit=case_limit * (FIRST_CASE_FACTOR if first else 1.0))
+            except RunTimedOut as exc:
+                row["reasons"] = str(exc)
+                hung = f"the case {m}x{k}x{n} {launch.text} did not finish in time"
+                continue
+            except ThreadMapError as exc:
+                row["reasons"] = str(exc)
+                continue
+            timing = result.shown_timing
+            row.update(verdict=result.verdict.word, reasons="; ".join(result.verdict.reasons),
+                       seconds=round(timing.seconds, 6) if timing else None,
+                       time_what=f"{timing.label}" if timing else None,
+                       thumbnail=base64.b64encode(
+                           count_thumbnail(result.maps.count)).decode())
+    from .backends.child import stop_all
+    stop_all()  # (a pool worker's child process ends with its task)
+    return rows
+
+
+def run_check(paths, shapes, launches, dtype: str = "float32", seed: int = 0,
+              backend: str = "cpu", scheduler: str | None = None,
+              workers: int | None = None, progress=None,
+              case_limit: float = CASE_LIMIT) -> list[dict]:
+    """Every row of the report, in file, kernel, shape, launch order."""
+    files = kernel_files(paths)
+    if not files:
+        raise NoKernels(f"no kernels in {', '.join(map(str, paths))}: no .py files there")
+    work = tasks(files)
+    if all(refused is not None and "no CUDA kernel found" in refused for _, _, refused in work):
+        raise NoKernels(f"no kernels in {', '.join(map(str, paths))}: none of its "
+                        f"{len(files)} .py file{'s' if len(files) != 1 else ''} has a "
+                        "@cuda.jit kernel")
+    progress = progress or (lambda done, total: None)
+    arguments = dict(shapes=shapes, launches=launches, dtype=dtype, seed=seed, backend=backend,
+                     case_limit=case_limit)
+    if scheduler:
+        results = _on_dask(scheduler, work, arguments, progress)
+    else:
+        results = _on_pool(work, arguments, workers or max(1, (os.cpu_count() or 2) // 2),
+                           progress)
+    return [row for rows in results for row in rows]
+
+
+def _on_pool(work, arguments, workers: int, progress) -> list[list[dict]]:
+    from functools import partial
+
+    done = []
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for index, rows in enumerate(pool.map(partial(check_kernel, **arguments), work)):
+            done.append(rows)
+            progress(index + 1, len(work))
+    return done
+
+
+def _on_dask(address: str, work, arguments, progress) -> list[list[dict]]:
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ThreadMapError("--scheduler needs Dask distributed: pip install "
+                             "'threadmap[dask]'") from None
+    try:
+        client = Client(address, timeout=f"{CONNECT_SECONDS}s")
+    except (OSError, TimeoutError) as exc:
+        raise ThreadMapError(f"cannot reach the Dask scheduler at {address} within "
+                             f"{CONNECT_SECONDS:g} s: {exc}") from None
+    try:
+        futures = client.map(check_kernel, work, pure=False, **arguments)
+        results = []
+        for index, future in enumerate(futures):  # (in task order: the rows' order)
+            results.append(future.result())
+            progress(index + 1, len(work))
+        return results
+    finally:
+        client.close()
+
+
+COLUMNS = ("file", "kernel", "shape", "launch", "verdict", "reasons", "seconds", "time_what")
+
+
+def write_report(rows: list[dict], out: Path, title: str = "ThreadMap check") -> None:
+    """``report.csv``, ``report.json`` and ``report.html`` into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "report.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    (out / "report.json").write_text(json.dumps(
+        {"rows": [{key: row.get(key) for key in COLUMNS} for row in rows]}, indent=2))
+    (out / "report.html").write_text(report_html(rows, title))
+
+
+def report_html(rows: list[dict], title: str) -> str:
+    """One table row per file (and kernel): a cell per case with its verdict,
+    time and count map; reasons on hover and below."""
+    cases = []
+    for row in rows:
+        key = (row["shape"], row["launch"].split(":")[0] if row["launch"].startswith("file")
+               else row["launch"])
+        if row["shape"] and key not in cases:
+            cases.append(key)
+    groups: dict[tuple[str, str], dict] = {}
+    for row in rows:
+        groups.setdefault((row["file"], row["kernel"] or ""), {})[
+            (row["shape"], row["launch"].split(":")[0] if row["launch"].startswith("file")
+             else row["launch"])] = row
+    passed = sum(r["verdict"] == "PASS" for r in rows)
+    e = html.escape
+    head = "".join(f"<th>{e(shape)}<br>{e(launch)}</th>" for shape, launch in cases)
+    body = []
+    for (path, kernel), by_case in groups.items():
+        cells = []
+        if not kernel:
+            row = next(iter(by_case.values()))
+            cells.append(f"<td class='error' colspan='{max(len(cases), 1)}'>"
+                         f"{e(row['reasons'])}</td>")
+        for case in cases if kernel else ():
+            row = by_case.get(case)
+            if row is None:
+                cells.append("<td></td>")
+                continue
+            image = (f"<img src='data:image/png;base64,{row['thumbnail']}' alt='count map'>"
+                     if row.get("thumbnail") else "")
+            seconds = (f"{row['seconds'] * 1e3:.3g} ms <small>({e(row.get('time_what') or '')})"
+                       "</small>" if row.get("seconds") is not None else "")
+            cells.append(f"<td class='{row['verdict'].lower()}' title='{e(row['reasons'])}'>"
+                         f"<b>{row['verdict']}</b> {seconds}<br>{image}"
+                         f"<div class='why'>{e(row['reasons'][:160])}</div></td>")
+        body.append(f"<tr><th class='file'>{e(Path(path).name)}<br><small>{e(kernel)}</small>"
+                    f"</th>{''.join(cells)}</tr>")
+    return f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>{e(title)}</title><style>
+body {{ font-family: sans-serif; margin: 1em; }}
+table {{ border-collapse: collapse; }}
+td, th {{ border: 1px solid #ccc; padding: 4px; vertical-align: top; font-size: 12px; }}
+td.pass b {{ color: #1a7f37; }} td.fail b, td.error b {{ color: #c62828; }}
+td.error {{ color: #c62828; }} .why {{ max-width: 14em; color: #555; }}
+th.file {{ text-align: left; }} img {{ image-rendering: pixelated; display: block; }}
+</style></head><body>
+<h1>{e(title)}</h1>
+<p>{len(groups)} kernels or files, {len(rows)} cases: {passed} PASS,
+{sum(r['verdict'] == 'FAIL' for r in rows)} FAIL, {sum(r['verdict'] == 'ERROR' for r in rows)}
+ERROR. Count maps: black = never written, green = once, orange to dark red = more than once.</p>
+<table><tr><th>file, kernel</th>{head}</tr>
+{''.join(body)}
+</table></body></html>
+"""

@@ -1,0 +1,107 @@
+"""threadmap check: many kernel files, shapes and launches; one report."""
+import csv
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.test_hunt import HANGS, SEED
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def threadmap(*args):
+    from app.launcher import main
+    return main(list(args))
+
+
+@pytest.fixture
+def course(tmp_path):
+    """Submissions of one exercise: right, wrong, broken and one that hangs."""
+    folder = tmp_path / "submissions"
+    (folder / "alice").mkdir(parents=True)
+    shutil.copy(ROOT / "kernels" / "sources" / "builtin" / "grid_stride.py",
+                folder / "alice" / "grid_stride.py")
+    (folder / "bob.py").write_text(SEED)
+    (folder / "carol.py").write_text("from numba import cuda\n\ndef matmul(A, B, C:\n")
+    (folder / "dave.py").write_text(HANGS)
+    (folder / "notes.txt").write_text("not a kernel")
+    return folder
+
+
+def rows_of(out):
+    with open(out / "report.csv") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_a_folder_of_submissions_gives_one_report_and_never_stops(course, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert threadmap("check", str(course), "--shapes", "33x7x20,16x16x16",
+                     "--launches", "file,1:64", "--out", str(out), "--time-limit", "8") == 0
+    rows = rows_of(out)
+    by_file = {}
+    for row in rows:
+        by_file.setdefault(Path(row["file"]).name, []).append(row)
+    assert set(by_file) == {"grid_stride.py", "bob.py", "carol.py", "dave.py"}
+    assert [r["verdict"] for r in by_file["grid_stride.py"]] == ["PASS"] * 4
+    assert all(r["verdict"] == "FAIL" for r in by_file["bob.py"])  # the seed's kernel
+    assert any("more than one thread" in r["reasons"] for r in by_file["bob.py"])
+    [carol] = by_file["carol.py"]  # does not parse: one failed row, with its line
+    assert carol["verdict"] == "ERROR" and "carol.py:3" in carol["reasons"]
+    dave = by_file["dave.py"]  # hangs: a failed row, and its other cases are not run
+    assert dave[0]["verdict"] == "ERROR" and "time limit" in dave[0]["reasons"]
+    assert all(r["reasons"].startswith("not run") for r in dave[1:])
+    report = json.loads((out / "report.json").read_text())
+    assert len(report["rows"]) == len(rows) == 4 + 4 + 1 + 4
+    page = (out / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 8  # a count map per case that ran
+    assert "carol.py" in page and "time limit" in page
+    assert "13 cases: 4 PASS, 4 FAIL, 5 ERROR" in capsys.readouterr().out
+
+
+def test_dask_gives_the_same_report_as_the_local_pool(course, tmp_path):
+    distributed = pytest.importorskip("distributed", reason="Dask distributed is an optional "
+                                      "extra (pip install 'threadmap[dask]')")
+    from kernels.check import parse_launches, parse_shapes, run_check
+
+    paths = [course / "alice", course / "bob.py", course / "carol.py"]
+    shapes, launches = parse_shapes("20x5x9"), parse_launches("file,2:32")
+    local = run_check(paths, shapes, launches, workers=2)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        on_dask = run_check(paths, shapes, launches, scheduler=cluster.scheduler_address)
+
+    def same(rows):  # (times differ from run to run; nothing else may)
+        return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
+
+    assert same(on_dask) == same(local) and len(local) == 2 + 2 + 1
+
+
+def test_a_folder_without_kernels_is_an_error_and_an_empty_report(tmp_path, capsys):
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    (folder / "helpers.py").write_text("def add(a, b):\n    return a + b\n")
+    out = tmp_path / "report"
+    assert threadmap("check", str(folder), "--out", str(out)) == 2
+    assert "no kernels" in capsys.readouterr().err
+    assert rows_of(out) == [] and json.loads((out / "report.json").read_text()) == {"rows": []}
+
+
+def test_an_unreachable_scheduler_is_named_within_ten_seconds(course, tmp_path, capsys):
+    pytest.importorskip("distributed", reason="Dask distributed is an optional extra")
+    started = time.monotonic()
+    assert threadmap("check", str(course / "bob.py"), "--out", str(tmp_path / "r"),
+                     "--scheduler", "tcp://127.0.0.1:9") == 2
+    assert time.monotonic() - started < 10
+    assert "tcp://127.0.0.1:9" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--launches", "4-256", "GRID:BLOCK"), ("--shapes", "4x4", "MxKxN"),
+    ("--workers", "0", "--workers"), ("--time-limit", "-3", "--time-limit")])
+def test_bad_options_are_refused(course, tmp_path, capsys, option, value, message):
+    assert threadmap("check", str(course / "bob.py"), "--out", str(tmp_path / "r"),
+                     option, value) == 2
+    assert message in capsys.readouterr().err
