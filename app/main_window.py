@@ -328,7 +328,6 @@ def show_result_window(result) -> None:
     window = MainWindow()
     window.session.add_result(result)
     window.show()
-    window.raise_()
     _open_windows.append(window)  # (kept alive while it is open)
     window.destroyed.connect(lambda *_: _open_windows.remove(window)
                              if window in _open_windows else None)

@@ -180,3 +180,23 @@ def test_dropping_a_kernel_file_on_the_window_opens_it(qtbot, tmp_path):
     kind, value = window.controls.kernel_choice()
     assert kind == "file" and value.endswith("dropped.py")
     assert window.controls.request().kernel == "matmul"
+
+
+def test_show_opens_the_desktop_window_on_the_result(module_kernel, qtbot):
+    from app.main_window import MainWindow
+    from app.qt import QtCore, QtWidgets
+
+    r = threadmap(module_kernel, shape=(9, 4, 7), backend="cpu")
+    seen = []
+
+    def look_and_close():
+        windows = [w for w in QtWidgets.QApplication.topLevelWidgets()
+                   if isinstance(w, MainWindow) and w.isVisible()]
+        seen.extend(w.session.current for w in windows)
+        for window in windows:
+            window.close()
+        QtWidgets.QApplication.instance().quit()
+
+    QtCore.QTimer.singleShot(300, look_and_close)
+    r.show()  # runs the event loop until the window closes
+    assert seen == [r.result]
