@@ -321,22 +321,19 @@ def about_text() -> str:
 
 
 def show_result_window(result) -> None:
-    """A window on ``result`` (from the Python API: ``ThreadMapResult.show``).
-    Runs the event loop until the window closes, unless one is running
-    already (IPython's ``%gui qt``)."""
+    """A window on ``result`` (from the Python API: ``ThreadMapResult.show``);
+    returns when it is closed.  A local event loop waits for it: quitting the
+    application's own loop would stop every later one in this process (a
+    notebook's, a test's)."""
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
     window = MainWindow()
+    window.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose, True)
     window.session.add_result(result)
+    loop = QtCore.QEventLoop()
+    window.destroyed.connect(loop.quit)
     window.show()
-    _open_windows.append(window)  # (kept alive while it is open)
-    window.destroyed.connect(lambda *_: _open_windows.remove(window)
-                             if window in _open_windows else None)
-    if not getattr(app, "_threadmap_loop_running", False) and \
-            QtCore.QCoreApplication.instance().thread().loopLevel() == 0:
-        app.exec()
-
-
-_open_windows: list = []
+    loop.exec()
+    del app
 
 
 def run_app(argv: list[str] | None = None, open_file: str | None = None) -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .analyses.findings import Finding, line_findings, store_lines
-from .hunt import HuntReport, hunt
+from .search import HuntReport, hunt
 from .thumbnail import MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR
 
 #: the write-count colours: never written, once, more than once (low, middle, high)

@@ -442,7 +442,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
 
 def _cmd_hunt(args: argparse.Namespace) -> int:
     """``threadmap hunt``: exit 0 whether or not a failing case was found."""
-    from .hunt import hunt, write_hunt
+    from .search import hunt, write_hunt
 
     if not (math.isfinite(args.budget) and args.budget > 0):
         raise ThreadMapError(f"--budget must be a positive number of seconds, not {args.budget}")

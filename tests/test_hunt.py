@@ -77,7 +77,7 @@ def test_a_grid_stride_kernel_passes_every_case(tmp_path, capsys):
 
 
 def test_a_naive_kernel_fails_where_the_launch_does_not_cover_c(tmp_path):
-    from kernels.hunt import hunt
+    from kernels.search import hunt
     kernel = tmp_path / "naive.py"
     shutil.copy(ROOT / "kernels" / "sources" / "builtin" / "naive_2d.py", kernel)
     report = hunt(RunRequest(kernel=None, kernel_file=str(kernel), backend="cpu"), budget=120)
@@ -86,11 +86,11 @@ def test_a_naive_kernel_fails_where_the_launch_does_not_cover_c(tmp_path):
 
 
 def test_a_kernel_that_hangs_is_a_failed_case_not_a_hung_search(tmp_path, monkeypatch):
-    import kernels.hunt
-    monkeypatch.setattr(kernels.hunt, "CASE_LIMIT", 4.0)
+    from kernels import search
+    monkeypatch.setattr(search, "CASE_LIMIT", 4.0)
     kernel = tmp_path / "hangs.py"
     kernel.write_text(HANGS)
-    report = kernels.hunt.hunt(RunRequest(kernel=None, kernel_file=str(kernel), backend="cpu"),
+    report = search.hunt(RunRequest(kernel=None, kernel_file=str(kernel), backend="cpu"),
                                budget=60)
     assert report.failing is not None
     assert "did not finish" in report.failing.reasons[0]
@@ -111,7 +111,7 @@ def test_bad_hunts_are_refused(tmp_path, capsys):
 
 @pytest.mark.parametrize("shape", [(1, 1, 1), (100, 37, 90)])
 def test_the_cases_cover_the_shapes_the_issue_names(shape):
-    from kernels.hunt import SHAPES
+    from kernels.search import SHAPES
     assert shape in SHAPES
     assert any(1 in s for s in SHAPES) and any(s[0] != s[2] for s in SHAPES)
 
