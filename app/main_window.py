@@ -10,11 +10,11 @@ from kernels import ThreadMapError, __version__, gpu_available, gpu_status, kern
 
 from .actions import (
     CancelAction,
-    HuntAction,
     ExportHeatmapAction,
     ExportReplayAction,
     ExportSweepFolderAction,
     ExportSweepSheetAction,
+    HuntAction,
     OpenKernelFileAction,
     RunAction,
     SweepAction,
