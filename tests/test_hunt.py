@@ -9,20 +9,8 @@ from kernels import RunRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SEED = '''from numba import cuda
-
-
-@cuda.jit
-def matmul(A, B, C):
-    tid = cuda.threadIdx.x
-    n = A.shape[0]
-    for row in range(n):
-        for col in range(n):
-            s = 0.0
-            for idx in range(A.shape[1]):
-                s += A[row, idx] * B[tid, col]
-            C[row, col] = s
-'''
+#: the seed's kernel (the built-in tid-rows), as a student would hand it in
+SEED = (ROOT / "kernels" / "sources" / "builtin" / "tid_rows.py").read_text()
 
 HANGS = '''from numba import cuda
 

@@ -1,6 +1,5 @@
 """The Python API on live kernels: a @cuda.jit dispatcher from a module, a
 script or a notebook cell; parsed, never called."""
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -49,23 +48,11 @@ def test_a_dispatcher_from_a_module_runs_and_reports(module_kernel, tmp_path):
 
 
 def test_the_seed_kernel_fails_with_its_reasons(tmp_path, monkeypatch):
-    (tmp_path / "seed_kernel.py").write_text(textwrap.dedent('''
-        from numba import cuda
-
-        @cuda.jit
-        def matmul(A, B, C):
-            tid = cuda.threadIdx.x
-            n = A.shape[0]
-            for row in range(n):
-                for col in range(n):
-                    s = 0.0
-                    for idx in range(A.shape[1]):
-                        s += A[row, idx] * B[tid, col]
-                    C[row, col] = s
-    '''))
+    from tests.test_hunt import SEED
+    (tmp_path / "seed_kernel.py").write_text(SEED)
     monkeypatch.syspath_prepend(str(tmp_path))
     import importlib
-    kernel = importlib.import_module("seed_kernel").matmul
+    kernel = importlib.import_module("seed_kernel").matmul_tid_rows
     r = threadmap(kernel, shape=(64, 32, 64), grid=1, block=128, backend="cpu")
     assert r.verdict == "FAIL"
     assert any("more than one thread" in reason for reason in r.reasons)
