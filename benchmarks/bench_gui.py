@@ -130,6 +130,7 @@ def main() -> int:
     seconds, label = max(slowest)
     print(f"  (slowest: {label!r}, {seconds * 1e3:.0f} ms)", flush=True)
     window.maps_view.map_combo.setCurrentIndex(window.maps_view.map_combo.findData("count"))
+    pump_until(app, lambda: not window.maps_view.drawing)  # (hover the count map, drawn)
 
     def hover() -> None:
         plot = window.maps_view.heatmap.heatmap.plot
