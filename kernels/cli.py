@@ -63,6 +63,36 @@ def build_parser() -> argparse.ArgumentParser:
         description="Show which CUDA thread computes which element of C = A @ B. "
                     "Without a command, opens the desktop app.")
     commands = parser.add_subparsers(dest="command")
+    run_parser = commands.add_parser("run", help="run one kernel and launch; write its maps")
+    add_run_options(run_parser)
+    run_parser.add_argument("--grid", help="blocks per grid: N or NxM (default: the kernel's "
+                            "preset launch)")
+    run_parser.add_argument("--block", help="threads per block: N or NxM")
+    run_parser.add_argument("--out", required=True, help="directory for result.json and maps.npz")
+    run_parser.add_argument("--png", help="also export the write-count heatmap to this PNG")
+    run_parser.add_argument("--svg", help="also export the write-count heatmap to this SVG")
+    run_parser.add_argument("--map", default="count",
+                            help="which map --png/--svg draw (count, writer, iteration, ...)")
+    run_parser.add_argument("--size", default="1200x900",
+                            help="exported image size in pixels, WxH (default 1200x900)")
+    sweep_parser = commands.add_parser(
+        "sweep", help="run one kernel across blocks x threads-per-block configurations")
+    add_run_options(sweep_parser)
+    sweep_parser.add_argument("--grids", default="1,2,4,8,16,32",
+                              help="numbers of blocks, comma-separated (1-D grids)")
+    sweep_parser.add_argument("--blocks", default="32,64,128,256,512,1024",
+                              help="threads per block, comma-separated")
+    sweep_parser.add_argument("--out", required=True,
+                              help="directory for summary.csv, summary.json and per-configuration "
+                                   ".npz / .png files")
+    sweep_parser.add_argument("--map", default="count", help="map drawn in the .png files")
+    sweep_parser.add_argument("--no-images", action="store_true",
+                              help="skip the .png files and the contact sheet")
+    commands.add_parser("kernels", help="list the built-in kernels")
+    cache_parser = commands.add_parser(
+        "cache", help="the cache of generated kernels: its size, or --clear it")
+    cache_parser.add_argument("--clear", action="store_true",
+                              help="remove every generated module and compiled code")
     hunt_parser = commands.add_parser(
         "hunt", help="search for the smallest shape and launch where a kernel fails")
     hunt_parser.add_argument("--kernel-file", required=True,
@@ -105,36 +135,6 @@ def build_parser() -> argparse.ArgumentParser:
     open_parser = commands.add_parser("open", help="open the desktop app on a kernel file")
     open_parser.add_argument("kernel_file", help="a .py file with @cuda.jit kernels (parsed, "
                              "never run)")
-    run_parser = commands.add_parser("run", help="run one kernel and launch; write its maps")
-    add_run_options(run_parser)
-    run_parser.add_argument("--grid", help="blocks per grid: N or NxM (default: the kernel's "
-                            "preset launch)")
-    run_parser.add_argument("--block", help="threads per block: N or NxM")
-    run_parser.add_argument("--out", required=True, help="directory for result.json and maps.npz")
-    run_parser.add_argument("--png", help="also export the write-count heatmap to this PNG")
-    run_parser.add_argument("--svg", help="also export the write-count heatmap to this SVG")
-    run_parser.add_argument("--map", default="count",
-                            help="which map --png/--svg draw (count, writer, iteration, ...)")
-    run_parser.add_argument("--size", default="1200x900",
-                            help="exported image size in pixels, WxH (default 1200x900)")
-    sweep_parser = commands.add_parser(
-        "sweep", help="run one kernel across blocks x threads-per-block configurations")
-    add_run_options(sweep_parser)
-    sweep_parser.add_argument("--grids", default="1,2,4,8,16,32",
-                              help="numbers of blocks, comma-separated (1-D grids)")
-    sweep_parser.add_argument("--blocks", default="32,64,128,256,512,1024",
-                              help="threads per block, comma-separated")
-    sweep_parser.add_argument("--out", required=True,
-                              help="directory for summary.csv, summary.json and per-configuration "
-                                   ".npz / .png files")
-    sweep_parser.add_argument("--map", default="count", help="map drawn in the .png files")
-    sweep_parser.add_argument("--no-images", action="store_true",
-                              help="skip the .png files and the contact sheet")
-    commands.add_parser("kernels", help="list the built-in kernels")
-    cache_parser = commands.add_parser(
-        "cache", help="the cache of generated kernels: its size, or --clear it")
-    cache_parser.add_argument("--clear", action="store_true",
-                              help="remove every generated module and compiled code")
     return parser
 
 
