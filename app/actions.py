@@ -18,6 +18,7 @@ from .export import (
     HeatmapExporter,
     export_contact_sheet,
     export_replay,
+    export_sweep_images,
     replay_iterations,
 )
 from .models.session import Session
@@ -251,12 +252,8 @@ class ExportSweepFolderAction(_Action):
 
     def export_to(self, folder: str | Path) -> Path:
         folder = Path(folder)
-        map_name = self.sweep_view.map_name
-        cells = self.session.sweep_cells
-        with HeatmapExporter((800, 600)) as exporter:
-            write_sweep(cells, folder, image_writer=lambda result, path: exporter.write(
-                result, path, map_name))
-        export_contact_sheet(cells, folder / "contact_sheet.png", map_name)
+        write_sweep(self.session.sweep_cells, folder)
+        export_sweep_images(self.session.sweep_cells, folder, self.sweep_view.map_name)
         return folder
 
     def act(self) -> None:

@@ -166,10 +166,21 @@ def export_heatmap(result: RunResult, path: str | Path, map_name: str = "count",
     """Write map ``map_name`` of ``result`` (or a ready ``image``) to ``path``
     (.png or .svg): titled with kernel, shape, launch, backend and verdict,
     with its colour bar."""
-    if image is None and map_name not in MAP_CHOICES:
-        raise ValueError(f"unknown map {map_name!r}; maps: {', '.join(MAP_CHOICES)}")
     with HeatmapExporter(size) as exporter:
         return exporter.write(result, path, map_name, writer_kind, image)
+
+
+def export_sweep_images(cells: list[SweepCell], out: Path, map_name: str = "count") -> None:
+    """One .png per configuration (``grid<B>_block<T>.png``, beside its .npz)
+    and ``contact_sheet.png``: for ``threadmap sweep`` and the sweep tab's
+    export to a folder."""
+    ensure_app()
+    with HeatmapExporter((800, 600)) as exporter:
+        for cell in cells:
+            if cell.result is not None:
+                exporter.write(cell.result, out / f"grid{cell.blocks}_block{cell.threads}.png",
+                               map_name)
+    export_contact_sheet(cells, out / "contact_sheet.png", map_name)
 
 
 def png_bytes(result: RunResult, map_name: str = "count",

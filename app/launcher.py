@@ -33,15 +33,9 @@ def _export_images(result, **options) -> None:
 
 def _export_sweep_images(cells, out, map_name: str) -> None:
     """One .png per configuration and the contact sheet, for ``threadmap sweep``."""
-    from .export import HeatmapExporter, ensure_app, export_contact_sheet
+    from .export import export_sweep_images
 
-    ensure_app()
-    with HeatmapExporter((800, 600)) as exporter:
-        for cell in cells:
-            if cell.result is not None:
-                exporter.write(cell.result, out / f"grid{cell.blocks}_block{cell.threads}.png",
-                               map_name)
-    export_contact_sheet(cells, out / "contact_sheet.png", map_name)
+    export_sweep_images(cells, out, map_name)
 
 
 if __name__ == "__main__":

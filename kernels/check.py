@@ -235,20 +235,20 @@ def write_report(rows: list[dict], out: Path, title: str = "ThreadMap check") ->
     (out / "report.html").write_text(report_html(rows, title))
 
 
+def _case(row: dict) -> tuple[str, str]:
+    """A row's column of the report: its shape and launch as asked ("file",
+    whatever launch the file gave)."""
+    launch = row["launch"]
+    return row["shape"], launch.split(":")[0] if launch.startswith("file") else launch
+
+
 def report_html(rows: list[dict], title: str) -> str:
     """One table row per file (and kernel): a cell per case with its verdict,
     time and count map; reasons on hover and below."""
-    cases = []
-    for row in rows:
-        key = (row["shape"], row["launch"].split(":")[0] if row["launch"].startswith("file")
-               else row["launch"])
-        if row["shape"] and key not in cases:
-            cases.append(key)
+    cases = list(dict.fromkeys(_case(row) for row in rows if row["shape"]))
     groups: dict[tuple[str, str], dict] = {}
     for row in rows:
-        groups.setdefault((row["file"], row["kernel"] or ""), {})[
-            (row["shape"], row["launch"].split(":")[0] if row["launch"].startswith("file")
-             else row["launch"])] = row
+        groups.setdefault((row["file"], row["kernel"] or ""), {})[_case(row)] = row
     passed = sum(r["verdict"] == "PASS" for r in rows)
     e = html.escape
     head = "".join(f"<th>{e(shape)}<br>{e(launch)}</th>" for shape, launch in cases)

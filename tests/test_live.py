@@ -7,19 +7,7 @@ import pytest
 
 from kernels import ThreadMapError, threadmap
 
-NAIVE = '''
-from numba import cuda
-
-
-@cuda.jit
-def matmul(A, B, C):
-    i, j = cuda.grid(2)
-    if i < C.shape[0] and j < C.shape[1]:
-        acc = 0.0
-        for k in range(A.shape[1]):
-            acc += A[i, k] * B[k, j]
-        C[i, j] = acc
-'''
+from tests.test_custom_kernels import ROW_X as NAIVE  # noqa: E402 (kernel "naive")
 
 
 @pytest.fixture
@@ -29,7 +17,7 @@ def module_kernel(tmp_path, monkeypatch):
     import importlib
 
     module = importlib.import_module("student_kernel")
-    yield module.matmul
+    yield module.naive
     import sys
     sys.modules.pop("student_kernel", None)
 
@@ -166,7 +154,7 @@ def test_dropping_a_kernel_file_on_the_window_opens_it(qtbot, tmp_path):
     QtWidgets.QApplication.sendEvent(window, drop)
     kind, value = window.controls.kernel_choice()
     assert kind == "file" and value.endswith("dropped.py")
-    assert window.controls.request().kernel == "matmul"
+    assert window.controls.request().kernel == "naive"
 
 
 def test_show_opens_the_desktop_window_on_the_result(module_kernel, qtbot):

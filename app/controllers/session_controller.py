@@ -105,17 +105,17 @@ class SessionController(QtCore.QObject):
         ``base``'s kernel fails; the failing case is shown when found."""
         if self.busy:
             return False
+        # (auto would pick the simulator for some kernels: the hunt runs many cases)
+        base = base.with_(backend="cpu" if base.backend == "auto" else base.backend)
         try:  # (the kernel, its scalars and the backend are checked as for a run)
-            resolve_backend(base.with_(backend="cpu" if base.backend == "auto" else base.backend))
+            resolve_backend(base)
         except ThreadMapError as exc:
             self.session.raise_error(str(exc))
             return False
         self.session.clear_error()
         self.session.tell(f"looking for a failing case of {base.kernel_label} (at most "
                           f"{budget:.0f} s)...", 0)
-        self.worker.start_hunt(base.with_(backend="cpu" if base.backend == "auto"
-                                          else base.backend), budget,
-                               self.session.assumed_registers)
+        self.worker.start_hunt(base, budget, self.session.assumed_registers)
         return True
 
     def _on_hunt_finished(self, report) -> None:

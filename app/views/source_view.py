@@ -89,11 +89,9 @@ class SourceView(QtWidgets.QWidget):
                 tip = "\n".join(f"{f.kind}: {f.text}" for f in found)
                 for item in items:
                     item.setToolTip(tip)
-            if any(f.fault for f in found):
-                for item in items:
-                    item.setBackground(QtGui.QColor(FAULT_BACKGROUND))
             for column, item in enumerate(items):
                 table.setItem(row, column, item)
+            self._tint(row, marked=False)
         table.resizeColumnToContents(0)
         # Faults first, then the rest, each in line order.
         self._listed = sorted((f for found in self.findings.values() for f in found),
@@ -113,6 +111,17 @@ class SourceView(QtWidgets.QWidget):
             "the lines that store it.")
         table.blockSignals(blocked[0])
         self.list.blockSignals(blocked[1])
+
+    def _tint(self, row: int, marked: bool) -> None:
+        """A line's background: marked (stores the clicked element), else red
+        for a fault, else none."""
+        faulty = any(f.fault for f in self.findings.get(self._lines[row], []))
+        brush = (QtGui.QBrush(QtGui.QColor(MARKED_BACKGROUND)) if marked else
+                 QtGui.QBrush(QtGui.QColor(FAULT_BACKGROUND)) if faulty else QtGui.QBrush())
+        for column in range(self.table.columnCount()):
+            item = self.table.item(row, column)
+            if item is not None:
+                item.setBackground(brush)
 
     def row_of_line(self, line: int) -> int | None:
         try:
@@ -163,17 +172,7 @@ class SourceView(QtWidgets.QWidget):
             return []
         lines = list(store_lines(result))
         for table_row, line in enumerate(self._lines):
-            colour = QtGui.QColor(MARKED_BACKGROUND) if line in lines else None
-            faulty = any(f.fault for f in self.findings.get(line, []))
-            for column in range(self.table.columnCount()):
-                item = self.table.item(table_row, column)
-                if item is None:
-                    continue
-                if colour is not None:
-                    item.setBackground(colour)
-                else:
-                    item.setBackground(QtGui.QColor(FAULT_BACKGROUND) if faulty
-                                       else QtGui.QBrush())
+            self._tint(table_row, marked=line in lines)
         written = result.maps.count[row, col] if result.stowed is None else 0
         writer = int(result.maps.min_writer[row, col]) if written else None
         where = ", ".join(map(str, lines)) or "none found"
