@@ -69,3 +69,26 @@ def test_patterns():
     np.testing.assert_array_equal(a1, a2)
     assert not np.array_equal(a1, a3)
     assert (a1 >= -1).all() and (a1 < 1).all()
+
+
+def test_the_reference_runs_blas_on_one_thread_and_gives_the_pool_back():
+    """OpenBLAS's worker threads spin ~0.1 s after each call, taking a core from
+    the emulation that follows (a sweep's next recording ran at half speed):
+    the reference and its bound use the calling thread alone."""
+    from threadpoolctl import threadpool_info
+
+    from kernels.analyses.correctness import one_blas_thread
+
+    def blas_threads() -> list[int]:
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    before = blas_threads()
+    if not before:
+        pytest.skip("numpy here has no BLAS that threadpoolctl can see")
+    with one_blas_thread():
+        assert blas_threads() == [1] * len(before)
+    assert blas_threads() == before
+    a, b = make_inputs("random", 64, 32, 48, "float32", 3)
+    ref = reference(a, b)
+    assert blas_threads() == before
+    assert np.allclose(ref.c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-12)

@@ -15,7 +15,9 @@ changes elements by O(|A| @ |B|), far above it.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -31,6 +33,26 @@ def gamma(n: int, u: float) -> float:
 
 #: Rows of C compared per block: bounds the temporary |A| @ |B| block.
 _BLOCK_ROWS = 512
+
+
+@lru_cache(maxsize=1)
+def _blas_pools():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController().select(user_api="blas")
+
+
+@contextmanager
+def one_blas_thread():
+    """BLAS on the calling thread alone, for the reference and the bound.
+
+    After a call on several threads, OpenBLAS's worker threads spin for ~0.1 s
+    (2**28 cycles) waiting for more work.  Measured on 2 cores: that spin took
+    a core from the next configuration's recording run in a sweep, which then
+    ran at half speed (105 ms instead of 54 ms for 512 x 64 x 512).  One thread
+    costs ~20 ms more on a 4096 x 16 x 4096 reference and spins nothing."""
+    with _blas_pools().limit(limits=1):
+        yield
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,7 +77,9 @@ def reference(a: np.ndarray, b: np.ndarray) -> Reference:
     u = UNIT_ROUNDOFF[a.dtype.name]
     # A tiny absolute floor covers underflow of products (never met with the
     # built-in patterns, whose products are far above the smallest normal).
-    return Reference(c=a64 @ b64, abs_a=np.abs(a64), abs_b=np.abs(b64),
+    with one_blas_thread():
+        product = a64 @ b64
+    return Reference(c=product, abs_a=np.abs(a64), abs_b=np.abs(b64),
                      scale=gamma(k + 1, u) + gamma(k, UNIT_ROUNDOFF["float64"]),
                      floor=k * float(np.finfo(a.dtype).tiny))
 
@@ -124,7 +148,9 @@ def compare(c: np.ndarray, ref: Reference) -> ErrorFigures:
     totals = np.zeros(8)
     for start in range(0, c.shape[0], _BLOCK_ROWS):
         rows = slice(start, start + _BLOCK_ROWS)
-        part = _compare_block(np.ascontiguousarray(c[rows]), ref.c[rows], ref.bound(rows))
+        with one_blas_thread():
+            bound = ref.bound(rows)
+        part = _compare_block(np.ascontiguousarray(c[rows]), ref.c[rows], bound)
         totals[[0, 2, 4, 5, 7]] += part[[0, 2, 4, 5, 7]]
         totals[[1, 3, 6]] = np.maximum(totals[[1, 3, 6]], part[[1, 3, 6]])
     ref_norm = float(np.sqrt(totals[7]))
