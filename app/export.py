@@ -15,6 +15,7 @@ from kernels import (
     RunResult,
     SweepCell,
     counted,
+    encode_png,
     format_dims,
     format_seconds,
 )
@@ -79,7 +80,7 @@ def _write_scene(widget: pg.GraphicsLayoutWidget, path: Path, size: tuple[int, i
         exporter.parameters()["width"] = size[0]
         exporter.parameters()["height"] = size[1]
         exporter.parameters()["antialias"] = False
-        exporter.export(str(path))
+        path.write_bytes(encode_png(_pixels(exporter.export(toBytes=True)), level=3))
     elif suffix == ".svg":
         _write_svg(widget, path, size)
     else:
@@ -88,6 +89,18 @@ def _write_scene(widget: pg.GraphicsLayoutWidget, path: Path, size: tuple[int, i
         # Qt's image writers fail silently (QImage.save returns False).
         raise OSError(errno.EIO, "the image could not be written", str(path))
     return path
+
+
+def _pixels(image) -> np.ndarray:
+    """A QImage's pixels as RGB bytes, or RGBA where any is not opaque."""
+    from PySide6 import QtGui
+
+    image = image.convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
+    rows, cols = image.height(), image.width()
+    pixels = np.frombuffer(image.constBits(), np.uint8).reshape(
+        rows, image.bytesPerLine())[:, :cols * 4].reshape(rows, cols, 4)
+    # Copies: the array must not outlive the QImage whose memory it views.
+    return pixels[:, :, :3].copy() if (pixels[:, :, 3] == 255).all() else pixels.copy()
 
 
 def _write_svg(widget: pg.GraphicsLayoutWidget, path: Path, size: tuple[int, int]) -> None:

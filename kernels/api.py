@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 from .analyses.findings import Finding, line_findings, store_lines
 from .search import HuntReport, hunt
 from .thumbnail import MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR
+from .thumbnail import png as encode_png
 
 #: the write-count colours: never written, once, more than once (low, middle, high)
 COUNT_COLOURS = (MISSING_COLOUR, ONCE_COLOUR, MANY_COLOURS)
@@ -216,7 +217,7 @@ __all__ = [
     "Finding", "HuntReport", "PATTERNS", "PRESETS", "RequestError", "RunCancelled", "RunRequest", "RunResult", "Stowage",
     "RunTimedOut", "SLOW_SIMULATOR_SECONDS", "SweepCell", "ThreadMapError", "ThreadMapResult",
     "UnsupportedConstruct", "bank_conflict_model", "bytes_in_memory", "counted", "check_request", "command_line",
-    "default_launch", "diff_category_names", "parse_scalars", "stop_child_processes",
+    "default_launch", "diff_category_names", "encode_png", "parse_scalars", "stop_child_processes",
     "describe_seconds", "diff_runs", "file_launch_dims", "format_bytes", "format_dims",
     "format_seconds", "gpu_available", "percent", "gpu_model_source", "gpu_status", "hunt", "kernel_names",
     "line_findings", "load_balance", "parse_dims", "store_lines", "parse_list", "reassume_registers", "resolve_backend", "run",

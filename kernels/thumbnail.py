@@ -36,17 +36,27 @@ def count_rgb(count: np.ndarray) -> np.ndarray:
     return rgb
 
 
-def png(rgb: np.ndarray) -> bytes:
-    """``rgb`` (rows x columns x 3 bytes) as a PNG file's bytes."""
-    rows, cols, _ = rgb.shape
-    raw = b"".join(b"\x00" + rgb[r].tobytes() for r in range(rows))
+def png(pixels: np.ndarray, level: int = 6) -> bytes:
+    """``pixels`` (rows x columns x 3 or 4 bytes: RGB or RGBA) as a PNG file's
+    bytes, deflated at zlib ``level``.  (Also the app's heatmap exports: Qt's
+    own PNG writer took 24 ms for an 800 x 600 figure, this 2-3 ms at level 3,
+    in a smaller file; a sweep writes 64 of them.)"""
+    rows, cols, channels = pixels.shape
+    if channels not in (3, 4) or pixels.dtype != np.uint8:
+        raise ValueError(f"PNG pixels are RGB or RGBA bytes, not {channels} x {pixels.dtype}")
+    # Each row starts with its filter type (0: none).
+    raw = np.empty((rows, 1 + cols * channels), np.uint8)
+    raw[:, 0] = 0
+    raw[:, 1:].reshape(rows, cols, channels)[...] = pixels  # (a view: each row is contiguous)
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return (struct.pack(">I", len(data)) + kind + data
                 + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
 
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", cols, rows, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+    colour_type = 2 if channels == 3 else 6
+    return (b"\x89PNG\r\n\x1a\n"
+            + chunk(b"IHDR", struct.pack(">IIBBBBB", cols, rows, 8, colour_type, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw.tobytes(), level)) + chunk(b"IEND", b""))
 
 
 def count_thumbnail(count: np.ndarray, size: int = 96) -> bytes:
