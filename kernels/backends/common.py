@@ -198,12 +198,14 @@ def _source_line(location: str) -> str | None:
     return None
 
 
-def median_time(run: Callable[[], float], repeats: int, budget: float = 2.0) -> tuple[float, int]:
-    """Median of up to ``repeats`` calls of ``run`` (each returns its own time),
-    stopping early once ``budget`` seconds are spent; returns (median, samples)."""
-    times = []
+def median_time(run: Callable[[], float], repeats: int, budget: float = 2.0,
+                earlier: tuple[float, ...] = ()) -> tuple[float, int]:
+    """Median of up to ``repeats`` samples: the ``earlier`` ones, then calls of
+    ``run`` (each returns its own time), stopping early once ``budget`` seconds
+    are spent; returns (median, samples)."""
+    times = list(earlier)
     start = time.perf_counter()
-    for _ in range(repeats):
+    while len(times) < repeats:
         times.append(run())
         if time.perf_counter() - start > budget:
             break
