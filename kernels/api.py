@@ -12,13 +12,6 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .analyses.findings import Finding, line_findings, store_lines
-from .search import HuntReport, hunt
-from .thumbnail import MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR
-from .thumbnail import png as encode_png
-
-#: the write-count colours: never written, once, more than once (low, middle, high)
-COUNT_COLOURS = (MISSING_COLOUR, ONCE_COLOUR, MANY_COLOURS)
-from .live import ThreadMapResult, threadmap
 from .analyses.occupancy import ASSUMED_REGISTERS, GPU_MODELS
 from .errors import (
     BackendUnavailable,
@@ -32,6 +25,7 @@ from .errors import (
     UnsupportedConstruct,
 )
 from .estimate import KERNEL_FILE_TIME_LIMIT, SLOW_SIMULATOR_SECONDS, describe_seconds
+from .live import ThreadMapResult, threadmap
 from .presets import PRESETS, default_launch
 from .request import (
     BACKENDS,
@@ -52,11 +46,17 @@ from .result import (
     format_seconds,
     load_balance,
 )
+from .search import HuntReport, hunt
 from .sources.catalogue import CATALOGUE
 from .sources.source import format_dims
 from .stow import Stowage, bytes_in_memory
 from .sweep import SweepCell, parse_list, sweep_requests, write_sweep
+from .thumbnail import MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR
+from .thumbnail import png as encode_png
 from .words import counted, percent
+
+#: the write-count colours: never written, once, more than once (low, middle, high)
+COUNT_COLOURS = (MISSING_COLOUR, ONCE_COLOUR, MANY_COLOURS)
 
 __version__ = "0.1.0"
 
@@ -210,17 +210,18 @@ def command_line(argv: Sequence[str], exporter=None, sweep_exporter=None, opener
 
 
 __all__ = [
-    "ASSUMED_REGISTERS", "BACKENDS", "BACKEND_LABELS", "BACKEND_SHORT", "BackendUnavailable", "COUNT_COLOURS",
-    "CATALOGUE", "DTYPES", "GPU_MODEL_NAMES", "KERNEL_FILE_TIME_LIMIT", "KERNEL_OUTPUT_LINES",
-    "KernelCompileError", "KernelRuntimeError", "KernelSnapshot", "KernelSourceError",
-    "MAX_DIMENSION",
-    "Finding", "HuntReport", "PATTERNS", "PRESETS", "RequestError", "RunCancelled", "RunRequest", "RunResult", "Stowage",
-    "RunTimedOut", "SLOW_SIMULATOR_SECONDS", "SweepCell", "ThreadMapError", "ThreadMapResult",
-    "UnsupportedConstruct", "bank_conflict_model", "bytes_in_memory", "counted", "check_request", "command_line",
-    "default_launch", "diff_category_names", "encode_png", "parse_scalars", "stop_child_processes",
-    "describe_seconds", "diff_runs", "file_launch_dims", "format_bytes", "format_dims",
-    "format_seconds", "gpu_available", "percent", "gpu_model_source", "gpu_status", "hunt", "kernel_names",
-    "line_findings", "load_balance", "parse_dims", "store_lines", "parse_list", "reassume_registers", "resolve_backend", "run",
-    "run_sweep", "simulator_estimate", "threadmap", "sweep_requests", "with_occupancy", "write_sweep",
+    "ASSUMED_REGISTERS", "BACKEND_LABELS", "BACKEND_SHORT", "BACKENDS", "BackendUnavailable",
+    "bank_conflict_model", "bytes_in_memory", "CATALOGUE", "check_request", "command_line",
+    "COUNT_COLOURS", "counted", "default_launch", "describe_seconds", "diff_category_names",
+    "diff_runs", "DTYPES", "encode_png", "file_launch_dims", "Finding", "format_bytes",
+    "format_dims", "format_seconds", "gpu_available", "GPU_MODEL_NAMES", "gpu_model_source",
+    "gpu_status", "hunt", "HuntReport", "KERNEL_FILE_TIME_LIMIT", "kernel_names",
+    "KERNEL_OUTPUT_LINES", "KernelCompileError", "KernelRuntimeError", "KernelSnapshot",
+    "KernelSourceError", "line_findings", "load_balance", "MAX_DIMENSION", "parse_dims",
+    "parse_list", "parse_scalars", "PATTERNS", "percent", "PRESETS", "reassume_registers",
+    "RequestError", "resolve_backend", "run", "run_sweep", "RunCancelled", "RunRequest",
+    "RunResult", "RunTimedOut", "simulator_estimate", "SLOW_SIMULATOR_SECONDS",
+    "stop_child_processes", "store_lines", "Stowage", "sweep_requests", "SweepCell", "threadmap",
+    "ThreadMapError", "ThreadMapResult", "UnsupportedConstruct", "with_occupancy", "write_sweep",
     "__version__",
 ]

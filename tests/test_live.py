@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from kernels import ThreadMapError, threadmap
-
 from tests.test_custom_kernels import ROW_X as NAIVE  # noqa: E402 (kernel "naive")
 
 
