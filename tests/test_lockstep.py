@@ -244,3 +244,43 @@ def test_the_simulator_estimate_holds_for_a_kernel_with_barriers():
     measured = result.timing("instrumented kernel").seconds + result.timing("kernel").seconds
     estimate = simulator_seconds(req, load_plan(req))
     assert 0.5 <= estimate / measured <= 2.0, (estimate, measured)
+
+
+# -- load-only loops recorded lane by lane -----------------------------------------
+
+
+@pytest.mark.parametrize("grid,block", [((2, 3), (8, 3)), ((1, 2), (16, 4))])
+def test_load_only_loops_recorded_lane_by_lane_give_the_lockstep_s_figures(monkeypatch, grid,
+                                                                           block):
+    """Lanes with different trip counts, loads outside A, a step that is not a
+    literal, a division by zero in some lanes, a partial warp (8 x 3 = 24
+    threads) and two warps a block: every map, per-warp figure and verdict of
+    the recording run is the lockstep's, element by element."""
+    from kernels.derived import codegen, lockstep
+
+    req = file_request("ragged_loops.py", (13, 9, 11), grid, block, backend="cpu")
+    monkeypatch.setattr(codegen, "_LOADED", {})
+    by_lane = run(req)
+    texts = [m.path.read_text() for m in codegen._LOADED.values()]
+    assert any("_tm_flush_reads_of(_tm_rb0, _tm_r" in t for t in texts)  # it ran lane by lane
+    monkeypatch.setattr(lockstep, "LANE_BY_LANE", False)
+    monkeypatch.setattr(codegen, "_LOADED", {})
+    lockstepped = run(req)
+    texts = [m.path.read_text() for m in codegen._LOADED.values()]
+    assert not any("_tm_rb0, _tm_r" in t for t in texts)
+    ours, theirs = by_lane.maps_arrays(), lockstepped.maps_arrays()
+    assert ours.keys() == theirs.keys()
+    assert any(name.startswith("sectors_site") for name in ours)
+    for name in ours:
+        assert np.array_equal(ours[name], theirs[name], equal_nan=True), name
+    assert by_lane.verdict.reasons == lockstepped.verdict.reasons
+    assert by_lane.verdict.out_of_bounds > 0  # the loads past A were seen, and counted alike
+    for mine, other in zip(by_lane.analysis.coalescing, lockstepped.analysis.coalescing):
+        assert (mine.requests, mine.mean_sectors, mine.max_sectors, mine.ideal_sectors,
+                mine.mean_lanes) == (other.requests, other.mean_sectors, other.max_sectors,
+                                     other.ideal_sectors, other.mean_lanes)
+    assert [d.summary() for d in by_lane.analysis.divergence] == \
+        [d.summary() for d in lockstepped.analysis.divergence]
+    for mine, other in zip(by_lane.analysis.divergence, lockstepped.analysis.divergence):
+        assert np.array_equal(mine.per_warp, other.per_warp, equal_nan=True)
+    assert sum(d.divergent for d in by_lane.analysis.divergence) > 0  # the lanes did part

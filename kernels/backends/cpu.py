@@ -26,7 +26,7 @@ import numpy as np
 
 from ..derived.codegen import GeneratedModule, load_module
 from ..derived.local_types import kernel_types
-from ..derived.lockstep import LockstepLayout, lockstep_code
+from ..derived.lockstep import ROUNDS, LockstepLayout, lockstep_code
 from ..derived.transform import shadow_param
 from ..errors import KernelCompileError, KernelRuntimeError, RunCancelled
 from ..records import (
@@ -141,6 +141,8 @@ def _workspace(layout: LockstepLayout, job: KernelJob, control: np.ndarray,
         "_tm_LX": lanes % bdx,
         "_tm_LY": lanes // bdx,
         "_tm_ctl": control,
+        "_tm_RB": np.full((max(layout.round_sites, 1), ROUNDS, 32), -1, np.int64),
+        "_tm_H": np.zeros((2, ROUNDS + 1), np.int64),
     }
     for dtype, rows in layout.rows:
         space[f"_tm_V_{dtype}"] = np.zeros((rows, tpb), dtype)
@@ -278,6 +280,16 @@ def _merge(records: list[np.ndarray], private: list[list[np.ndarray]]) -> None:
             records[index] += copy[index]
 
 
+def _written(records: list[np.ndarray]) -> np.ndarray:
+    """Where a worker's range stored into C or updated it atomically.  (Not
+    ``count + atomics > 0``: for 4096 x 4096 its int32 temporary is 64 MB of
+    fresh memory, ~0.2 s to fault in.)"""
+    stored = records[COUNT] > 0
+    if records[ATOMICS].size == records[COUNT].size:
+        stored |= records[ATOMICS] > 0
+    return stored
+
+
 def _take_later_writes(c: np.ndarray, private_c: list[np.ndarray],
                        written: list[np.ndarray]) -> None:
     """Sequential semantics: an element's final value is the last range's write."""
@@ -374,7 +386,7 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
         spent = _run_ranges(gen.function("_tm_run_record"), workers, ranges, job, layout,
                             "record", control, 0.02, 0.5, "instrumented emulation")
     c_record = workers[0].c
-    written = [(copy[0] + copy[1]) > 0 for copy in private]
+    written = [_written(copy) for copy in private]
     _take_later_writes(c_record, [w.c for w in workers[1:]], written)
     _merge(records, private)
     merge_lockstep_records(lockstep, private_lockstep)

@@ -235,12 +235,13 @@ def _tm_sort(a, row, n):
 
 
 @_tm_njit(**_TM_OPTS)
-def _tm_gather(req, site):
-    # The active lanes' offsets of site's request, into the first scratch row.
+def _tm_gather(offs, row, req):
+    # The active lanes' offsets of a request (offs[row]), into the first
+    # scratch row of req.
     m = 0
     for p in range(32):
-        if req[site, p] >= 0:
-            req[_TM_SCRATCH, m] = req[site, p]
+        if offs[row, p] >= 0:
+            req[_TM_SCRATCH, m] = offs[row, p]
             m += 1
 
 
@@ -267,16 +268,16 @@ def _tm_sorted_request(a, row, n, counts, count):
 
 
 @_tm_njit(inline="always", **_TM_OPTS)
-def _tm_full_request(req, site):
-    # All 32 lanes of req[site] at once, without branches (the loop
+def _tm_full_request(offs, row):
+    # All 32 lanes of offs[row] at once, without branches (the loop
     # vectorises): whether the elements ascend (then, lane 0 being active,
     # every lane is), the distinct elements and the distinct sectors.
     descents = 0
     elements = 1
     sectors = 1
     for p in range(1, 32):
-        e = req[site, p]
-        d = req[site, p - 1]
+        e = offs[row, p]
+        d = offs[row, p - 1]
         descents += e < d
         elements += e != d
         sectors += ((e * _TM_ITEM) >> 5) != ((d * _TM_ITEM) >> 5)
@@ -285,22 +286,27 @@ def _tm_full_request(req, site):
 
 @_tm_njit(**_TM_OPTS)
 def _tm_flush_reads(req, site, accw, warp, counts):
-    # A warp request that loads an input: as _tm_flush_global, and each
-    # element's reads added to counts (one add per element, not per lane).
-    # Counts are added as runs of lanes end; out of order, those are taken
-    # back and the sorted request counted again.
-    if req[site, 0] >= 0:
-        ascending, elements, sectors = _tm_full_request(req, site)
+    _tm_flush_reads_of(req, site, req, site, accw, warp, counts)
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_flush_reads_of(offs, row, req, site, accw, warp, counts):
+    # A warp request that loads an input (its lanes' offsets in offs[row]):
+    # as _tm_flush_global, and each element's reads added to counts (one add
+    # per element, not per lane).  Counts are added as runs of lanes end; out
+    # of order, those are taken back and the sorted request counted again.
+    if offs[row, 0] >= 0:
+        ascending, elements, sectors = _tm_full_request(offs, row)
         if ascending:
-            first = req[site, 0]
+            first = offs[row, 0]
             if elements == 1:  # a broadcast
                 counts[first] += 32
             elif elements == 32:
                 for p in range(32):
-                    counts[req[site, p]] += 1
+                    counts[offs[row, p]] += 1
             else:
-                _tm_sorted_request(req, site, 32, counts, True)
-            _tm_request_done(req, site, accw, warp, 32, elements, sectors)
+                _tm_sorted_request(offs, row, 32, counts, True)
+            _tm_request_done(offs, row, req, site, accw, warp, 32, elements, sectors)
             return
     lanes = 0
     elements = 0
@@ -311,7 +317,7 @@ def _tm_flush_reads(req, site, accw, warp, counts):
     added = 0
     ordered = True
     for p in range(32):
-        e = req[site, p]
+        e = offs[row, p]
         if e < 0:
             continue
         lanes += 1
@@ -338,25 +344,31 @@ def _tm_flush_reads(req, site, accw, warp, counts):
     if ordered:
         counts[last_element] += run
     else:
-        _tm_gather(req, site)
+        _tm_gather(offs, row, req)
         for p in range(added):  # the runs already counted: the first lanes
             counts[req[_TM_SCRATCH, p]] -= 1
         _tm_sort(req, _TM_SCRATCH, lanes)
         elements, sectors = _tm_sorted_request(req, _TM_SCRATCH, lanes, counts, True)
-    _tm_request_done(req, site, accw, warp, lanes, elements, sectors)
+    _tm_request_done(offs, row, req, site, accw, warp, lanes, elements, sectors)
 
 
 @_tm_njit(**_TM_OPTS)
 def _tm_flush_global(req, site, accw, warp):
-    # One warp request to global memory: the distinct 32-byte sectors it
+    _tm_flush_global_of(req, site, req, site, accw, warp)
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_flush_global_of(offs, row, req, site, accw, warp):
+    # One warp request to global memory (its lanes' offsets in offs[row],
+    # its sums in req[site]): the distinct 32-byte sectors it
     # touches, against the fewest its distinct elements could fill.  A full
     # warp on ascending elements (the usual case) is counted without
     # branches; else one pass while the elements ascend, or the request is
     # copied to the scratch row, sorted and counted there.
-    if req[site, 0] >= 0:
-        ascending, elements, sectors = _tm_full_request(req, site)
+    if offs[row, 0] >= 0:
+        ascending, elements, sectors = _tm_full_request(offs, row)
         if ascending:
-            _tm_request_done(req, site, accw, warp, 32, elements, sectors)
+            _tm_request_done(offs, row, req, site, accw, warp, 32, elements, sectors)
             return
     lanes = 0
     elements = 0
@@ -365,7 +377,7 @@ def _tm_flush_global(req, site, accw, warp):
     last_sector = -1
     ordered = True
     for p in range(32):
-        e = req[site, p]
+        e = offs[row, p]
         if e < 0:
             continue
         lanes += 1
@@ -383,23 +395,23 @@ def _tm_flush_global(req, site, accw, warp):
     if lanes == 0:
         return
     if not ordered:
-        _tm_gather(req, site)
+        _tm_gather(offs, row, req)
         _tm_sort(req, _TM_SCRATCH, lanes)
         elements, sectors = _tm_sorted_request(req, _TM_SCRATCH, lanes, req[0], False)
-    _tm_request_done(req, site, accw, warp, lanes, elements, sectors)
+    _tm_request_done(offs, row, req, site, accw, warp, lanes, elements, sectors)
 
 
 @_tm_njit(inline="always", **_TM_OPTS)
-def _tm_request_done(req, site, accw, warp, lanes, elements, sectors):
-    # Empty the site's lanes and add the request to its sums and its warp's.
+def _tm_request_done(offs, row, req, site, accw, warp, active, elements, sectors):
+    # Empty the request's lanes and add it to its site's sums and its warp's.
     for p in range(32):
-        req[site, p] = -1
+        offs[row, p] = -1
     req[site, 32] += 1
     req[site, 33] += sectors
     if sectors > req[site, 34]:
         req[site, 34] = sectors
     req[site, 35] += (elements * _TM_ITEM + 31) >> 5
-    req[site, 36] += lanes
+    req[site, 36] += active
     accw[site, warp, 0] += 1
     accw[site, warp, 1] += sectors
 
