@@ -16,7 +16,7 @@ changes elements by O(|A| @ |B|), far above it.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -33,6 +33,8 @@ def gamma(n: int, u: float) -> float:
 
 #: Rows of C compared per block: bounds the temporary |A| @ |B| block.
 _BLOCK_ROWS = 512
+#: Bounds of a C up to this many elements (8 MB of float64) are kept.
+_KEPT_BOUND_ELEMENTS = 1 << 20
 
 
 @lru_cache(maxsize=1)
@@ -64,10 +66,19 @@ class Reference:
     abs_b: np.ndarray
     scale: float
     floor: float
+    #: bounds already worked out, by rows, for a C small enough to keep them
+    #: (a sweep compares 64 runs against one reference)
+    _bounds: dict = field(default_factory=dict, repr=False)
 
     def bound(self, rows: slice = slice(None)) -> np.ndarray:
         """The elementwise tolerance for ``rows`` of C."""
-        return self.scale * (self.abs_a[rows] @ self.abs_b) + self.floor
+        key = (rows.start, rows.stop)
+        bound = self._bounds.get(key)
+        if bound is None:
+            bound = self.scale * (self.abs_a[rows] @ self.abs_b) + self.floor
+            if self.c.size <= _KEPT_BOUND_ELEMENTS:
+                self._bounds[key] = bound
+        return bound
 
 
 def reference(a: np.ndarray, b: np.ndarray) -> Reference:
