@@ -186,17 +186,39 @@ def export_heatmap(result: RunResult, path: str | Path, map_name: str = "count",
         return exporter.write(result, path, map_name, writer_kind, image)
 
 
+class SweepImages:
+    """A sweep's images: one .png per configuration (``grid<B>_block<T>.png``,
+    beside its .npz) as each comes (``threadmap sweep`` writes them while the
+    next configurations run), then ``contact_sheet.png``."""
+
+    def __init__(self, out: Path, map_name: str = "count"):
+        ensure_app()
+        self.out = Path(out)
+        self.map_name = map_name
+        self._exporter: HeatmapExporter | None = None
+
+    def add(self, cell: SweepCell) -> None:
+        if cell.result is None:
+            return
+        if self._exporter is None:
+            self._exporter = HeatmapExporter((800, 600))
+        self._exporter.write(cell.result, self.out / f"grid{cell.blocks}_block{cell.threads}.png",
+                             self.map_name)
+
+    def finish(self, cells: list[SweepCell]) -> None:
+        if self._exporter is not None:
+            self._exporter.close()
+            self._exporter = None
+        export_contact_sheet(cells, self.out / "contact_sheet.png", self.map_name)
+
+
 def export_sweep_images(cells: list[SweepCell], out: Path, map_name: str = "count") -> None:
-    """One .png per configuration (``grid<B>_block<T>.png``, beside its .npz)
-    and ``contact_sheet.png``: for ``threadmap sweep`` and the sweep tab's
-    export to a folder."""
-    ensure_app()
-    with HeatmapExporter((800, 600)) as exporter:
-        for cell in cells:
-            if cell.result is not None:
-                exporter.write(cell.result, out / f"grid{cell.blocks}_block{cell.threads}.png",
-                               map_name)
-    export_contact_sheet(cells, out / "contact_sheet.png", map_name)
+    """Every image of a finished sweep (SweepImages): the sweep tab's export
+    to a folder."""
+    images = SweepImages(out, map_name)
+    for cell in cells:
+        images.add(cell)
+    images.finish(cells)
 
 
 def png_bytes(result: RunResult, map_name: str = "count",

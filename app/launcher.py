@@ -31,11 +31,12 @@ def _export_images(result, **options) -> None:
     cli_exporter(result, **options)
 
 
-def _export_sweep_images(cells, out, map_name: str) -> None:
-    """One .png per configuration and the contact sheet, for ``threadmap sweep``."""
-    from .export import export_sweep_images
+def _export_sweep_images(out, map_name: str):
+    """``threadmap sweep``'s images: one .png per configuration as it comes
+    (``.add(cell)``), and the contact sheet (``.finish(cells)``)."""
+    from .export import SweepImages
 
-    export_sweep_images(cells, out, map_name)
+    return SweepImages(out, map_name)
 
 
 if __name__ == "__main__":

@@ -366,8 +366,9 @@ def check_image_options(args: argparse.Namespace) -> tuple[int, int]:
 
 
 def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
+    from .backends.common import TIMING
     from .cli_progress import CommandLineProgress
-    from .sweep import parse_list, run_sweep, write_sweep
+    from .sweep import SweepFolder, parse_list, run_sweep_ahead
 
     check_image_options(args)
     check_numbers(args)
@@ -387,17 +388,27 @@ def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
     cells = []
     progress = CommandLineProgress()
     run_one = partial(run, time_limit=time_limit(args, base))
+    out = Path(args.out)
+    folder = SweepFolder(out)
+    images = None
     try:
-        for cell in run_sweep(base, grids, blocks, progress=progress, run_one=run_one):
+        for cell in run_sweep_ahead(base, grids, blocks, progress=progress, run_one=run_one):
             cells.append(cell)
-            progress.clear()
-            print(sweep_line(cell), flush=True)
+            with progress.lock:
+                progress.clear()
+                print(sweep_line(cell), flush=True)
+            # Its files, while the next configurations run (never while one
+            # times itself: TIMING).
+            with TIMING:
+                folder.add(cell)
+                if sweep_exporter is not None and not args.no_images:
+                    images = images or sweep_exporter(out, args.map)
+                    images.add(cell)
     finally:
         progress.clear()
-    out = Path(args.out)
-    write_sweep(cells, out, occupancy=lambda cell: occupancy_for(cell.result, args))
-    if sweep_exporter is not None and not args.no_images:
-        sweep_exporter(cells, out, args.map)
+    folder.finish(cells, occupancy=lambda cell: occupancy_for(cell.result, args))
+    if images is not None:
+        images.finish(cells)
     print(f"wrote {out / 'summary.csv'}, {out / 'summary.json'} and {len(cells)} configurations")
     return 0
 

@@ -8,6 +8,7 @@ stay short.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import TextIO
 
@@ -25,11 +26,18 @@ class CommandLineProgress:
         self._last_shown = 0.0
         self._width = 0
         self.lines_shown = 0
+        #: held to write: the progress of a sweep comes from the thread that
+        #: runs it, its result lines from the main thread
+        self.lock = threading.RLock()
 
     def __call__(self, fraction: float, message: str) -> None:
         now = time.monotonic()
         if now - self.started < self.quiet_seconds or now - self._last_shown < self.interval:
             return
+        with self.lock:
+            self._show(now, fraction, message)
+
+    def _show(self, now: float, fraction: float, message: str) -> None:
         self._last_shown = now
         text = f"  [{min(max(fraction, 0.0), 1.0):4.0%}] {message} ({now - self.started:.0f} s)"
         if self.terminal:
@@ -42,7 +50,8 @@ class CommandLineProgress:
 
     def clear(self) -> None:
         """Remove the rewritten line (on a terminal) before other output."""
-        if self.terminal and self._width:
-            self.stream.write("\r" + " " * self._width + "\r")
-            self.stream.flush()
-            self._width = 0
+        with self.lock:
+            if self.terminal and self._width:
+                self.stream.write("\r" + " " * self._width + "\r")
+                self.stream.flush()
+                self._width = 0

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import csv
 import json
+import queue
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -134,54 +136,115 @@ def run_sweep(base: RunRequest, blocks: tuple[int, ...], threads: tuple[int, ...
     progress(1.0, f"sweep done: {total} configurations")
 
 
+def run_sweep_ahead(base: RunRequest, blocks: tuple[int, ...], threads: tuple[int, ...],
+                    progress: Callable[[float, str], None] | None = None,
+                    run_one: Callable[..., RunResult] | None = None) -> Iterator[SweepCell]:
+    """As :func:`run_sweep`, the configurations running on a thread of their
+    own, so that the caller can write each configuration's files while the
+    next ones run (``progress`` is then called from that thread).  Its files
+    are written holding :data:`~kernels.backends.common.TIMING`, which the runs
+    hold while they time themselves: the times are of the runs alone.
+    Leaving the loop early (an exception, Ctrl-C) cancels the rest."""
+    cells: queue.Queue = queue.Queue()
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for cell in run_sweep(base, blocks, threads, progress, cancel=stop.is_set,
+                                  run_one=run_one):
+                cells.put(("cell", cell))
+        except BaseException as exc:  # re-raised in the caller's thread
+            cells.put(("error", exc))
+        else:
+            cells.put(("done", None))
+
+    producer = threading.Thread(target=produce, name="threadmap-sweep", daemon=True)
+    producer.start()
+    try:
+        while True:
+            kind, value = cells.get()
+            if kind == "cell":
+                yield value
+            elif kind == "error":
+                raise value
+            else:
+                return
+    finally:
+        stop.set()
+        producer.join(timeout=10)
+
+
+class SweepFolder:
+    """A sweep's folder, written one configuration at a time: each one's
+    ``.npz`` (and ``.png`` when an image writer is given) as it comes, then
+    ``summary.csv`` and ``summary.json``."""
+
+    def __init__(self, out: Path,
+                 image_writer: Callable[[RunResult, Path], None] | None = None):
+        self.out = out
+        self.image_writer = image_writer
+        out.mkdir(parents=True, exist_ok=True)
+        #: how each configuration's .npz restores its maps (maps_file.load_maps)
+        self.layouts: dict = {}
+        self._reference = None  # every configuration runs on the same inputs
+
+    def add(self, cell: SweepCell) -> None:
+        if cell.result is None:
+            return
+        out = self.out
+        stem = f"grid{cell.blocks}_block{cell.threads}"
+        arrays = cell.result.maps_arrays()
+        reference = arrays.pop("reference")
+        if self._reference is None:
+            self._reference = reference
+            self.layouts["reference"] = save_maps(out / "reference.npz",
+                                                  {"reference": reference},
+                                                  cell.result.request.dtype)
+        elif not (reference is self._reference or np.array_equal(reference, self._reference)):
+            arrays["reference"] = reference  # (cannot happen in one sweep; kept if it does)
+        self.layouts[stem] = save_maps(out / f"{stem}.npz", arrays, cell.result.request.dtype)
+        if "reference" not in arrays:
+            self.layouts[stem]["shared"] = {"reference": {"file": "reference.npz",
+                                                          "dtype": reference.dtype.str}}
+        if self.image_writer is not None:
+            self.image_writer(cell.result, out / f"{stem}.png")
+
+    def finish(self, cells: list[SweepCell],
+               occupancy: Callable[[SweepCell], dict] | None = None) -> None:
+        """``summary.csv`` and ``summary.json``; ``occupancy`` adds the
+        occupancy figures of each configuration."""
+        rows = [cell.row() for cell in cells]
+        if occupancy is not None:
+            for cell, row in zip(cells, rows):
+                if cell.result is not None:
+                    figures = occupancy(cell)
+                    row.update({f"occupancy_{key}": figures[key] for key in (
+                        "gpu", "blocks_per_sm", "limited_by", "occupancy", "waves",
+                        "last_wave_idle", "registers_per_thread", "registers_source")})
+        fields: list[str] = []
+        for row in rows:
+            fields += [key for key in row if key not in fields]
+        with open(self.out / "summary.csv", "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=fields)
+            writer.writeheader()
+            writer.writerows(rows)
+        base = cells[0].request if cells else None
+        (self.out / "summary.json").write_text(json.dumps({
+            "kernel": base.kernel_label if base else None,
+            "shape": list(base.shape) if base else None,
+            "backend_asked": base.backend if base else None,
+            "configurations": rows,
+            "maps": self.layouts,
+        }, indent=2))
+
+
 def write_sweep(cells: list[SweepCell], out: Path,
                 image_writer: Callable[[RunResult, Path], None] | None = None,
                 occupancy: Callable[[SweepCell], dict] | None = None) -> None:
     """``summary.csv``, ``summary.json`` and one ``.npz`` (and ``.png`` when an
     image writer is given) per configuration, into ``out``; ``occupancy`` adds
     the occupancy figures of each configuration."""
-    out.mkdir(parents=True, exist_ok=True)
-    rows = [cell.row() for cell in cells]
-    if occupancy is not None:
-        for cell, row in zip(cells, rows):
-            if cell.result is not None:
-                figures = occupancy(cell)
-                row.update({f"occupancy_{key}": figures[key] for key in (
-                    "gpu", "blocks_per_sm", "limited_by", "occupancy", "waves",
-                    "last_wave_idle", "registers_per_thread", "registers_source")})
-    fields: list[str] = []
-    for row in rows:
-        fields += [key for key in row if key not in fields]
-    with open(out / "summary.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
-    layouts = {}
-    shared_reference = None  # every configuration runs on the same inputs
+    folder = SweepFolder(out, image_writer)
     for cell in cells:
-        if cell.result is None:
-            continue
-        stem = f"grid{cell.blocks}_block{cell.threads}"
-        arrays = cell.result.maps_arrays()
-        reference = arrays.pop("reference")
-        if shared_reference is None:
-            shared_reference = reference
-            layouts["reference"] = save_maps(out / "reference.npz", {"reference": reference},
-                                             cell.result.request.dtype)
-        elif not (reference is shared_reference or np.array_equal(reference, shared_reference)):
-            arrays["reference"] = reference  # (cannot happen in one sweep; kept if it does)
-        layouts[stem] = save_maps(out / f"{stem}.npz", arrays, cell.result.request.dtype)
-        if "reference" not in arrays:
-            layouts[stem]["shared"] = {"reference": {"file": "reference.npz",
-                                                     "dtype": reference.dtype.str}}
-        if image_writer is not None:
-            image_writer(cell.result, out / f"{stem}.png")
-    base = cells[0].request if cells else None
-    (out / "summary.json").write_text(json.dumps({
-        "kernel": base.kernel_label if base else None,
-        "shape": list(base.shape) if base else None,
-        "backend_asked": base.backend if base else None,
-        "configurations": rows,
-        # how each configuration's .npz restores its maps (maps_file.load_maps)
-        "maps": layouts,
-    }, indent=2))
+        folder.add(cell)
+    folder.finish(cells, occupancy)

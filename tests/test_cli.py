@@ -236,6 +236,29 @@ def test_ctrl_c_ends_with_one_line_status_130_and_no_child_left(tmp_path):
         assert subprocess.run(["kill", "-0", pid], capture_output=True).returncode != 0, pid
 
 
+def test_ctrl_c_during_a_sweep_ends_it_with_one_line_and_status_130(tmp_path):
+    """A sweep runs its configurations on a thread of its own while the main
+    thread writes files: Ctrl-C still ends the whole command at once."""
+    import signal
+    import time
+    proc = subprocess.Popen([sys.executable, "-m", "app.launcher", "sweep", "--kernel",
+                             "grid-stride", "--shape", "256x64x256", "--grids", "1,2,4,8,16,32",
+                             "--blocks", "32,64,128,256,512,1024", "--backend", "cpu",
+                             "--out", str(tmp_path / "out")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()  # the first configuration is done: the next ones run
+    assert "PASS" in first
+    proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    out, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert time.monotonic() - sent < 10
+    assert [line for line in stderr.splitlines()
+            if line.strip() and not line.startswith("  [")] == ["threadmap: cancelled"]
+    assert "wrote" not in out
+    assert len(out.splitlines()) < 35  # of 36 configurations
+
+
 HUGE_LAUNCH = """from numba import cuda
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,6 +19,12 @@ from ..sources.plan import KernelPlan
 
 ProgressCallback = Callable[[float, str], None]
 CancelCallback = Callable[[], bool]
+
+#: Held while a run times itself (the CPU emulation's timed plain runs).  Work
+#: that shares the process with a run and would skew its times takes it too:
+#: a sweep writes one configuration's files while the next one runs
+#: (sweep.run_sweep_ahead), but never while it is being timed.
+TIMING = threading.Lock()
 
 
 def _no_progress(fraction: float, message: str) -> None:

@@ -49,6 +49,7 @@ from ..result import Timing
 from ..sources.loader import scalar_arguments
 from ..sources.plan import KernelPlan
 from .common import (
+    TIMING,
     BackendOutput,
     KernelJob,
     median_time,
@@ -418,7 +419,7 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
         for worker in workers:
             worker.c.fill(0 if job.zero_output else np.nan)
         lo, hi = next(phases)
-        with kernel_prints(None):
+        with kernel_prints(None), TIMING:
             seconds = _run_ranges(plain, workers, ranges, job, layout, "plain", control, lo, hi,
                                   "plain emulation")
         if not outputs:
