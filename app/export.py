@@ -21,7 +21,7 @@ from kernels import (
 )
 
 from .models.map_images import MAP_CHOICES, MapImage, make_map, replay_map
-from .qt import QtCore, QtWidgets, pg
+from .qt import QtCore, QtGui, QtWidgets, pg
 from .views.colors import colour_map
 from .views.heatmap import HeatmapPlot, MapTile, colour_bar_ticks
 
@@ -83,7 +83,8 @@ def _write_scene(widget: pg.GraphicsLayoutWidget, path: Path, size: tuple[int, i
         exporter.parameters()["width"] = size[0]
         exporter.parameters()["height"] = size[1]
         exporter.parameters()["antialias"] = False
-        path.write_bytes(encode_png(_pixels(exporter.export(toBytes=True)), level=3))
+        opaque = QtGui.QColor(exporter.parameters()["background"]).alpha() == 255
+        path.write_bytes(encode_png(_pixels(exporter.export(toBytes=True), opaque), level=3))
     elif suffix == ".svg":
         _write_svg(widget, path, size)
     else:
@@ -94,16 +95,15 @@ def _write_scene(widget: pg.GraphicsLayoutWidget, path: Path, size: tuple[int, i
     return path
 
 
-def _pixels(image) -> np.ndarray:
-    """A QImage's pixels as RGB bytes, or RGBA where any is not opaque."""
-    from PySide6 import QtGui
-
-    image = image.convertToFormat(QtGui.QImage.Format.Format_RGBA8888)
-    rows, cols = image.height(), image.width()
+def _pixels(image, opaque: bool) -> np.ndarray:
+    """A QImage's pixels as RGB bytes (``opaque``: drawn on an opaque
+    background), else RGBA."""
+    formats = QtGui.QImage.Format
+    image = image.convertToFormat(formats.Format_RGB888 if opaque else formats.Format_RGBA8888)
+    rows, cols, channels = image.height(), image.width(), 3 if opaque else 4
     pixels = np.frombuffer(image.constBits(), np.uint8).reshape(
-        rows, image.bytesPerLine())[:, :cols * 4].reshape(rows, cols, 4)
-    # Copies: the array must not outlive the QImage whose memory it views.
-    return pixels[:, :, :3].copy() if (pixels[:, :, 3] == 255).all() else pixels.copy()
+        rows, image.bytesPerLine())[:, :cols * channels].reshape(rows, cols, channels)
+    return pixels.copy()  # the array must not outlive the QImage whose memory it views
 
 
 def _write_svg(widget: pg.GraphicsLayoutWidget, path: Path, size: tuple[int, int]) -> None:
