@@ -262,12 +262,12 @@ def test_load_only_loops_recorded_lane_by_lane_give_the_lockstep_s_figures(monke
     monkeypatch.setattr(codegen, "_LOADED", {})
     by_lane = run(req)
     texts = [m.path.read_text() for m in codegen._LOADED.values()]
-    assert any("_tm_flush_reads_of(_tm_rb0, _tm_r" in t for t in texts)  # it ran lane by lane
+    assert any("_tm_flush_reads_rounds(_tm_rb0, _tm_most" in t for t in texts)  # lane by lane
     monkeypatch.setattr(lockstep, "LANE_BY_LANE", False)
     monkeypatch.setattr(codegen, "_LOADED", {})
     lockstepped = run(req)
     texts = [m.path.read_text() for m in codegen._LOADED.values()]
-    assert not any("_tm_rb0, _tm_r" in t for t in texts)
+    assert not any("_tm_rb0, _tm_most" in t for t in texts)
     ours, theirs = by_lane.maps_arrays(), lockstepped.maps_arrays()
     assert ours.keys() == theirs.keys()
     assert any(name.startswith("sectors_site") for name in ours)

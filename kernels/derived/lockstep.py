@@ -483,16 +483,17 @@ class _Writer:
     def _flushes(self, sites: list[AccessSite], indent: int,
                  rounds: dict[int, str] | None = None) -> None:
         """Flush each site's warp request; ``rounds`` (global sites only) names
-        where a site's lanes are when not in ``_tm_req`` (``"_tm_rb0, _tm_r"``)."""
+        where a site's requests are when not in ``_tm_req``: the rounds of a
+        loop recorded lane by lane (``"_tm_rb0, _tm_most"``), flushed at once."""
         for site in sites:
             if rounds is not None:
                 where = rounds[site.site]
                 if site.kind == "load" and site.role in ("A", "B"):
                     counts = reads_flat_param("AB".index(site.role))
-                    self.emit(indent, f"_tm_flush_reads_of({where}, _tm_req, _tm_i64({site.site}), "
-                                      f"_tm_accw, _tm_wg0 + _tm_w, {counts})")
+                    self.emit(indent, f"_tm_flush_reads_rounds({where}, _tm_req, "
+                                      f"_tm_i64({site.site}), _tm_accw, _tm_wg0 + _tm_w, {counts})")
                 else:
-                    self.emit(indent, f"_tm_flush_global_of({where}, _tm_req, "
+                    self.emit(indent, f"_tm_flush_global_rounds({where}, _tm_req, "
                                       f"_tm_i64({site.site}), _tm_accw, _tm_wg0 + _tm_w)")
                 continue
             if site.space == "shared" and self.item[site.array] == 4:
@@ -822,14 +823,13 @@ class _Writer:
         emit(i + 2, "_tm_live = True", line)
         emit(i + 1, "if _tm_r > _tm_most:", line)
         emit(i + 2, "_tm_most = _tm_r", line)
-        # The warp's rounds: each body round's requests, then each test, where
+        # The warp's rounds: every body round's requests, then each test, where
         # the lanes that ran more than r bodies go on, and those that ran r and
         # left arrived too (_tm_H: lanes by bodies run, and those that left).
+        self._flushes(self._analysed(list(slots)), i,
+                      {number: f"_tm_rb{slot}, _tm_most" for number, slot in slots.items()})
         emit(i, "_tm_nt = _tm_i64(_tm_in)", line)
         emit(i, "for _tm_r in range(_tm_most + 1):", line)
-        emit(i + 1, "if _tm_r < _tm_most:", line)
-        self._flushes(self._analysed(list(slots)), i + 2,
-                      {number: f"_tm_rb{slot}, _tm_r" for number, slot in slots.items()})
         emit(i + 1, "_tm_nt -= _tm_H[0, _tm_r]", line)
         emit(i + 1, "_tm_na = _tm_nt + _tm_H[1, _tm_r]", line)
         emit(i + 1, f"_tm_branch(_tm_br, _tm_brw, _tm_i64({site}), _tm_wg0 + _tm_w, _tm_na, "
