@@ -347,13 +347,12 @@ def _time_numpy(a: np.ndarray, b: np.ndarray, flops: float) -> Timing:
     (threadpoolctl), the faster reported: threads that compete for the cores
     (numba's, the GUI's, another process's) can make a pool of BLAS threads
     wait on each other, which a single thread does not."""
-    from threadpoolctl import threadpool_info, threadpool_limits
+    from .blas import blas_limited, blas_threads
 
-    pools = [p for p in threadpool_info() if p.get("user_api") == "blas"]
-    most = max((p.get("num_threads", 1) for p in pools), default=1)
+    most = blas_threads()
     best = None
     for threads in sorted({most, 1}, reverse=True):
-        with threadpool_limits(limits=threads, user_api="blas"):
+        with blas_limited(threads):
             start = time.perf_counter()
             a @ b  # warm-up
             # Calls of 5 ms and more vary little: three of them (a 4096 x 16 x

@@ -77,7 +77,7 @@ def test_the_reference_runs_blas_on_one_thread_and_gives_the_pool_back():
     the reference and its bound use the calling thread alone."""
     from threadpoolctl import threadpool_info
 
-    from kernels.analyses.correctness import one_blas_thread
+    from kernels.blas import one_blas_thread
 
     def blas_threads() -> list[int]:
         return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]

@@ -15,11 +15,11 @@ changes elements by O(|A| @ |B|), far above it.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
+
+from ..blas import one_blas_thread
 
 UNIT_ROUNDOFF = {"float32": 2.0**-24, "float64": 2.0**-53}
 
@@ -35,26 +35,6 @@ def gamma(n: int, u: float) -> float:
 _BLOCK_ROWS = 512
 #: Bounds of a C up to this many elements (8 MB of float64) are kept.
 _KEPT_BOUND_ELEMENTS = 1 << 20
-
-
-@lru_cache(maxsize=1)
-def _blas_pools():
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController().select(user_api="blas")
-
-
-@contextmanager
-def one_blas_thread():
-    """BLAS on the calling thread alone, for the reference and the bound.
-
-    After a call on several threads, OpenBLAS's worker threads spin for ~0.1 s
-    (2**28 cycles) waiting for more work.  Measured on 2 cores: that spin took
-    a core from the next configuration's recording run in a sweep, which then
-    ran at half speed (105 ms instead of 54 ms for 512 x 64 x 512).  One thread
-    costs ~20 ms more on a 4096 x 16 x 4096 reference and spins nothing."""
-    with _blas_pools().limit(limits=1):
-        yield
 
 
 @dataclass(frozen=True, eq=False)

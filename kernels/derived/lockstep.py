@@ -379,21 +379,29 @@ class _Writer:
         self.emit(indent + 1, f"if _tm_M[{depth}, _tm_l]:", line)
         for text in self._prelude([t for t, _ in body]):
             self.emit(indent + 2, text, line)
-        for variable in used:
-            self.emit(indent + 2, f"{variable.name} = {_entries(variable)}", line)
+        self._locals_in(used, indent + 2, line)
         for array in self.block_arrays:
             if array.kind == "local" and array.name in names:
                 self.emit(indent + 2, f"{array.name} = {array.param}[_tm_l]", line)
         for text, source in body:
             self.emit(indent + 2, text, source)
+        self._locals_out(used, indent + 2, line)
+
+    def _locals_in(self, used: list[LaneVariable], indent: int, line: int) -> None:
+        """Lane ``_tm_l``'s entries of ``used`` into locals of the same names."""
+        for variable in used:
+            self.emit(indent, f"{variable.name} = {_entries(variable)}", line)
+
+    def _locals_out(self, used: list[LaneVariable], indent: int, line: int) -> None:
+        """The locals back into lane ``_tm_l``'s entries."""
         for variable in used:
             if variable.width:
                 for i in range(variable.width):
-                    self.emit(indent + 2, f"_tm_V_{variable.dtype}[{variable.row + i}, _tm_l] = "
-                                          f"{variable.name}[{i}]", line)
+                    self.emit(indent, f"_tm_V_{variable.dtype}[{variable.row + i}, _tm_l] = "
+                                      f"{variable.name}[{i}]", line)
             else:
-                self.emit(indent + 2, f"_tm_V_{variable.dtype}[{variable.row}, _tm_l] = "
-                                      f"{variable.name}", line)
+                self.emit(indent, f"_tm_V_{variable.dtype}[{variable.row}, _tm_l] = "
+                                  f"{variable.name}", line)
 
     def _statement(self, stmt: ast.stmt, depth: int, loops: list[tuple[int, int]],
                    indent: int) -> None:
@@ -794,8 +802,7 @@ class _Writer:
         emit(i + 1, "_tm_in += 1", line)
         for text in self._prelude([t for t, _ in body]):
             emit(i + 1, text, line)
-        for variable in used:
-            emit(i + 1, f"{variable.name} = {_entries(variable)}", line)
+        self._locals_in(used, i + 1, line)
         emit(i + 1, f"_tm_cur = {cur}", line)
         emit(i + 1, f"_tm_end = {end}", line)
         if literal_step is None:
@@ -811,8 +818,7 @@ class _Writer:
         for text, source in body:
             emit(i + 2, text, source)
         emit(i + 2, "_tm_r += 1", line)
-        for variable in used:
-            emit(i + 1, f"_tm_V_{variable.dtype}[{variable.row}, _tm_l] = {variable.name}", line)
+        self._locals_out(used, i + 1, line)
         emit(i + 1, f"{cur} = _tm_cur", line)
         emit(i + 1, "_tm_H[0, _tm_r] += 1", line)
         emit(i + 1, "if _tm_out:", line)
