@@ -494,30 +494,24 @@ class _Writer:
         where a site's requests are when not in ``_tm_req``: the rounds of a
         loop recorded lane by lane (``"_tm_rb0, _tm_most"``), flushed at once."""
         for site in sites:
-            if rounds is not None:
-                where = rounds[site.site]
-                if site.kind == "load" and site.role in ("A", "B"):
-                    counts = reads_flat_param("AB".index(site.role))
-                    self.emit(indent, f"_tm_flush_reads_rounds({where}, _tm_req, "
-                                      f"_tm_i64({site.site}), _tm_accw, _tm_wg0 + _tm_w, {counts})")
-                else:
-                    self.emit(indent, f"_tm_flush_global_rounds({where}, _tm_req, "
-                                      f"_tm_i64({site.site}), _tm_accw, _tm_wg0 + _tm_w)")
-                continue
             if site.space == "shared" and self.item[site.array] == 4:
                 self.emit(indent, f"_tm_flush_shared4(_tm_req, _tm_i64({site.site}), _tm_accw, "
                                   "_tm_wg0 + _tm_w)")
-            elif site.space == "shared":
+                continue
+            if site.space == "shared":
                 self.emit(indent, f"_tm_flush_shared(_tm_req, _tm_i64({site.site}), "
                                   f"_tm_i64({self.item[site.array]}), _tm_accw, _tm_wg0 + _tm_w)")
-            elif site.kind == "load" and site.role in ("A", "B"):
-                # An input's loads also count its reads here.
-                counts = reads_flat_param("AB".index(site.role))
-                self.emit(indent, f"_tm_flush_reads(_tm_req, _tm_i64({site.site}), _tm_accw, "
-                                  f"_tm_wg0 + _tm_w, {counts})")
-            else:
-                self.emit(indent, f"_tm_flush_global(_tm_req, _tm_i64({site.site}), _tm_accw, "
-                                  "_tm_wg0 + _tm_w)")
+                continue
+            # An input's loads also count its reads here.
+            reads = site.kind == "load" and site.role in ("A", "B")
+            function = "_tm_flush_reads" if reads else "_tm_flush_global"
+            counts = f", {reads_flat_param('AB'.index(site.role))}" if reads else ""
+            where = ""
+            if rounds is not None:
+                function += "_rounds"
+                where = f"{rounds[site.site]}, "
+            self.emit(indent, f"{function}({where}_tm_req, _tm_i64({site.site}), _tm_accw, "
+                              f"_tm_wg0 + _tm_w{counts})")
 
     def _lanes(self, indent: int, mask: str, body: list[str], sites: list[int], line: int,
                by_warp: bool = False, warp_head: list[str] = (), warp_tail: list[str] = (),
