@@ -58,13 +58,37 @@ def test_thread_ids_along_rows_are_stored_as_differences(tmp_path):
     writer = (np.arange(1 << 20, dtype=np.int64) % 100_000).astype(np.int32).reshape(1024, 1024)
     noise = np.random.default_rng(1).integers(0, 100_000, (1024, 1024), dtype=np.int32)
     layout = save_maps(tmp_path / "maps.npz", {"min_writer": writer, "other": noise}, "float32")
-    assert layout["stored"]["min_writer"]["encoding"] == "delta"
+    # +1 but at every 100,000th element: runs of differences
+    assert layout["stored"]["min_writer"]["encoding"] == "delta+runs"
     assert layout["stored"]["other"]["encoding"] == "raw"  # differences would not help
     back = load_maps(tmp_path / "maps.npz", layout)
     np.testing.assert_array_equal(back["min_writer"], writer)
     np.testing.assert_array_equal(back["other"], noise)
     assert back["min_writer"].dtype == np.int32
     assert (tmp_path / "maps.npz").stat().st_size < writer.nbytes
+
+
+def test_long_runs_are_stored_as_runs_and_short_ones_are_not(tmp_path):
+    rng = np.random.default_rng(2)
+    ones = np.ones((1024, 1024), np.int32)  # every element written once
+    rows = np.repeat(np.arange(1024, dtype=np.int32), 1024).reshape(1024, 1024)
+    ids = (np.arange(1 << 20) % 3000).astype(np.int32)  # differences: runs 3,000 long
+    noisy_ids = ids + rng.integers(0, 2, ids.size, dtype=np.int32)  # short runs, small steps
+    # long runs in the first elements, then none: the sample must not decide alone
+    tail = np.concatenate([np.zeros(1 << 16, np.int32),
+                           rng.integers(0, 50, (1 << 20) - (1 << 16), dtype=np.int32)])
+    maps = {"ones": ones, "rows": rows, "ids": ids, "noisy_ids": noisy_ids, "tail": tail}
+    layout = save_maps(tmp_path / "maps.npz", maps, "float32")
+    encodings = {name: spec["encoding"] for name, spec in layout["stored"].items()}
+    assert encodings == {"ones": "runs", "rows": "runs", "ids": "delta+runs",
+                         "noisy_ids": "delta", "tail": "raw"}
+    with np.load(tmp_path / "maps.npz") as archive:
+        assert archive["ones"].size == 2  # one run: its value and its length
+        assert archive["rows"].shape == (2, 1024)
+    back = load_maps(tmp_path / "maps.npz", layout)
+    for name, array in maps.items():
+        assert back[name].dtype == array.dtype, name
+        np.testing.assert_array_equal(back[name], array, err_msg=name)
 
 
 def test_a_sweep_keeps_one_reference_for_all_its_configurations(tmp_path):
