@@ -284,3 +284,27 @@ def test_load_only_loops_recorded_lane_by_lane_give_the_lockstep_s_figures(monke
     for mine, other in zip(by_lane.analysis.divergence, lockstepped.analysis.divergence):
         assert np.array_equal(mine.per_warp, other.per_warp, equal_nan=True)
     assert sum(d.divergent for d in by_lane.analysis.divergence) > 0  # the lanes did part
+
+
+@pytest.mark.parametrize("kernel,shape,grid,block", [
+    ("grid-stride", (37, 19, 53), (7,), (64,)),
+    ("tid-rows", (9, 4, 11), (6,), (32,)),  # threads of different workers store one element
+    ("one-block-chunks", (13, 5, 11), (1,), (96,)),  # the warps of one block
+])
+def test_workers_split_a_run_as_one_worker_would_run_it(monkeypatch, kernel, shape, grid, block):
+    """Each worker past the first records into private maps (zeroed, writer maps
+    encoded) and a private C; merged, they equal one worker's run, C included
+    (sequential semantics: the later thread's store stays)."""
+    m, k, n = shape
+    req = RunRequest(kernel=kernel, m=m, k=k, n=n, grid=grid, block=block, backend="cpu")
+    monkeypatch.setenv("THREADMAP_EMULATION_WORKERS", "1")
+    alone = run(req)
+    monkeypatch.setenv("THREADMAP_EMULATION_WORKERS", "3")
+    split = run(req)
+    assert "3 cores" in split.timings[1].method and "1 core" in alone.timings[1].method
+    assert alone.maps.collided == split.maps.collided
+    ours, theirs = split.maps_arrays(), alone.maps_arrays()
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        assert np.array_equal(ours[name], theirs[name], equal_nan=True), name
+    assert np.array_equal(split.c, alone.c, equal_nan=True)

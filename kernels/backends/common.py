@@ -86,14 +86,15 @@ class KernelJob:
                 args.append(scalars[name])
         return args
 
-    def fresh_records(self) -> list[np.ndarray]:
-        """Recording arrays for every thread of the launch, initialised."""
+    def fresh_records(self, encoded: bool = False) -> list[np.ndarray]:
+        """Recording arrays for every thread of the launch, initialised
+        (``encoded``: see ``records.allocate_records``)."""
         from ..records import allocate_records
 
         output_shape, input_shapes = self.record_shapes()
         return allocate_records(output_shape, input_shapes, len(self.slots),
                                 self.request.total_threads,
-                                atomics=updates_output_atomically(self.plan))
+                                atomics=updates_output_atomically(self.plan), encoded=encoded)
 
     def record_shapes(self) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
         """Shapes of the output maps and of the two read maps, as the kernel sees

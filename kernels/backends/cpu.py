@@ -32,6 +32,7 @@ from ..errors import KernelCompileError, KernelRuntimeError, RunCancelled
 from ..records import (
     ATOMICS,
     COUNT,
+    ENCODED_WRITERS,
     LOCKSTEP_SHARED,
     OOB,
     PRIVATE_RECORDS,
@@ -40,6 +41,7 @@ from ..records import (
     SHARED_RECORDS,
     allocate_lockstep_records,
     allocate_records,
+    decode_writers,
     merge_lockstep_records,
     reads_flat_param,
     reads_param,
@@ -267,10 +269,20 @@ def _run_ranges(function, workers: list[_Worker], ranges: list[tuple[int, int]],
     return elapsed
 
 
+def _spare_output(job: KernelJob) -> np.ndarray:
+    """A second worker's C: only the elements its threads store are taken
+    from it, so it is zeroed (untouched until stored), not NaN-filled."""
+    m, _, n = job.request.shape
+    return np.zeros((m, n), job.request.dtype)
+
+
 def _merge(records: list[np.ndarray], private: list[list[np.ndarray]]) -> None:
-    """Fold each extra worker's private recording arrays into ``records``."""
+    """Fold each extra worker's private recording arrays into ``records``
+    (the writer maps still encoded: a running maximum each)."""
     for copy in private:
         for index, how in PRIVATE_RECORDS.items():
+            if index in ENCODED_WRITERS:
+                how = "max"
             if how == "sum":
                 records[index] += copy[index]
             elif how == "min":
@@ -313,9 +325,11 @@ def run_cpu(job: KernelJob, plain: bool = True) -> BackendOutput:
 
 class _Prefaulted:
     """The run's full-size arrays, allocated on a thread of their own while
-    this one loads the emulation's module (mostly single-threaded imports):
-    fresh memory costs ~2.6 ms per MB to fault in, ~0.8 s for the maps and
-    C of a 4096 x 4096 run on two workers, which the idle core now pays."""
+    this one loads the emulation's module (mostly single-threaded imports).
+    Fresh memory costs up to 2.5 ms per MB to fault in on this VM; only C is
+    filled (with NaN) here.  The maps and a second worker's C start zeroed,
+    untouched until the workers store there (``allocate_records``'s
+    ``encoded``)."""
 
     def __init__(self, job: KernelJob):
         self.job = job
@@ -331,13 +345,13 @@ class _Prefaulted:
     def _allocate(self) -> None:
         job = self.job
         try:
-            self.records = job.fresh_records()
+            self.records = job.fresh_records(encoded=True)
             self.c = job.fresh_output()
             warps = job.request.blocks * (-(-job.request.threads_per_block // WARP))
             if worker_count(job, warps) > 1:
                 output_shape, input_shapes = job.record_shapes()
                 self.private = _private_copy(self.records, input_shapes, output_shape)
-                self.c_private = job.fresh_output()
+                self.c_private = _spare_output(job)
         except BaseException as exc:  # MemoryError: raised where the run waits for it
             self._failure = exc
 
@@ -377,7 +391,7 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
     arrays.private = arrays.c_private = None
     for _ in ranges[1:]:
         copy, c = ready.pop() if ready else (
-            _private_copy(records, input_shapes, output_shape), None)
+            _private_copy(records, input_shapes, output_shape), _spare_output(job))
         mine = _lockstep_records(layout, job, shared)
         private.append(copy)
         private_lockstep.append(mine)
@@ -390,6 +404,7 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
     written = [_written(copy) for copy in private]
     _take_later_writes(c_record, [w.c for w in workers[1:]], written)
     _merge(records, private)
+    decode_writers(records)
     merge_lockstep_records(lockstep, private_lockstep)
     spare_outputs = [w.c for w in workers[1:]]
     del private, workers
@@ -416,8 +431,12 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
     outputs: list[np.ndarray] = []
 
     def timed_plain_run() -> float:
-        for worker in workers:
-            worker.c.fill(0 if job.zero_output else np.nan)
+        # Only worker 0's C shows unwritten elements; the others' give only
+        # the elements their threads wrote (``written``).
+        workers[0].c.fill(0 if job.zero_output else np.nan)
+        for worker in workers[1:]:
+            if job.zero_output:
+                worker.c.fill(0)
         lo, hi = next(phases)
         with kernel_prints(None), TIMING:
             seconds = _run_ranges(plain, workers, ranges, job, layout, "plain", control, lo, hi,
@@ -451,5 +470,6 @@ def _private_copy(records: list[np.ndarray], input_shapes, output_shape) -> list
     per-thread ones (each thread belongs to exactly one worker)."""
     fresh = allocate_records(output_shape, input_shapes, records[OOB].shape[0], 0,
                              writers=records[2].dtype,
-                             atomics=records[ATOMICS].size == records[COUNT].size)
+                             atomics=records[ATOMICS].size == records[COUNT].size, encoded=True)
     return [records[i] if i in SHARED_RECORDS else fresh[i] for i in range(len(records))]
+

@@ -238,6 +238,7 @@ def module_text(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
     if types is None:
         raise ValueError("the CPU emulation needs the types of the kernel's locals")
     text.add(f"_TM_ITEM = _tm_i64({np.dtype(dtype).itemsize})")
+    text.add(f"_TM_I32MAX = _tm_i64({np.iinfo(np.int32).max})")  # encoded store numbers
     text.add("_TM_NO_WORD = _tm_i64(1 << 62)")
     # The rows of room below the sites' rows in _tm_req (records.py).
     text.add(f"_TM_SCRATCH = _tm_i64({max(len(access_sites(plan)), 1)})")

@@ -178,11 +178,20 @@ def _record_helpers(emit, target: str, nd: int, role: str) -> None:
                 f"        return{returned}\n")
 
     def writer(count: str) -> str:
-        return (f"    s = stores[g]\n    stores[g] = s + 1\n"
-                f"    {_atomic_line(target, 'add', count, tup, '1')}\n"
-                f"    {_atomic_line(target, 'min', 'minw', tup, 'g')}\n"
-                f"    {_atomic_line(target, 'max', 'maxw', tup, 'g')}\n"
-                f"    {_atomic_line(target, 'min', 'itr', tup, 's')}\n")
+        head = (f"    s = stores[g]\n    stores[g] = s + 1\n"
+                f"    {_atomic_line(target, 'add', count, tup, '1')}\n")
+        if cpu:  # encoded: zero is "not written" (records.allocate_records)
+            return head + (
+                f"    w = _tm_np.iinfo(minw.dtype).max - g\n"
+                f"    {_atomic_line(target, 'max', 'minw', tup, 'w')}\n"
+                f"    w = g + 1\n"
+                f"    {_atomic_line(target, 'max', 'maxw', tup, 'w')}\n"
+                f"    w = _TM_I32MAX - s\n"
+                f"    {_atomic_line(target, 'max', 'itr', tup, 'w')}\n")
+        return head + (
+            f"    {_atomic_line(target, 'min', 'minw', tup, 'g')}\n"
+            f"    {_atomic_line(target, 'max', 'maxw', tup, 'g')}\n"
+            f"    {_atomic_line(target, 'min', 'itr', tup, 's')}\n")
 
     # On the CPU an input's reads are counted per warp request, when it is
     # flushed (one add per element instead of one per lane).
