@@ -298,7 +298,10 @@ class AccessMaps:
 
     @property
     def unwritten(self) -> int:
-        return int(np.count_nonzero(self.writes == 0))
+        unwritten = self.count == 0  # (not ``writes == 0``: no int32 temporary of C's size)
+        if any(self.atomics.strides):  # recorded, not zero broadcast
+            unwritten &= self.atomics == 0
+        return int(np.count_nonzero(unwritten))
 
     @property
     def collision_mask(self) -> np.ndarray:

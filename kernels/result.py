@@ -126,16 +126,18 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures,
     the kernel (its reasons name it)."""
     reasons = []
     total = maps.count.size
-    if maps.unwritten:
-        reasons.append(f"{maps.unwritten:,} of {counted(total, 'element')} of {output} never written")
-    if maps.collided:
-        reasons.append(f"{counted(maps.collided, 'element')} of {output} written by more than one "
+    # Each is a pass over every element of C (25 ms for 4096 x 4096): once.
+    unwritten, collided = maps.unwritten, maps.collided
+    if unwritten:
+        reasons.append(f"{unwritten:,} of {counted(total, 'element')} of {output} never written")
+    if collided:
+        reasons.append(f"{counted(collided, 'element')} of {output} written by more than one "
                        "thread (collisions: the value depends on which thread came last)")
     for oob in maps.out_of_bounds:
         reasons.append(oob.describe())
     for division in maps.divisions_by_zero:
         reasons.append(division.describe())
-    poisoned = errors.non_finite - maps.unwritten
+    poisoned = errors.non_finite - unwritten
     if poisoned > 0:
         reasons.append(f"{counted(poisoned, 'written element')} of {output} "
                        f"{'is' if poisoned == 1 else 'are'} NaN or infinite")
@@ -150,8 +152,8 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures,
                        shared_races=analysis.races.count,
                        uninitialised_shared_reads=analysis.uninitialised.count)
     passed = not reasons and errors.within_tolerance
-    return Verdict(passed=passed, reasons=tuple(reasons), unwritten=maps.unwritten,
-                   collided=maps.collided, out_of_bounds=maps.oob_total, errors=errors,
+    return Verdict(passed=passed, reasons=tuple(reasons), unwritten=unwritten,
+                   collided=collided, out_of_bounds=maps.oob_total, errors=errors,
                    divisions_by_zero=sum(d.count for d in maps.divisions_by_zero), **hazards)
 
 
