@@ -1,6 +1,4 @@
 """``python -m app``: the desktop app (or the command line, given arguments)."""
-import sys
+from .launcher import command
 
-from .launcher import main
-
-sys.exit(main())
+command()
