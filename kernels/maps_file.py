@@ -88,9 +88,6 @@ _SAMPLE = 1 << 15
 #: pass that finds them would be wasted.
 _RUN_LENGTH = 256
 
-#: Encodings of a stored integer map, as ``result.json`` names them.
-ENCODINGS = ("raw", "delta", "runs", "delta+runs")
-
 
 def _run_count(flat: np.ndarray) -> int:
     return 1 + int(np.count_nonzero(flat[1:] != flat[:-1])) if flat.size else 0
@@ -123,28 +120,31 @@ def _smallest_encoding(array: np.ndarray) -> tuple[np.ndarray, str]:
     a sample deflates to less than half: thread ids along a row of C step by
     one, so their differences shrink to almost nothing, and quickly, where the
     ids themselves do not."""
-    if array.size >= _DELTA_FROM:
-        flat = array.reshape(-1)
-        sample = flat[:_SAMPLE].astype(np.int64)
-        steps = np.diff(sample)
-        short = _SAMPLE // _RUN_LENGTH
-        if _run_count(sample) <= short:
-            runs = _runs(flat)
-            if runs is not None:
-                return runs, "runs"
-        if _run_count(steps) <= short:
-            runs = _runs(_differences(flat))
-            if runs is not None:
-                return runs, "delta+runs"
-        small = _stored_type(array)
-        if len(zlib.compress(steps.astype(smallest_integer_type(steps)).tobytes(), 1)) * 2 \
-                < len(zlib.compress(sample.astype(small).tobytes(), 1)):
-            delta = _differences(flat)
-            narrow = smallest_integer_type(delta)
-            return (delta if narrow.itemsize == delta.itemsize else delta.astype(narrow)), \
-                "delta"
+    if array.size < _DELTA_FROM:
+        return _in_smallest_type(array), "raw"
+    flat = array.reshape(-1)
+    sample = flat[:_SAMPLE].astype(np.int64)
+    steps = np.diff(sample)
+    short = _SAMPLE // _RUN_LENGTH
+    if _run_count(sample) <= short:
+        runs = _runs(flat)
+        if runs is not None:
+            return runs, "runs"
+    if _run_count(steps) <= short:
+        runs = _runs(_differences(flat))
+        if runs is not None:
+            return runs, "delta+runs"
     small = _stored_type(array)
+    if len(zlib.compress(steps.astype(smallest_integer_type(steps)).tobytes(), 1)) * 2 \
+            < len(zlib.compress(sample.astype(small).tobytes(), 1)):
+        delta = _differences(flat)
+        return _in_smallest_type(delta), "delta"
     return (array if small == array.dtype else array.astype(small)), "raw"
+
+
+def _in_smallest_type(array: np.ndarray) -> np.ndarray:
+    small = _stored_type(array)
+    return array if small == array.dtype else array.astype(small)
 
 
 def _stored_type(array: np.ndarray) -> np.dtype:

@@ -49,17 +49,16 @@ DIVISION_SITES = 64
 #: Index of the first read-count array in a list of recording arrays.
 READS = len(RECORD_PARAMS)
 
-#: Per-element and per-slot arrays that each worker of a parallel emulation
-#: keeps privately, and how they are merged.
-PRIVATE_RECORDS = {COUNT: "sum", ATOMICS: "sum", MIN_WRITER: "min", MAX_WRITER: "max",
-                   ITERATION: "min", OOB: "sum", OOB_MIN_THREAD: "min", DIVZ: "sum",
-                   DIVZ_THREAD: "min"}
-#: Per-thread arrays: each thread belongs to one worker, so they are shared.
-SHARED_RECORDS = (STORES, OOB_THREAD, OOB_FIRST)
-
 #: The writer maps the CPU emulation keeps encoded so that zero means "not
 #: written" (see ``allocate_records``), each kept by a running maximum.
 ENCODED_WRITERS = (MIN_WRITER, MAX_WRITER, ITERATION)
+#: Per-element and per-slot arrays that each worker of a parallel emulation
+#: keeps privately, and how they are merged (the writer maps still encoded).
+PRIVATE_RECORDS = {COUNT: "sum", ATOMICS: "sum", MIN_WRITER: "max", MAX_WRITER: "max",
+                   ITERATION: "max", OOB: "sum", OOB_MIN_THREAD: "min", DIVZ: "sum",
+                   DIVZ_THREAD: "min"}
+#: Per-thread arrays: each thread belongs to one worker, so they are shared.
+SHARED_RECORDS = (STORES, OOB_THREAD, OOB_FIRST)
 
 #: What the lockstep emulation also records (see helper_library.py), in the
 #: order its functions take them:

@@ -32,7 +32,6 @@ from ..errors import KernelCompileError, KernelRuntimeError, RunCancelled
 from ..records import (
     ATOMICS,
     COUNT,
-    ENCODED_WRITERS,
     LOCKSTEP_SHARED,
     OOB,
     PRIVATE_RECORDS,
@@ -281,8 +280,6 @@ def _merge(records: list[np.ndarray], private: list[list[np.ndarray]]) -> None:
     (the writer maps still encoded: a running maximum each)."""
     for copy in private:
         for index, how in PRIVATE_RECORDS.items():
-            if index in ENCODED_WRITERS:
-                how = "max"
             if how == "sum":
                 records[index] += copy[index]
             elif how == "min":
@@ -472,4 +469,3 @@ def _private_copy(records: list[np.ndarray], input_shapes, output_shape) -> list
                              writers=records[2].dtype,
                              atomics=records[ATOMICS].size == records[COUNT].size, encoded=True)
     return [records[i] if i in SHARED_RECORDS else fresh[i] for i in range(len(records))]
-
