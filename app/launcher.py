@@ -4,12 +4,14 @@ from __future__ import annotations
 import sys
 from typing import NoReturn, Sequence
 
+#: Whether this process opened the window (its exit keeps the teardown).
+_window_opened = False
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
-        from .main_window import run_app
-        return run_app()
+        return _window()
     from kernels import command_line
 
     return command_line(argv, exporter=_export_images, sweep_exporter=_export_sweep_images,
@@ -19,9 +21,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def command() -> NoReturn:
     """``threadmap`` (the console script), ``python -m app`` and ``python -m
     app.launcher``."""
-    argv = sys.argv[1:]
-    code = main(argv)
-    if argv and argv[0] != "open":  # the command line, not a window
+    code = main(sys.argv[1:])
+    if not _window_opened:
         _exit_without_teardown(code)
     sys.exit(code)
 
@@ -50,11 +51,17 @@ def _exit_without_teardown(code: int) -> NoReturn:
     os._exit(code)
 
 
-def _open_in_app(path: str) -> int:
-    """``threadmap open FILE.py``: the window, with that file's kernels chosen."""
+def _window(**options) -> int:
+    global _window_opened
     from .main_window import run_app
 
-    return run_app(open_file=path)
+    _window_opened = True
+    return run_app(**options)
+
+
+def _open_in_app(path: str) -> int:
+    """``threadmap open FILE.py``: the window, with that file's kernels chosen."""
+    return _window(open_file=path)
 
 
 def _export_images(result, **options) -> None:

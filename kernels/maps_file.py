@@ -137,13 +137,13 @@ def _smallest_encoding(array: np.ndarray) -> tuple[np.ndarray, str]:
     small = _stored_type(array)
     if len(zlib.compress(steps.astype(smallest_integer_type(steps)).tobytes(), 1)) * 2 \
             < len(zlib.compress(sample.astype(small).tobytes(), 1)):
-        delta = _differences(flat)
-        return _in_smallest_type(delta), "delta"
-    return (array if small == array.dtype else array.astype(small)), "raw"
+        return _in_smallest_type(_differences(flat)), "delta"
+    return _in_smallest_type(array, small), "raw"
 
 
-def _in_smallest_type(array: np.ndarray) -> np.ndarray:
-    small = _stored_type(array)
+def _in_smallest_type(array: np.ndarray, small: np.dtype | None = None) -> np.ndarray:
+    """``array`` in ``small`` (its smallest stored type, worked out if not given)."""
+    small = _stored_type(array) if small is None else small
     return array if small == array.dtype else array.astype(small)
 
 

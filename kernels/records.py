@@ -140,9 +140,11 @@ def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[in
     number ``s``, each kept by a running maximum; ``decode_writers`` turns
     them into the maps above.  Zeroed memory is not touched until a thread
     stores there, so a worker's private maps cost only the pages its threads
-    write (half of them, on two workers), and the workers, not one thread
-    ahead of them, pay for the rest: a 4096 x 4096 run filled 0.5 GB of
-    sentinels before starting, 1.2 s of fresh memory on this VM."""
+    write (2 MB huge pages: all of them where two workers' elements
+    interleave finely, as a grid-stride launch's do), and the workers, in
+    parallel, fault them in where one thread ahead of them did: a 4096 x
+    4096 run filled 0.5 GB of sentinels before starting, 1.2 s of fresh
+    memory on this VM."""
     writers = writer_dtype(n_threads) if writers is None else writers
     first = np.zeros((n_threads, 2, 3), np.int64)
     first[:, :, 0] = -1
