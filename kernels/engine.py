@@ -33,6 +33,7 @@ from .errors import (
     RequestError,
     RunCancelled,
     ThreadMapError,
+    UnsupportedConstruct,
 )
 from .estimate import ANALYSIS_SECONDS_LIMIT, emulation_seconds
 from .inputs import make_inputs
@@ -84,9 +85,19 @@ def resolve_backend(request: RunRequest, plan: KernelPlan) -> tuple[str, str]:
     if backend == "auto" and backend_named("gpu").available():
         return "gpu", gpu_status()
     if backend == "sim":
+        check_simulator(plan)
         return "sim", "the CUDA simulator, as asked"
     why_not = emulation_refusal(request, plan)
+    if why_not and backend == "cpu":
+        # Asked for by name: never run elsewhere.
+        check_simulator(plan)
+        line = plan.emulation_blockers[0][1] if plan.emulation_blockers else None
+        raise UnsupportedConstruct(
+            f"the CPU emulation cannot run {plan.name}: it uses {why_not}; choose the "
+            "simulator (--backend sim) or auto, which picks it for such kernels",
+            plan.module.path, line)
     if why_not:
+        check_simulator(plan)
         return "sim", (f"{plan.name} uses {why_not}, which the CPU emulation cannot run: it "
                        "runs in the CUDA simulator instead")
     blocks = " (shared memory and barriers in block lockstep)" if (
@@ -94,6 +105,18 @@ def resolve_backend(request: RunRequest, plan: KernelPlan) -> tuple[str, str]:
     if backend == "cpu":
         return "cpu", f"the CPU emulation, as asked{blocks}"
     return "cpu", f"no CUDA device: CPU emulation{blocks}"
+
+
+def check_simulator(plan: KernelPlan) -> None:
+    """Refuse, before it starts, a kernel that numba's simulator cannot run
+    (it has no warp shuffles, votes or syncwarp), naming the lines."""
+    missing = plan.simulator_blockers()
+    if missing:
+        uses = "; ".join(f"cuda.{what} (line {line})" for what, line in missing)
+        raise UnsupportedConstruct(
+            f"kernel {plan.name!r} uses {uses}, which neither the CPU emulation nor numba's "
+            "CUDA simulator has: it runs only on a GPU (--backend gpu)",
+            plan.module.path, missing[0][1])
 
 
 def emulation_refusal(request: RunRequest, plan: KernelPlan) -> str | None:

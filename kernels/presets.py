@@ -2,8 +2,8 @@
 one thread per element, a ragged edge)."""
 from __future__ import annotations
 
-from .errors import KernelSourceError
-from .request import RunRequest
+from .errors import KernelSourceError, RequestError
+from .request import RunRequest, check_request
 from .sources.catalogue import CATALOGUE
 
 SEED_SHAPE = (128, 256, 128)
@@ -64,8 +64,15 @@ def default_launch(request: RunRequest) -> RunRequest:
     launch = plan.kernel.launch
     if launch is not None:
         grid, block = _two_dimensional(launch, request.kernel_file)
-        return request.with_(grid=grid, block=block,
-                             launch_source=f"from the file, line {launch.line}")
+        chosen = request.with_(grid=grid, block=block,
+                               launch_source=f"from the file, line {launch.line}")
+        try:
+            check_request(chosen)
+        except RequestError as exc:
+            raise KernelSourceError(
+                f"the file's own launch of {plan.name} ({launch}) cannot run: {exc}; give "
+                "--grid and --block", request.kernel_file, launch.line) from None
+        return chosen
     if plan.launch_dims == 2:
         x_rows = plan.x_indexes == "rows"
         x, y = (m, n) if x_rows else (n, m)

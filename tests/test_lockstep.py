@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from kernels import RequestError, RunRequest, run
+from kernels.errors import UnsupportedConstruct
 from tests.conftest import request
 
 KERNELS = Path(__file__).parent / "kernels"
@@ -219,11 +220,17 @@ def test_an_out_of_bounds_shared_read_is_counted_like_any_other():
 def test_a_barrier_inside_an_expression_goes_to_the_simulator_with_its_line():
     from kernels.engine import resolve_backend
     from kernels.sources.loader import load_plan
-    req = file_request("barrier_in_expression.py", (8, 8, 8), (1, 1), (8, 8), backend="cpu")
+    req = file_request("barrier_in_expression.py", (8, 8, 8), (1, 1), (8, 8), backend="auto")
     backend, note = resolve_backend(req, load_plan(req))
     assert backend == "sim"
     assert "cuda.syncthreads_or(...) inside an expression" in note and "line 9" in note
     assert "simulator" in note
+    # Asked for by name, the CPU emulation is never swapped for the simulator:
+    # the run is refused, with the reason and the line.
+    with pytest.raises(UnsupportedConstruct) as refused:
+        resolve_backend(req.with_(backend="cpu"), load_plan(req))
+    assert "the CPU emulation cannot run vote" in str(refused.value)
+    assert "line 9" in str(refused.value) and "--backend sim" in str(refused.value)
 
 
 def test_static_shared_memory_past_48_kib_is_refused():

@@ -64,7 +64,7 @@ def test_a_name_the_file_computes_is_said_to_be_defined_at_its_line(tmp_path):
             C[i, j] = A[i, 0] * B[0, j] * TILE
     """)
     message = plan_error(path)
-    assert "line 7 of the file defines it, but not as a simple constant" in message
+    assert "'TILE' (line 7) is not a constant a kernel can use: it calls size()" in message
 
 
 def test_progress_is_silent_for_short_runs_and_shown_for_long_ones():

@@ -241,7 +241,8 @@ def _measured_by_ptxas(plan, dtype: str, gpu: GpuModel) -> Resources | str | Non
     if ptxas is None:
         return None
     try:
-        from ..derived.codegen import cache_dir, module_text
+        from ..cache import cache_dir
+        from ..derived.codegen import module_text
         text, _ = module_text(plan, "cuda", dtype)
         key = hashlib.sha256("\0".join((text.text, str(gpu.compute_capability),
                                          _ptxas_version(ptxas))).encode()).hexdigest()[:20]
@@ -259,10 +260,12 @@ def _measured_by_ptxas(plan, dtype: str, gpu: GpuModel) -> Resources | str | Non
     except Exception:  # numba or the toolkit missing: use the assumption
         return None
     if measured is not None:
-        try:
-            stored.write_text(json.dumps(asdict(measured) if isinstance(measured, Resources)
-                                         else measured))
-        except OSError:  # a read-only cache: measure again next time
+        from ..outputs import OutputError, write_atomically
+
+        try:  # (whole or not at all: two processes may measure at once)
+            write_atomically(stored, json.dumps(asdict(measured) if isinstance(
+                measured, Resources) else measured))
+        except OutputError:  # a read-only or full cache: measure again next time
             pass
     return measured
 
@@ -281,36 +284,30 @@ def static_shared_bytes(plan, dtype: str) -> int:
             continue
         shape = node.args[0] if node.args else next(
             (kw.value for kw in node.keywords if kw.arg == "shape"), None)
-        dims = _int_value(shape, plan.module.constants)
+        dims = _int_value(shape, plan)
         if dims is None:
             continue  # a shape that is not a literal: unknown
         total += item * (math.prod(dims) if isinstance(dims, tuple) else dims)
     return total
 
 
-def _int_value(node, constants, depth: int = 0):
-    """An int or tuple of ints from literals, constants and + - * //; else None."""
-    import ast
-    import operator
+def _int_value(node, plan):
+    """An int or tuple of ints, through allow.evaluate (literals, constants,
+    arithmetic); else None."""
+    from ..sources.allow import NotConstant, evaluate
+    from ..sources.source import qualified_name
 
-    if node is None or depth > 20:
+    if node is None:
         return None
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, ast.Name) and node.id in constants:
-        return _int_value(constants[node.id][0], constants, depth + 1)
-    if isinstance(node, ast.Tuple):
-        parts = [_int_value(e, constants, depth + 1) for e in node.elts]
-        return None if any(not isinstance(p, int) for p in parts) else tuple(parts)
-    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.FloorDiv: operator.floordiv}
-    if isinstance(node, ast.BinOp) and type(node.op) in ops:
-        left = _int_value(node.left, constants, depth + 1)
-        right = _int_value(node.right, constants, depth + 1)
-        if isinstance(left, int) and isinstance(right, int) and not (
-                isinstance(node.op, ast.FloorDiv) and right == 0):
-            return ops[type(node.op)](left, right)
-    return None
+    try:
+        value = evaluate(node, plan.module.values,
+                         lambda n: qualified_name(n, plan.module.aliases))
+    except NotConstant:
+        return None
+    parts = value if isinstance(value, tuple) else (value,)
+    if not all(type(p) is int for p in parts):
+        return None
+    return value
 
 
 _measured: dict[tuple, Resources | None] = {}

@@ -24,7 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import EmulationUnsupported, KernelCompileError, UnsupportedConstruct
+from ..sources.allow import NUMBA_TYPES, NUMPY_TYPES, NotConstant, evaluate
 from ..sources.plan import KernelPlan, cuda_attribute
+from ..sources.source import allowed_aliases, qualified_name
 from .transform import COORDINATE_PARAMS, CoordinateRewriter
 
 #: Barrier calls that return a value (syncthreads_count / _and / _or): int32.
@@ -94,7 +96,7 @@ def _types_file(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]):
     from importlib.metadata import version
     from pathlib import Path
 
-    from .codegen import cache_dir
+    from ..cache import cache_dir
 
     key = hashlib.sha256("\0".join((
         plan.module.text, plan.name, dtype, ",".join(scalar_types), repr(plan.constants),
@@ -120,11 +122,13 @@ def _store_types(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...],
     import json
     from dataclasses import asdict
 
-    try:
-        _types_file(plan, dtype, scalar_types).write_text(json.dumps({
+    from ..outputs import OutputError, write_atomically
+
+    try:  # (whole or not at all: two processes may type one kernel at once)
+        write_atomically(_types_file(plan, dtype, scalar_types), json.dumps({
             "variables": {name: [t.dtype, t.width] for name, t in types.variables.items()},
             "block_arrays": [asdict(a) for a in types.block_arrays]}))
-    except OSError:  # a read-only cache: type again next time
+    except OutputError:  # a read-only or full cache: type again next time
         pass
     return types
 
@@ -226,40 +230,42 @@ def _typing_function(plan: KernelPlan):
 
 
 def _module_namespace(plan: KernelPlan) -> dict:
-    """The kernel file's kept imports and constants, evaluated (they are
-    literals, arithmetic and numeric casts: see source.py)."""
+    """The names a kernel takes from its file: the allowed names of its imports
+    (allow.py), imported by ThreadMap, and its constants' values (allow.evaluate).
+    Nothing of the file is executed."""
     key = (plan.module.path, plan.module.text, plan.constants)
     if key not in _NAMESPACES:
-        _NAMESPACES[key] = _evaluate_module(plan)
+        _NAMESPACES[key] = _allowed_namespace(plan)
     return _NAMESPACES[key]
 
 
 _NAMESPACES: dict[tuple, dict] = {}
 
 
-def _evaluate_module(plan: KernelPlan) -> dict:
-    module = ast.Module(body=[], type_ignores=[])
-    for line in plan.module.imports:
-        module.body.extend(ast.parse(line).body)
-    module.body.extend(ast.parse("import numpy as _tm_np\nimport numba as _tm_numba").body)
+def _allowed_namespace(plan: KernelPlan) -> dict:
+    import importlib
+
+    namespace: dict = {"_tm_np": np}
+    namespace["_tm_numba"] = importlib.import_module("numba")
+    for local, qualified in allowed_aliases(plan.module.aliases).items():
+        try:
+            namespace[local] = importlib.import_module(qualified)
+        except ImportError:
+            module, _, name = qualified.rpartition(".")
+            namespace[local] = getattr(importlib.import_module(module), name)
     for name in plan.constants:
-        value, line = plan.module.constants[name]
-        module.body.append(ast.copy_location(
-            ast.Assign(targets=[ast.Name(name, ast.Store())], value=value), value))
-    namespace: dict = {}
-    exec(compile(ast.fix_missing_locations(module), plan.module.path, "exec"), namespace)  # noqa: S102
+        namespace[name] = plan.module.values[name]
     return namespace
 
 
 def block_array_specs(plan: KernelPlan, dtype: str) -> tuple[BlockArraySpec, ...]:
-    """Shape and element type of each shared and local array, evaluated from
-    its declaration (``A.dtype`` is the run's dtype).  Raises
-    :class:`UnsupportedConstruct` for a shape that is not a constant."""
+    """Shape and element type of each shared and local array, from its
+    declaration: the shape through allow.evaluate (literals, module constants,
+    arithmetic), the element type one of numba's or numpy's scalar types, or
+    ``A.dtype`` (the run's dtype).  Raises :class:`UnsupportedConstruct` for
+    anything else."""
     if not plan.local_arrays:
-        return ()  # (evaluating the module would import numba.cuda for nothing)
-    namespace = dict(_module_namespace(plan))
-    for name in plan.arrays:
-        namespace[name] = np.empty((0,) * plan.ndim[name], dtype)
+        return ()
     specs = []
     for local in plan.local_arrays:
         node = next(n for stmt in plan.kernel.node.body for n in ast.walk(stmt)
@@ -275,28 +281,47 @@ def block_array_specs(plan: KernelPlan, dtype: str) -> tuple[BlockArraySpec, ...
                 plan.module.path, local.line)
 
         try:
-            value = eval(compile(ast.Expression(shape), plan.module.path, "eval"),  # noqa: S307
-                         namespace)
-            kind = eval(compile(ast.Expression(element), plan.module.path, "eval"),  # noqa: S307
-                        namespace)
-        except Exception:  # a name the kernel computes: not a compile-time constant
+            value = evaluate(shape, plan.module.values,
+                             lambda n: qualified_name(n, plan.module.aliases))
+        except NotConstant as exc:
             raise fail("its shape and dtype must be constants (literals or module constants "
-                       f"such as TPB = 16), not {ast.unparse(shape)!r}") from None
-        value = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
-        if not all(isinstance(v, (int, np.integer)) and v > 0 for v in value):
-            raise fail(f"shape {value!r} must be positive whole numbers (dynamic shared "
+                       f"such as TPB = 16), not {ast.unparse(shape)!r} ({exc})") from None
+        value = value if isinstance(value, tuple) else (value,)
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                   and v > 0 for v in value) or not 1 <= len(value) <= 3:
+            raise fail(f"shape {value!r} must be 1 to 3 positive whole numbers (dynamic shared "
                        "memory, a shape of 0, is not supported)")
+        if math.prod(int(v) for v in value) > _MAX_BLOCK_ARRAY_ELEMENTS:
+            raise fail(f"shape {value!r} holds more than {_MAX_BLOCK_ARRAY_ELEMENTS:,} "
+                       "elements: no GPU has that much shared or local memory per block")
         specs.append(BlockArraySpec(local.name, local.kind, tuple(int(v) for v in value),
-                                    _dtype_name(kind), local.line))
+                                    _element_type(plan, element, dtype, fail), local.line))
     return tuple(specs)
 
 
-def _dtype_name(kind) -> str:
+#: A shared or local array larger than this cannot exist (shared memory is at
+#: most 228 KiB per SM; local memory 512 KiB per thread): refused before
+#: anything is allocated for it.
+_MAX_BLOCK_ARRAY_ELEMENTS = 1 << 20
+
+
+def _element_type(plan: KernelPlan, node: ast.expr, dtype: str, fail) -> str:
+    """A block array's element type, named as numpy names it."""
     from numba import types
     from numba.np.numpy_support import as_dtype
-    if isinstance(kind, types.Type):
-        return str(as_dtype(kind))
-    return str(np.dtype(kind))
+
+    if isinstance(node, ast.Attribute) and node.attr == "dtype" \
+            and isinstance(node.value, ast.Name) and node.value.id in plan.arrays:
+        return dtype
+    qualified = qualified_name(node, plan.module.aliases) or ""
+    module, _, name = qualified.rpartition(".")
+    if module in ("numba", "numba.types", "numba.cuda") and name in NUMBA_TYPES \
+            and name not in ("void", "none"):
+        return str(as_dtype(getattr(types, name)))
+    if module == "numpy" and name in NUMPY_TYPES:
+        return str(np.dtype(getattr(np, name)))
+    raise fail(f"its dtype must be one of numba's or numpy's scalar types (float32, "
+               f"np.int32, ...) or an array's .dtype, not {ast.unparse(node)!r}")
 
 
 class _StandIns(ast.NodeTransformer):

@@ -161,14 +161,14 @@ _DIVISION_OPS = {ast.Div: "truediv", ast.FloorDiv: "floordiv", ast.Mod: "mod"}
 
 def _nonzero_constant(plan: KernelPlan, node: ast.expr) -> bool:
     """A divisor that cannot be zero: a literal or a module constant."""
-    if isinstance(node, ast.Name) and node.id in plan.module.constants:
-        node = plan.module.constants[node.id][0]  # (its expression, its line)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    if isinstance(node, ast.Constant):
-        value = node.value
+    if isinstance(node, ast.Name) and node.id in plan.module.values:
+        value = plan.module.values[node.id]  # (allow.evaluate's value)
     else:
-        return False
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            node = node.operand
+        if not isinstance(node, ast.Constant):
+            return False
+        value = node.value
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0
 
 

@@ -14,6 +14,9 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UnsupportedConstruct
+from .allow import ALLOWED_MODULES, SIMULATED_CUDA_API, VALUE_ATTRIBUTES, allowed_name
+from .limits import check_kernel_size
+from .signature import check_decorator
 from .source import KernelDef, ModuleInfo, qualified_name
 
 CUDA = "numba.cuda"
@@ -102,6 +105,8 @@ class KernelPlan:
     output_reason: str = "the array the kernel stores into"
     #: (dtype, line) when the kernel's @cuda.jit signature fixes its arrays' dtype
     signature_dtype: tuple[str, int] | None = None
+    #: (what, line) of each use of numba.cuda's API (``"threadIdx.x"``)
+    cuda_uses: tuple[tuple[str, int], ...] = ()
 
     @property
     def name(self) -> str:
@@ -110,6 +115,12 @@ class KernelPlan:
     @property
     def emulable(self) -> bool:
         return not self.emulation_blockers
+
+    def simulator_blockers(self) -> tuple[tuple[str, int], ...]:
+        """(what, line) of the CUDA API the kernel uses that numba's simulator
+        does not have (warp shuffles and votes, syncwarp)."""
+        return tuple((what, line) for what, line in self.cuda_uses
+                     if what not in SIMULATED_CUDA_API)
 
     def emulation_blocker_text(self) -> str:
         """``"cuda.syncthreads (line 31, 35); cuda.shared.array (line 17)"``."""
@@ -171,9 +182,14 @@ class _Planner:
         args = self.node.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
             raise self.fail("only plain positional parameters are supported", self.node)
+        check_kernel_size(self.node, self.module.path)
+        self._check_annotations()
         self._check_constructs()
         self._check_builtins()
         self._check_names()
+        self._check_bindings()
+        self._check_reach()
+        self._check_endless_loops()
         arities = self._array_arities()
         stored, loaded_arrays = self._stores_and_loads(arities)
         arrays = tuple(p for p in self.params if p in arities)
@@ -206,7 +222,7 @@ class _Planner:
             barriers_in_loops=self._barrier_calls(inside_loops=True),
             barriers_outside_loops=self._barrier_calls(inside_loops=False),
             x_indexes=self._x_indexes(output), output_reason=output_reason,
-            signature_dtype=self._signature_dtype())
+            signature_dtype=self._signature_dtype(ndim), cuda_uses=self._cuda_uses())
 
     # -- checks ---------------------------------------------------------------------
 
@@ -242,6 +258,125 @@ class _Planner:
                 raise self.fail(f"{ast.unparse(node)!r}: a kernel cannot reach Python's "
                                 "internals", node)
 
+    def _free_names(self) -> set[str]:
+        """Names the kernel reads that it does not bind itself: the file's imports,
+        its constants, builtins."""
+        bound = set(self.params) | {n.id for n in self._walk()
+                                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        return {n.id for n in self._walk() if isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Load) and n.id not in bound}
+
+    def _check_bindings(self) -> None:
+        """A name the kernel (or its decorator) takes from the file must have one
+        meaning there: ``cuda = 5`` after ``from numba import cuda`` (Python's
+        @cuda.jit would fail), or a constant also bound in an ``if`` block, is
+        refused rather than guessed."""
+        used = self._free_names()
+        for decorator in self.node.decorator_list:
+            used |= {n.id for n in ast.walk(decorator) if isinstance(n, ast.Name)}
+        for name in sorted(used):
+            bindings = self.module.bindings.get(name, ())
+            if len(bindings) < 2:
+                continue
+            kinds = {kind for _, kind in bindings}
+            if len(kinds) == 1 and kinds != {"other"}:
+                continue  # the same import again, or constants reassigned in order
+            shown = ", ".join(str(line) for line, _ in bindings)
+            raise self.fail(
+                f"{name!r} is bound more than one way at the file's top level (lines "
+                f"{shown}), so ThreadMap cannot tell which the kernel means (numba would use "
+                "whichever ran last); give it one binding", self.node)
+
+    def _check_reach(self) -> None:
+        """Every name the kernel reaches through the file's imports must be on the
+        allow-list (allow.py): numba.cuda's kernel API, math, cmath, numpy's
+        scalar types and math functions, numba's types.  Attributes of its own
+        values are limited to shape, size, ndim, dtype, real and imag."""
+        locals_ = set(self.params) | {n.id for n in self._walk()
+                                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        parents = {id(child): parent for parent in self._walk()
+                   for child in ast.iter_child_nodes(parent)}
+        for node in self._walk():
+            if not isinstance(node, (ast.Attribute, ast.Name)):
+                continue
+            if isinstance(parents.get(id(node)), ast.Attribute):
+                continue  # part of a longer chain: judged as the whole chain
+            chain = [node.attr] if isinstance(node, ast.Attribute) else []
+            root = node.value if isinstance(node, ast.Attribute) else node
+            while isinstance(root, ast.Attribute):
+                chain.append(root.attr)
+                root = root.value
+            from_import = isinstance(root, ast.Name) and root.id in self.aliases \
+                and root.id not in locals_
+            if from_import:
+                qualified = qualified_name(node, self.aliases) or ""
+                if not allowed_name(qualified) or (chain and qualified in ALLOWED_MODULES):
+                    raise self.fail(self._refused_name(node, qualified), node)
+            elif isinstance(root, ast.Name) and root.id in self.module.refused_constants \
+                    and root.id not in locals_ and isinstance(root.ctx, ast.Load):
+                why, line = self.module.refused_constants[root.id]
+                raise self.fail(f"{root.id!r} (line {line}) is not a constant a kernel can "
+                                f"use: {why}", node)
+            else:
+                odd = [a for a in chain if a not in VALUE_ATTRIBUTES]
+                if odd:
+                    raise self.fail(f"{ast.unparse(node)!r}: a kernel reads only "
+                                    f"{', '.join(sorted(VALUE_ATTRIBUTES))} of its values, "
+                                    f"not {odd[-1]!r}", node)
+
+    @staticmethod
+    def _refused_name(node: ast.expr, qualified: str) -> str:
+        text = ast.unparse(node)
+        what = repr(text) if text == qualified else f"{text!r} ({qualified}, through the " \
+            "file's imports)"
+        return (f"{what} is not something a kernel can use: ThreadMap allows numba.cuda's "
+                "kernel API, math and cmath functions, numpy's scalar types and math "
+                "functions, and numba's types")
+
+    def _check_endless_loops(self) -> None:
+        """``while True:`` with no break of its own and no return never ends:
+        refused at its line (numba fails on it with "liveness info missing", and
+        on a GPU it hangs)."""
+        for node in self._walk():
+            if not (isinstance(node, ast.While) and isinstance(node.test, ast.Constant)
+                    and node.test.value):
+                continue
+            stack = list(node.body)
+            ends = False
+            while stack and not ends:
+                inner = stack.pop()
+                if isinstance(inner, (ast.Break, ast.Return)):
+                    ends = True
+                elif not isinstance(inner, (ast.For, ast.While)):
+                    stack.extend(ast.iter_child_nodes(inner))
+                else:  # a break there ends that loop, not this one; a return ends all
+                    stack.extend(n for n in ast.walk(inner) if isinstance(n, ast.Return))
+            if not ends:
+                raise self.fail(f"the loop 'while {ast.unparse(node.test)}:' never ends (no "
+                                "break or return inside it): a kernel that never finishes",
+                                node)
+
+    def _check_annotations(self) -> None:
+        """Annotations are never evaluated (the derived code drops them), but a
+        kernel's may only be names, allowed attribute chains, subscripts and
+        literals: ``def k(A: open(...))`` is refused, not quietly ignored."""
+        args = self.node.args
+        annotations = [a.annotation for a in args.args if a.annotation is not None]
+        if self.node.returns is not None:
+            annotations.append(self.node.returns)
+        annotations += [n.annotation for n in self._walk() if isinstance(n, ast.AnnAssign)]
+        simple = (ast.Name, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.Constant,
+                  ast.Load, ast.expr_context)
+        for annotation in annotations:
+            for sub in ast.walk(annotation):
+                if not isinstance(sub, simple):
+                    raise self.fail(f"the annotation {ast.unparse(annotation)!r} is more than a "
+                                    "type's name; ThreadMap reads annotations, never runs "
+                                    "them", annotation)
+                if isinstance(sub, ast.Attribute) and sub.attr.startswith("_"):
+                    raise self.fail(f"the annotation {ast.unparse(annotation)!r} reaches a "
+                                    "private name", annotation)
+
     def _check_names(self) -> None:
         """Every name the kernel reads must exist: a parameter, a local, a kept
         import, a simple module constant or a builtin.  (numba would say only
@@ -254,6 +389,11 @@ class _Planner:
         for node in self._walk():
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
                     and node.id not in known:
+                if node.id in self.module.refused_constants:
+                    why, line = self.module.refused_constants[node.id]
+                    raise self.fail(f"{node.id!r} (line {line}) is not a constant a kernel can "
+                                    f"use: {why} (kernels see literals, arithmetic on them and "
+                                    "numeric casts, such as TPB = 16)", node)
                 line = _module_definition(self.module.tree, node.id)
                 why = (f" for kernels (line {line} of the file defines it, but not as a simple "
                        "constant: kernels see only the file's numpy/math/numba imports and "
@@ -403,8 +543,9 @@ class _Planner:
         return tuple(found)
 
     def _literal_rank(self, shape: ast.expr | None) -> int | None:
-        if isinstance(shape, ast.Name) and shape.id in self.module.constants:
-            shape = self.module.constants[shape.id][0]
+        if isinstance(shape, ast.Name) and shape.id in self.module.values:
+            value = self.module.values[shape.id]
+            return len(value) if isinstance(value, tuple) else 1
         if isinstance(shape, ast.Tuple):
             return len(shape.elts)
         if isinstance(shape, (ast.Constant, ast.Name, ast.BinOp)):
@@ -477,23 +618,33 @@ class _Planner:
                         return "rows" if row else "cols"
         return None
 
-    def _signature_dtype(self) -> tuple[str, int] | None:
+    def _signature_dtype(self, ndim: dict[str, int]) -> tuple[str, int] | None:
         """The dtype an explicit signature gives every array parameter
         (``@cuda.jit('void(float32[:,:], ...)')`` or ``@cuda.jit(void(f8[:, :], ...))``),
-        and the decorator's line; None without one, or with mixed dtypes."""
-        names = {"float32": "float32", "f4": "float32", "float64": "float64", "f8": "float64",
-                 "double": "float64"}
+        and the decorator's line; None without one.  A signature numba would
+        refuse is refused here (signature.py), as are options ThreadMap
+        cannot check."""
+        found = None
         for decorator in self.node.decorator_list:
-            if not (isinstance(decorator, ast.Call) and decorator.args):
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if qualified_name(target, self.aliases) != "numba.cuda.jit":
                 continue
-            first = decorator.args[0]
-            text = first.value if isinstance(first, ast.Constant) and isinstance(
-                first.value, str) else ast.unparse(first)
-            found = {names[m] for m in re.findall(r"\b(float32|float64|f4|f8|double)\s*\[",
-                                                   text)}
-            if len(found) == 1:
-                return found.pop(), decorator.lineno
-        return None
+            found = check_decorator(decorator, self.kernel.name, self.params, ndim,
+                                    lambda n: qualified_name(n, self.aliases),
+                                    self.module.path) or found
+        return found
+
+    def _cuda_uses(self) -> tuple[tuple[str, int], ...]:
+        parents = {id(child): parent for parent in self._walk()
+                   for child in ast.iter_child_nodes(parent)}
+        uses = []
+        for node in self._walk():
+            if isinstance(node, (ast.Attribute, ast.Name)) \
+                    and not isinstance(parents.get(id(node)), ast.Attribute):
+                what = cuda_attribute(node, self.aliases)
+                if what:
+                    uses.append((what, node.lineno))
+        return tuple(uses)
 
     def _barrier_calls(self, inside_loops: bool) -> int:
         """Barrier calls inside a for / while loop (or outside every loop)."""

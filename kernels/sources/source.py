@@ -2,8 +2,9 @@
 
 The file is parsed, never executed: its top-level code (timers, test runs,
 prints, host functions) must not run.  What a kernel needs to compile is
-collected from the syntax tree: the module's imports of numpy / math / numba,
-and the simple module-level constants (``TPB = 16``) it uses.
+collected from the syntax tree: the names the file imports from numpy / math /
+numba (those on the allow-list, ``allow.py``), and the module-level constants
+(``TPB = 16``), evaluated by ``allow.evaluate``, never by Python.
 """
 from __future__ import annotations
 
@@ -12,10 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import KernelSourceError
-
-#: Modules whose imports are copied next to a kernel; anything else a kernel
-#: file imports (time, matplotlib, ...) is host code and is left out.
-KEPT_IMPORT_ROOTS = frozenset({"numpy", "math", "cmath", "numba"})
+from .allow import ALLOWED_NAMES, NotConstant, allowed_import, evaluate
+from .limits import MAX_KERNELS, parse, read_source
 
 _JIT_NAMES = frozenset({"numba.cuda.jit"})
 
@@ -57,9 +56,9 @@ class ModuleInfo:
     path: str
     text: str = field(repr=False)
     tree: ast.Module = field(compare=False, repr=False)
-    #: local name -> dotted name it refers to (``np`` -> ``numpy``).
+    #: local name -> dotted name it refers to (``np`` -> ``numpy``), for every import.
     aliases: dict[str, str] = field(compare=False)
-    #: import statements to copy next to the kernel, as source lines.
+    #: import statements for the allowed names, written by ThreadMap (allow.py).
     imports: tuple[str, ...]
     #: module-level constants: name -> (value expression, line).
     constants: dict[str, tuple[ast.expr, int]] = field(compare=False)
@@ -69,6 +68,14 @@ class ModuleInfo:
     #: kernel name -> lines of earlier definitions that a later one replaced
     #: (as Python binds the name, the last definition is the kernel)
     redefined: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False)
+    #: module constants' values (allow.evaluate): what generated code and
+    #: every later evaluation use, never the expression
+    values: dict[str, object] = field(default_factory=dict, compare=False)
+    #: names assigned at module level whose value is not a constant: (why, line)
+    refused_constants: dict[str, tuple[str, int]] = field(default_factory=dict, compare=False)
+    #: where and how the module's top level binds each name (module_bindings)
+    bindings: dict[str, tuple[tuple[int, str], ...]] = field(default_factory=dict,
+                                                             compare=False)
 
     def kernel(self, name: str | None) -> KernelDef:
         """The kernel called ``name``; with ``None``, the only kernel."""
@@ -91,16 +98,9 @@ class ModuleInfo:
 
 
 def read_module(path: str | Path) -> ModuleInfo:
-    """Parse a kernel file from disk (see :func:`parse_module`)."""
-    path = Path(path)
-    try:
-        # utf-8-sig: a byte-order mark is read as CPython reads it (ignored).
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise KernelSourceError(f"cannot read the file: {exc.strerror or exc}", str(path)) from None
-    except UnicodeDecodeError:
-        raise KernelSourceError("the file is not UTF-8 text", str(path)) from None
-    return parse_module(text, str(path))
+    """Parse a kernel file from disk (see :func:`parse_module`); a FIFO, a
+    device or a file past the size limit is refused without blocking."""
+    return parse_module(read_source(str(path)), str(path))
 
 
 def parse_module(text: str, path: str = "<kernel>") -> ModuleInfo:
@@ -109,31 +109,33 @@ def parse_module(text: str, path: str = "<kernel>") -> ModuleInfo:
     Raises
     ------
     KernelSourceError
-        If the text is not valid Python.
+        If the text is not valid Python, or is past one of the limits of
+        ``limits.py``.
     """
     text = text.lstrip("\ufeff")  # a byte-order mark, as CPython ignores it
-    try:
-        tree = ast.parse(text, filename=path)
-    except SyntaxError as exc:
-        raise KernelSourceError(f"the file does not parse: {exc.msg}", path,
-                                exc.lineno, exc.offset) from None
+    tree = parse(text, path)
     aliases: dict[str, str] = {}
-    imports: list[str] = []
     constants: dict[str, tuple[ast.expr, int]] = {}
+    values: dict[str, object] = {}
+    refused: dict[str, tuple[str, int]] = {}
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            kept = _record_import(node, aliases)
-            if kept is not None:
-                imports.append(ast.unparse(kept))
+            _record_import(node, aliases)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            _record_constant(node, aliases, constants)
+            _record_constant(node, aliases, constants, values, refused)
     kernels: dict[str, KernelDef] = {}
     redefined: dict[str, tuple[int, ...]] = {}
     device_functions: list[str] = []
-    for node in tree.body:
-        if not isinstance(node, ast.FunctionDef):
-            continue
-        role = _jit_role(node, aliases)
+    functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    roles = {id(node): _jit_role(node, aliases) for node in functions}
+    count = sum(role == "kernel" for role in roles.values())
+    if count > MAX_KERNELS:
+        raise KernelSourceError(f"the file defines {count:,} kernels; ThreadMap reads files of "
+                                f"up to {MAX_KERNELS}", path)
+    launches = _find_literal_launches(tree, {n.name for n in functions
+                                             if roles[id(n)] == "kernel"}, values, aliases)
+    for node in functions:
+        role = roles[id(node)]
         if role == "kernel":
             if node.name in kernels:
                 redefined[node.name] = redefined.get(node.name, ()) + (kernels[node.name].lineno,)
@@ -141,13 +143,14 @@ def parse_module(text: str, path: str = "<kernel>") -> ModuleInfo:
             kernels[node.name] = KernelDef(
                 name=node.name, node=node, lineno=node.lineno,
                 params=tuple(a.arg for a in node.args.args),
-                launch=_find_literal_launch(tree, node.name, constants))
+                launch=launches.get(node.name))
         elif role == "device":
             device_functions.append(node.name)
-    return ModuleInfo(path=path, text=text.lstrip("\ufeff"), tree=tree, aliases=aliases,
-                      imports=tuple(imports), constants=constants,
+    return ModuleInfo(path=path, text=text, tree=tree, aliases=aliases,
+                      imports=_import_lines(aliases), constants=constants,
                       kernels=tuple(kernels.values()), device_functions=tuple(device_functions),
-                      redefined=redefined)
+                      redefined=redefined, values=values, refused_constants=refused,
+                      bindings=module_bindings(tree))
 
 
 def qualified_name(node: ast.expr, aliases: dict[str, str]) -> str | None:
@@ -166,73 +169,122 @@ def qualified_name(node: ast.expr, aliases: dict[str, str]) -> str | None:
     return ".".join(reversed(parts))
 
 
-def _record_import(node: ast.Import | ast.ImportFrom,
-                   aliases: dict[str, str]) -> ast.Import | ast.ImportFrom | None:
-    """Note the names an import binds; return the part of it to copy next to a
-    kernel (only numpy / math / numba names: ``import numpy, os`` keeps numpy)."""
+def _record_import(node: ast.Import | ast.ImportFrom, aliases: dict[str, str]) -> None:
+    """Note the dotted name each name bound by an import refers to (every
+    import: a decorator may come through any of them; only allowed ones are
+    copied next to a kernel, see :func:`_import_lines`)."""
     if isinstance(node, ast.Import):
-        kept_names = []
         for alias in node.names:
-            root = alias.name.split(".")[0]
             if alias.asname:
                 aliases[alias.asname] = alias.name
             else:
+                root = alias.name.split(".")[0]
                 aliases[root] = root
-            if root in KEPT_IMPORT_ROOTS:
-                kept_names.append(alias)
-        return ast.Import(names=kept_names) if kept_names else None
+        return
     if node.level or not node.module:
-        return None
+        return
     for alias in node.names:
-        if alias.name == "*":
-            continue
-        aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    if node.module.split(".")[0] not in KEPT_IMPORT_ROOTS:
-        return None
-    names = [alias for alias in node.names if alias.name != "*"]
-    return ast.ImportFrom(module=node.module, names=names, level=0) if names else None
+        if alias.name != "*":
+            aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
 
 
-def _is_constant_expr(node: ast.expr, aliases: dict[str, str],
-                      constants: dict[str, tuple[ast.expr, int]]) -> bool:
-    """Literals, arithmetic on them, tuples of them, earlier constants, and
-    numeric casts such as ``float32(1)``: values numba can freeze as globals."""
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, (int, float, complex, bool))
-    if isinstance(node, ast.Name):
-        return node.id in constants
-    if isinstance(node, ast.UnaryOp):
-        return _is_constant_expr(node.operand, aliases, constants)
-    if isinstance(node, ast.BinOp):
-        if isinstance(node.op, (ast.Pow, ast.LShift)) and not (
-                isinstance(node.right, ast.Constant) and isinstance(node.right.value, int)
-                and 0 <= node.right.value <= 64):
-            return False  # 10 ** 10 ** 9 would hang the import of the derived module
-        return (_is_constant_expr(node.left, aliases, constants)
-                and _is_constant_expr(node.right, aliases, constants))
-    if isinstance(node, ast.Tuple):
-        return all(_is_constant_expr(e, aliases, constants) for e in node.elts)
-    if isinstance(node, ast.Call) and not node.keywords and len(node.args) == 1:
-        target = qualified_name(node.func, aliases) or ""
-        numeric_cast = target.startswith(("numpy.", "numba.")) and target.split(".")[-1] in {
-            "float16", "float32", "float64", "int8", "int16", "int32", "int64",
-            "uint8", "uint16", "uint32", "uint64", "intp"}
-        return numeric_cast and _is_constant_expr(node.args[0], aliases, constants)
-    return False
+def _import_lines(aliases: dict[str, str]) -> tuple[str, ...]:
+    """Import statements for the names of the file's imports that a kernel may
+    use (allow.py), written by ThreadMap from those names: the file's own
+    import lines are never copied (``from numpy.testing._private.utils import
+    os`` binds a name, ``os``, that no kernel may use)."""
+    lines = []
+    for local, qualified in allowed_aliases(aliases).items():
+        module, _, name = qualified.rpartition(".")
+        if not module:
+            lines.append(f"import {qualified}" + ("" if local == qualified else f" as {local}"))
+        else:
+            lines.append(f"from {module} import {name}" + ("" if local == name else f" as {local}"))
+    return tuple(lines)
+
+
+def allowed_aliases(aliases: dict[str, str]) -> dict[str, str]:
+    """The names of the file's imports that a kernel may use, and what they refer to."""
+    return {local: qualified for local, qualified in aliases.items()
+            if allowed_import(qualified) or qualified in _ALLOWED_PREFIXES}
+
+
+#: Objects on the way to an allowed name (``numba.cuda.threadIdx`` for
+#: ``threadIdx.x``), which a file may import to reach it.
+_ALLOWED_PREFIXES = frozenset(
+    ".".join(name.split(".")[:end]) for name in ALLOWED_NAMES
+    for end in range(1, name.count(".") + 1))
 
 
 def _record_constant(node: ast.Assign | ast.AnnAssign, aliases: dict[str, str],
-                     constants: dict[str, tuple[ast.expr, int]]) -> None:
+                     constants: dict[str, tuple[ast.expr, int]], values: dict[str, object],
+                     refused: dict[str, tuple[str, int]]) -> None:
+    """A module-level assignment: a constant when :func:`allow.evaluate` takes
+    its value (the value is kept; the expression only for its line and text)."""
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
     value = node.value
     for target in targets:
         if not isinstance(target, ast.Name):
             continue
-        if value is not None and _is_constant_expr(value, aliases, constants):
-            constants[target.id] = (value, node.lineno)
-        else:
+        constants.pop(target.id, None)
+        values.pop(target.id, None)
+        refused.pop(target.id, None)
+        if value is None:
+            continue
+        try:
+            values[target.id] = evaluate(value, values,
+                                         lambda n: qualified_name(n, aliases))
+        except NotConstant as exc:
             # Rebound to something that is not a constant: no longer usable.
-            constants.pop(target.id, None)
+            why = str(exc)
+            for name, (earlier, line) in refused.items():
+                if why == f"{name!r} is not a constant":
+                    why += f" (line {line}: {earlier})"
+                    break
+            refused[target.id] = (why, node.lineno)
+        else:
+            constants[target.id] = (value, node.lineno)
+
+
+def module_bindings(tree: ast.Module) -> dict[str, tuple[tuple[int, str], ...]]:
+    """(line, how) for each binding of each name at the module's top level:
+    ``"import:<dotted name>"``, ``"assign"`` (a statement of the top level
+    assigning the name), or ``"other"`` (a def, a class, a loop or with
+    target, an assignment inside a top-level ``if`` or ``try``: Python binds
+    those in the module too).  Never inside functions or classes."""
+    found: dict[str, list[tuple[int, str]]] = {}
+
+    def bind(name: str, line: int, how: str) -> None:
+        found.setdefault(name, []).append((line, how))
+
+    direct = {id(target) for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+              for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+              if isinstance(target, ast.Name)}
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bind(node.name, node.lineno, "other")
+            stack.extend(node.decorator_list)  # (evaluated at the module's level)
+            continue
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                             ast.GeneratorExp)):
+            continue  # scopes of their own
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            aliases: dict[str, str] = {}
+            _record_import(node, aliases)
+            for alias in node.names:
+                if alias.name != "*":
+                    name = alias.asname or alias.name.split(".")[0]
+                    bind(name, node.lineno, f"import:{aliases.get(name, '?')}")
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bind(node.id, node.lineno, "assign" if id(node) in direct else "other")
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bind(node.name, node.lineno, "other")
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bind(node.name, node.lineno, "other")
+        stack.extend(ast.iter_child_nodes(node))
+    return {name: tuple(sorted(items)) for name, items in found.items()}
 
 
 def _jit_role(func: ast.FunctionDef, aliases: dict[str, str]) -> str | None:
@@ -251,54 +303,49 @@ def _jit_role(func: ast.FunctionDef, aliases: dict[str, str]) -> str | None:
     return None
 
 
-def _literal_dims(node: ast.expr, local: dict[str, ast.expr],
-                  constants: dict[str, tuple[ast.expr, int]]) -> tuple[int, ...] | None:
-    if isinstance(node, ast.Name):
-        if node.id in local:
-            return _literal_dims(local[node.id], {}, constants)
-        if node.id in constants:
-            return _literal_dims(constants[node.id][0], {}, constants)
-        return None
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return (node.value,)
-    if isinstance(node, ast.Tuple) and 1 <= len(node.elts) <= 3:
-        dims = []
-        for elt in node.elts:
-            one = _literal_dims(elt, local, constants)
-            if one is None or len(one) != 1:
-                return None
-            dims.append(one[0])
-        return tuple(dims)
+def _literal_dims(node: ast.expr, local: dict[str, ast.expr], values: dict[str, object],
+                  aliases: dict[str, str]) -> tuple[int, ...] | None:
+    """Launch dimensions from literals, module constants and names bound to
+    them in the same function (through :func:`allow.evaluate`, never Python)."""
+    if isinstance(node, ast.Name) and node.id in local:
+        node = local[node.id]
     try:
-        value = ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        value = evaluate(node, values, lambda n: qualified_name(n, aliases))
+    except NotConstant:
         return None
-    return (value,) if type(value) is int else None
+    value = value if isinstance(value, tuple) else (value,)
+    if not 1 <= len(value) <= 3 or not all(type(v) is int for v in value):
+        return None
+    return value
 
 
-def _find_literal_launch(tree: ast.Module, kernel_name: str,
-                         constants: dict[str, tuple[ast.expr, int]]) -> Launch | None:
-    """The first ``kernel[grid, block](...)`` whose grid and block are literals,
-    or names bound to literals in the same function or at module level."""
+def _find_literal_launches(tree: ast.Module, kernel_names: set[str], values: dict[str, object],
+                           aliases: dict[str, str]) -> dict[str, Launch]:
+    """For each kernel, the first ``kernel[grid, block](...)`` whose grid and
+    block are literals, or names bound to literals in the same function or at
+    module level (one pass over the file for all its kernels)."""
+    found: dict[str, Launch] = {}
     scopes: list[ast.AST] = [tree] + [n for n in ast.walk(tree)
                                        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     for scope in scopes:
         local: dict[str, ast.expr] = {}
-        body = scope.body if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else []
-        for stmt in body:
+        for stmt in scope.body:
             if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                     and isinstance(stmt.targets[0], ast.Name)):
                 local[stmt.targets[0].id] = stmt.value
-            for node in ast.walk(stmt) if not isinstance(stmt, ast.FunctionDef) else ():
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(stmt):
                 if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)):
                     continue
                 sub = node.func
-                if not (isinstance(sub.value, ast.Name) and sub.value.id == kernel_name):
+                if not (isinstance(sub.value, ast.Name) and sub.value.id in kernel_names
+                        and sub.value.id not in found):
                     continue
                 if not (isinstance(sub.slice, ast.Tuple) and len(sub.slice.elts) >= 2):
                     continue
-                grid = _literal_dims(sub.slice.elts[0], local, constants)
-                block = _literal_dims(sub.slice.elts[1], local, constants)
+                grid = _literal_dims(sub.slice.elts[0], local, values, aliases)
+                block = _literal_dims(sub.slice.elts[1], local, values, aliases)
                 if grid and block:
-                    return Launch(grid, block, node.lineno)
-    return None
+                    found[sub.value.id] = Launch(grid, block, node.lineno)
+    return found
