@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..derived.codegen import GeneratedModule, load_module
+from ..derived.codegen import GeneratedModule, damaged_cache, load_module, purge_compiled
 from ..derived.local_types import kernel_types
 from ..derived.lockstep import ROUNDS, LockstepLayout, lockstep_code
 from ..derived.transform import shadow_param
@@ -162,8 +162,19 @@ def _compile(gen: GeneratedModule, job: KernelJob, workers: dict[str, _Worker]) 
     """Compile both drivers by running them on zero blocks; return the seconds."""
     start = time.perf_counter()
     try:
-        for mode, worker in workers.items():
-            gen.function(f"_tm_run_{mode}")(*_call_args(worker, gen.layout, job, mode, 0, 0, 0))
+        try:
+            for mode, worker in workers.items():
+                gen.function(f"_tm_run_{mode}")(*_call_args(worker, gen.layout, job, mode,
+                                                           0, 0, 0))
+        except Exception as exc:
+            if not damaged_cache(exc):
+                raise
+            # numba's files for this module are unreadable (a disk fault, an
+            # interrupted write): removed, and compiled afresh.
+            purge_compiled(gen)
+            for mode, worker in workers.items():
+                gen.function(f"_tm_run_{mode}")(*_call_args(worker, gen.layout, job, mode,
+                                                           0, 0, 0))
     except Exception as exc:  # numba raises many kinds; all mean "does not compile"
         if type(exc).__module__.startswith("numba"):
             raise KernelCompileError(

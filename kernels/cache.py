@@ -1,0 +1,162 @@
+"""The cache of generated kernels: one folder, private to the user, never moved.
+
+Generated modules, numba's compiled code for them (its index files are
+pickles: whoever can write there can run code in the next ThreadMap), the
+kernels' local types and ptxas's register figures live in
+``$THREADMAP_CACHE_DIR/generated``, else ``~/.cache/threadmap/generated``
+(``$XDG_CACHE_HOME`` where set).  So the folder must be the user's own:
+
+* owned by the user, and written by nobody else: the default folder is made
+  0700 (and put back to 0700); a folder given by ``$THREADMAP_CACHE_DIR``
+  that others can write, or owned by someone else, is refused;
+* a folder that cannot be made or written is an error that names it: the
+  cache is never moved silently (a fallback to a predictable ``/tmp`` folder
+  let a planted pickle run);
+* checked on each start of a process (once: the answer is kept).
+"""
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ThreadMapError
+
+GENERATED_PREFIX = "tm_gen_"
+
+
+class CacheError(ThreadMapError):
+    """The cache folder cannot be used; the message names it and says why."""
+
+
+def _configured() -> tuple[Path, bool]:
+    """The cache's base folder, and whether the user named it ($THREADMAP_CACHE_DIR)."""
+    env = os.environ.get("THREADMAP_CACHE_DIR")
+    if env:
+        return Path(env), True
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "threadmap", False
+
+
+_checked: dict[Path, Path] = {}
+
+
+def cache_dir() -> Path:
+    """The folder of generated modules, checked (see the module's docstring);
+    raises :class:`CacheError` where it cannot be used."""
+    base, named = _configured()
+    found = _checked.get(base)
+    if found is None:
+        found = _checked[base] = _checked_folder(base, named)
+    return found
+
+
+def _checked_folder(base: Path, named: bool) -> Path:
+    where = "$THREADMAP_CACHE_DIR" if named else "the cache of generated kernels"
+    path = base / "generated"
+    for folder in (base, path):
+        if folder.exists() and not folder.is_dir():
+            raise CacheError(f"{where}: {folder} is a file, not a folder; remove it or set "
+                             "THREADMAP_CACHE_DIR to a folder of yours")
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CacheError(f"{where}: cannot create {folder} ({exc.strerror or exc}); set "
+                             "THREADMAP_CACHE_DIR to a folder you can write") from None
+        info = folder.stat()
+        if hasattr(os, "getuid") and info.st_uid != os.getuid():
+            raise CacheError(
+                f"{where}: {folder} belongs to another user (uid {info.st_uid}); ThreadMap "
+                "loads compiled code from its cache, so it uses only a folder of yours")
+        if named and info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise CacheError(
+                f"{where}: {folder} can be written by other users (mode "
+                f"{stat.S_IMODE(info.st_mode):o}); ThreadMap loads compiled code from its "
+                "cache, so it must be yours alone (chmod 700)")
+        if not named and info.st_mode & 0o077:
+            os.chmod(folder, 0o700)  # ours: private again
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise CacheError(f"{where}: cannot write in {path}; set THREADMAP_CACHE_DIR to a "
+                         "folder you can write")
+    return path
+
+
+#: The cache keeps the most recently used modules (with numba's compiled code
+#: and the register figures) up to this size.
+CACHE_LIMIT_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """A generated module and the files that go with it."""
+
+    name: str
+    files: tuple[Path, ...]
+    last_used: float
+
+    @property
+    def nbytes(self) -> int:
+        return sum(f.stat().st_size for f in self.files if f.exists())
+
+
+def cache_entries(directory: Path | None = None) -> list[CacheEntry]:
+    """The cache's modules, least recently used first: each module's .py, and
+    numba's compiled code for it in __pycache__."""
+    directory = directory or cache_dir()
+    compiled: dict[str, list[Path]] = {}
+    pycache = directory / "__pycache__"
+    if pycache.is_dir():
+        with os.scandir(pycache) as found:
+            for file in found:
+                compiled.setdefault(file.name.split(".", 1)[0], []).append(Path(file.path))
+    entries = []
+    with os.scandir(directory) as found:
+        for file in found:
+            if not (file.name.startswith(GENERATED_PREFIX) and file.name.endswith(".py")):
+                continue
+            name = file.name[:-3]
+            try:
+                used = file.stat().st_mtime
+            except FileNotFoundError:  # pruned meanwhile by another process
+                continue
+            entries.append(CacheEntry(name, (Path(file.path), *compiled.get(name, ())), used))
+    return sorted(entries, key=lambda e: e.last_used)
+
+
+def prune_cache(directory: Path | None = None, limit: int = CACHE_LIMIT_BYTES,
+                keep: str | None = None) -> int:
+    """Remove least recently used modules until the cache holds at most
+    ``limit`` bytes (never ``keep``, the module in use); returns how many."""
+    entries = cache_entries(directory)
+    total = sum(e.nbytes for e in entries)
+    removed = 0
+    for entry in entries:
+        if total <= limit:
+            break
+        if entry.name == keep:
+            continue
+        total -= entry.nbytes
+        for file in entry.files:
+            try:
+                file.unlink()
+            except OSError:
+                pass
+        removed += 1
+    return removed
+
+
+def clear_cache(directory: Path | None = None) -> tuple[int, int]:
+    """Remove every generated module, numba's code for them and the stored
+    register figures; returns (files, bytes) removed."""
+    directory = directory or cache_dir()
+    files = [f for f in directory.rglob("*") if f.is_file() and not f.is_symlink()]
+    size = sum(f.stat().st_size for f in files)
+    for file in files:
+        try:
+            file.unlink()
+        except OSError:
+            pass
+    return len(files), size
+
+
