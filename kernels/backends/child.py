@@ -6,6 +6,11 @@ cancellable or time-limited while compiled code is running (a user's kernel
 that loops forever cannot be interrupted from a thread).  The child stays up
 between runs, so its compiled kernels stay warm; cancel ends it, and the next
 run starts a fresh one.
+
+The child runs sandboxed (``sandbox.py``: its own empty folder, resource
+limits, Landlock where the kernel has it), in a session of its own (a Ctrl-C
+at the terminal reaches the command, which ends it), and dies with its parent
+(``lifeline.py``).
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from ..errors import KernelRuntimeError, RunCancelled, RunTimedOut, ThreadMapError
+from . import lifeline, sandbox
 from .common import CancelCallback, ProgressCallback, _never, _no_progress
 
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
@@ -32,6 +38,10 @@ class ChildRunner:
         self._process: subprocess.Popen | None = None
         self._to_child: Connection | None = None
         self._from_child: Connection | None = None
+        self._lifeline: int | None = None
+        self._workdir: Path | None = None
+        #: what the child's sandbox applied (its "ready" message)
+        self.sandbox: dict | None = None
         self._lock = threading.Lock()
 
     @property
@@ -39,23 +49,33 @@ class ChildRunner:
         return self._process is not None and self._process.poll() is None
 
     def _start(self) -> None:
+        from ..cache import cache_dir
+
         child_read, parent_write = os.pipe()
         parent_read, child_write = os.pipe()
-        env = dict(os.environ)
+        watch_read, watch_write = os.pipe()  # never written: its end of file is our end
+        self._workdir = sandbox.make_workdir()
+        env = sandbox.child_environment(self._workdir, cache_dir())
         env["NUMBA_ENABLE_CUDASIM"] = "1" if self.simulator else "0"
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (_PROJECT_ROOT, env.get("PYTHONPATH")) if p)
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "kernels.backends.child_main", str(child_read),
-             str(child_write)],
-            pass_fds=(child_read, child_write), env=env, stdin=subprocess.DEVNULL)
-        os.close(child_read)
-        os.close(child_write)
+        try:
+            self._process = lifeline.spawn(
+                [sys.executable, "-m", "kernels.backends.child_main", str(child_read),
+                 str(child_write), str(watch_read), str(os.getpid())],
+                pass_fds=(child_read, child_write, watch_read), env=env,
+                stdin=subprocess.DEVNULL, cwd=self._workdir, start_new_session=True)
+        finally:
+            os.close(child_read)
+            os.close(child_write)
+            os.close(watch_read)
+        os.set_inheritable(watch_write, False)
+        self._lifeline = watch_write
         self._to_child = Connection(parent_write, readable=False)
         self._from_child = Connection(parent_read, writable=False)
 
     def stop(self) -> None:
-        """End the child now (whatever it is doing)."""
+        """End the child now (whatever it is doing), and remove its folder."""
         process = self._process
         if process is not None and process.poll() is None:
             process.kill()
@@ -63,7 +83,11 @@ class ChildRunner:
         for conn in (self._to_child, self._from_child):
             if conn is not None:
                 conn.close()
+        if self._lifeline is not None:
+            os.close(self._lifeline)
+        sandbox.remove_workdir(self._workdir)
         self._process = self._to_child = self._from_child = None
+        self._lifeline = self._workdir = None
 
     def run(self, request, backend_note: str, progress: ProgressCallback = _no_progress,
             cancel: CancelCallback = _never, time_limit: float | None = None):
@@ -76,7 +100,20 @@ class ChildRunner:
                 self.stop()
                 self._start()
             assert self._to_child is not None and self._from_child is not None
-            self._to_child.send(("run", request, backend_note))
+            # The child's folder is not the caller's: it gets the kernel file's
+            # full path, and the result names the file as it was given.
+            given = request.kernel_file
+            if given:
+                request = request.with_(kernel_file=os.path.abspath(given))
+            try:
+                self._to_child.send(("run", request, backend_note,
+                                     sandbox.cpu_budget(time_limit)))
+            except OSError:  # it died between runs: start a fresh one
+                self.stop()
+                self._start()
+                fresh = True
+                self._to_child.send(("run", request, backend_note,
+                                     sandbox.cpu_budget(time_limit)))
             start_up: float | None = None
             while True:
                 if cancel():
@@ -92,22 +129,55 @@ class ChildRunner:
                     except (EOFError, OSError):
                         code = self._process.wait() if self._process else None
                         self.stop()
-                        raise KernelRuntimeError(
-                            f"the kernel's process ended unexpectedly (exit code {code})") from None
+                        raise KernelRuntimeError(_ended_how(code)) from None
                     kind = message[0]
                     if kind == "ready":
                         start_up = time.monotonic() - started if fresh else None
+                        self.sandbox = message[1] if len(message) > 1 else None
                     elif kind == "progress":
                         progress(message[1], message[2])
                     elif kind == "result":
-                        return _with_start_up(message[1], start_up, self.simulator)
+                        result = _with_start_up(message[1], start_up, self.simulator)
+                        return self._as_given(result, given)
                     elif kind == "error":
                         raise message[1]
                 elif self._process is not None and self._process.poll() is not None:
                     code = self._process.returncode
                     self.stop()
-                    raise KernelRuntimeError(
-                        f"the kernel's process ended unexpectedly (exit code {code})")
+                    raise KernelRuntimeError(_ended_how(code))
+
+    def _as_given(self, result, given: str | None):
+        """The result naming the kernel file as the caller gave it, and saying
+        so where the child ran without Landlock (limits only)."""
+        import dataclasses
+
+        if given and result.request.kernel_file != given:
+            result = dataclasses.replace(result, request=result.request.with_(
+                kernel_file=given))
+        if self.sandbox and not self.sandbox.get("landlock") and given:
+            result = dataclasses.replace(result, notes=tuple(result.notes) + (
+                "the kernel ran in a child process with resource limits but without Landlock "
+                f"({self.sandbox.get('landlock_missing')}): see the README, Untrusted kernel "
+                "files",))
+        return result
+
+
+def _ended_how(code: int | None) -> str:
+    """Why the child ended, in words, from its exit status."""
+    import signal
+
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        if -code == signal.SIGXCPU:
+            return ("the run used up its CPU time (its time limit on every core) and was "
+                    "ended (a kernel that never finishes?)")
+        if -code == signal.SIGXFSZ:
+            return "the run tried to write a file past its size limit and was ended"
+        return f"the kernel's process was ended by {name}"
+    return f"the kernel's process ended unexpectedly (exit code {code})"
 
 
 def _with_start_up(result, seconds: float | None, simulator: bool):
@@ -129,6 +199,18 @@ def _with_start_up(result, seconds: float | None, simulator: bool):
 
 _runners: dict[bool, ChildRunner] = {}
 _runners_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """A forked process (a pool worker) starts its own children: those of the
+    process it was forked from are not its to use, or to end."""
+    global _runners, _runners_lock
+    _runners = {}
+    _runners_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def runner(simulator: bool) -> ChildRunner:

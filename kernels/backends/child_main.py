@@ -1,27 +1,55 @@
 """Entry point of a child process: read requests, run them, send results back.
 
 Started by ``child.py`` with the simulator switched on or off in its
-environment before numba is imported.
+environment before numba is imported.  Before anything else it ties its life
+to its parent's (``lifeline.py``) and enters its sandbox (``sandbox.py``).
 """
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import traceback
 from multiprocessing.connection import Connection
 
 
 def main(argv: list[str]) -> int:
-    inbox = Connection(int(argv[0]), writable=False)
-    outbox = Connection(int(argv[1]), readable=False)
+    inbox_fd, outbox_fd, watch_fd, parent = (int(a) for a in argv[:4])
+    from .lifeline import die_with_parent, watch_parent
+
+    die_with_parent(parent)
+    watch_parent(watch_fd)
+    # A Ctrl-C is the parent's to act on (it ends this process); SIGTERM keeps
+    # its default: the end, at once, without a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    inbox = Connection(inbox_fd, writable=False)
+    outbox = Connection(outbox_fd, readable=False)
+
+    from pathlib import Path
+
+    from . import sandbox
+    from ..cache import cache_dir
+
+    writable = [cache_dir(), Path(os.environ.get("THREADMAP_SANDBOX_WORKDIR", os.getcwd()))]
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        writable.append(Path(os.environ["NUMBA_CACHE_DIR"]))
+    applied = sandbox.enter(writable)
+
     import numba.cuda  # noqa: F401  (the bulk of a start-up: counted in it)
 
     from ..engine import run_here
     from ..errors import KernelRuntimeError, ThreadMapError
 
-    outbox.send(("ready",))
+    def send(message) -> None:
+        try:
+            outbox.send(message)
+        except (BrokenPipeError, ConnectionError, OSError):
+            os._exit(0)  # the parent is gone or stopped listening: nothing to say
+
+    send(("ready", applied))
 
     def progress(fraction: float, message: str) -> None:
-        outbox.send(("progress", fraction, message))
+        send(("progress", fraction, message))
 
     while True:
         try:
@@ -30,16 +58,21 @@ def main(argv: list[str]) -> int:
             return 0
         if message[0] != "run":
             return 0
-        _, request, note = message
+        _, request, note, cpu_seconds = message
+        sandbox.limit_cpu(cpu_seconds)
         try:
             result = run_here(request, note, progress=progress)
         except ThreadMapError as exc:
-            outbox.send(("error", exc))
+            send(("error", exc))
+        except MemoryError:
+            send(("error", KernelRuntimeError(
+                "the run ran out of memory (the child's address space is limited to "
+                f"{sandbox.address_space_limit() / 2**30:.0f} GiB)")))
         except Exception as exc:  # report, never die silently
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            outbox.send(("error", KernelRuntimeError(f"the run failed: {detail}")))
+            send(("error", KernelRuntimeError(f"the run failed: {detail}")))
         else:
-            outbox.send(("result", result))
+            send(("result", result))
 
 
 if __name__ == "__main__":

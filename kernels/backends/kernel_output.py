@@ -62,10 +62,26 @@ class KernelPrints:
         self.dropped_chars = 0
 
 
+#: Held while a launch's C-level prints are caught (``descriptor``): file
+#: descriptor 1 is then the launch's, for every thread.  Whoever writes to
+#: standard output while runs go on in another thread (a sweep's lines) takes
+#: it first, and writes to the stream it held before the runs began (during a
+#: launch ``sys.stdout`` is the launch's too), or its line is caught with the
+#: kernel's prints.
+STDOUT = threading.RLock()
+
+
 @contextlib.contextmanager
 def kernel_prints(keep: KernelPrints | None, descriptor: bool = False):
     """Send what a launch prints to ``keep`` (or nowhere when None);
     ``descriptor`` also catches C-level output on file descriptor 1."""
+    with STDOUT if descriptor else contextlib.nullcontext():
+        with _caught(keep, descriptor):
+            yield
+
+
+@contextlib.contextmanager
+def _caught(keep: KernelPrints | None, descriptor: bool):
     collector = _Collector(keep is not None)
     saved_stdout = sys.stdout
     sys.stdout = collector

@@ -1,0 +1,161 @@
+"""The sandbox of the child process that compiles and runs a kernel: defence in depth.
+
+The allow-list (``sources/allow.py``) keeps a kernel file from naming
+anything that reaches the host.  Should something get past it, the process
+that compiles and runs the kernel can do little:
+
+* it runs in an empty temporary folder of its own, with ``HOME`` and
+  ``TMPDIR`` pointing into it (:func:`make_workdir`, :func:`child_environment`);
+* resource limits: address space, file size, processes, CPU time per run,
+  no core files (:func:`limit_resources`, :func:`limit_cpu`);
+* on Linux 5.13 and later, Landlock (through ``landlockpy``): no file
+  written, created or removed outside that folder and the cache of generated
+  kernels, no program executed, no network, no signal sent outside the
+  sandbox (:func:`restrict_filesystem`).  Where Landlock is missing (another
+  OS, an older kernel, Landlock disabled at boot), the child runs with the
+  limits alone, and :func:`enter` says so.
+
+Applied at the very start of the child, before numba starts any thread:
+Landlock binds the thread that calls it and the threads and processes it
+starts later.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import tempfile
+from pathlib import Path
+
+#: Largest file the child may write (a numba cache file is a few MB).
+MAX_FILE_BYTES = 512 * 2**20
+#: Processes and threads of the user, as seen by the child (the simulator
+#: starts one thread per CUDA thread of a block: up to 1,024).
+MAX_PROCESSES = 8192
+#: Seconds of CPU a run may use beyond its time limit on every core.
+CPU_SLACK_SECONDS = 30.0
+
+
+def make_workdir() -> Path:
+    """A new private (0700) empty folder for one child process."""
+    return Path(tempfile.mkdtemp(prefix="threadmap-child-"))
+
+
+def remove_workdir(path: Path | None) -> None:
+    if path is not None:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def child_environment(workdir: Path, cache: Path) -> dict[str, str]:
+    """The child's environment: the parent's, with its home and temporary
+    folders inside ``workdir`` and the cache of generated kernels named
+    explicitly (so it does not depend on ``HOME``)."""
+    env = dict(os.environ)
+    env.update(HOME=str(workdir), TMPDIR=str(workdir), TEMP=str(workdir), TMP=str(workdir),
+               THREADMAP_CACHE_DIR=str(cache.parent), THREADMAP_SANDBOX_WORKDIR=str(workdir))
+    env.pop("XDG_CACHE_HOME", None)
+    return env
+
+
+def address_space_limit() -> int:
+    """Bytes of address space the child may map: twice the machine's memory,
+    at least 16 GiB (virtual reservations, thread stacks among them, count
+    too; the point is to stop a run that would allocate exabytes)."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        physical = 16 * 2**30
+    return max(2 * physical, 16 * 2**30)
+
+
+def limit_resources() -> list[str]:
+    """Address space, file size, processes, core files: what was applied."""
+    applied = []
+    for name, limit, what in (("RLIMIT_AS", address_space_limit(), "address space"),
+                              ("RLIMIT_FSIZE", MAX_FILE_BYTES, "file size"),
+                              ("RLIMIT_NPROC", MAX_PROCESSES, "processes"),
+                              ("RLIMIT_CORE", 0, "core files")):
+        kind = getattr(resource, name, None)
+        if kind is None:
+            continue
+        soft, hard = resource.getrlimit(kind)
+        capped = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+        if soft != resource.RLIM_INFINITY and soft <= capped:
+            applied.append(what)
+            continue
+        try:
+            resource.setrlimit(kind, (capped, hard))
+            applied.append(what)
+        except (ValueError, OSError):
+            pass
+    return applied
+
+
+def limit_cpu(seconds: float | None) -> None:
+    """Let the next run use ``seconds`` more of CPU time (None: no limit),
+    counted from what this process has used so far (it runs many requests).
+    Past it the kernel kills the process (SIGXCPU)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if seconds is None:
+        target = hard
+    else:
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        target = int(used.ru_utime + used.ru_stime + seconds) + 1
+        if hard != resource.RLIM_INFINITY:
+            target = min(target, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (target, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def cpu_budget(time_limit: float | None) -> float | None:
+    """CPU seconds for a run with this wall-clock limit: every core busy for
+    the whole of it, and some slack."""
+    if time_limit is None:
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+        else (os.cpu_count() or 1)
+    return time_limit * max(cores, 1) + CPU_SLACK_SECONDS
+
+
+def restrict_filesystem(writable: list[Path]) -> str | None:
+    """Landlock: writes only beneath ``writable``, no exec, no network, no
+    signals out of the sandbox.  None when applied, else why not."""
+    try:
+        import landlockpy
+        from landlockpy import AccessFS, Ruleset
+    except ImportError:
+        return "landlockpy is not installed"
+    try:
+        abi = landlockpy.abi_version()
+    except OSError as exc:
+        return f"Landlock cannot be queried ({exc})"
+    if abi < 1:
+        return "this kernel has no Landlock (Linux 5.13 or later, enabled at boot)"
+    everything = landlockpy.fs_for_abi(abi)
+    reading = AccessFS.READ_FILE | AccessFS.READ_DIR
+    # Reads stay allowed everywhere (Python, numba and the kernel file are read).
+    handled = everything & ~reading
+    devices = (AccessFS.WRITE_FILE | AccessFS.TRUNCATE
+               | getattr(AccessFS, "IOCTL_DEV", AccessFS(0))) & handled
+    try:
+        with Ruleset(handled_fs=handled, handled_net=landlockpy.net_for_abi(abi),
+                     scoped=landlockpy.scope_for_abi(abi)) as ruleset:
+            for path in writable:
+                if path.exists():
+                    ruleset.allow_path(path, handled & ~AccessFS.EXECUTE)
+            # /dev/null, and a GPU's device files (CUDA writes and ioctls them).
+            ruleset.allow_path("/dev", devices)
+            ruleset.restrict()
+    except (OSError, ValueError, RuntimeError) as exc:
+        return f"Landlock refused the rules ({exc})"
+    return None
+
+
+def enter(writable: list[Path]) -> dict:
+    """Apply the resource limits and Landlock to this process (a child, at its
+    start); what was applied, and why Landlock was not where it was not."""
+    limits = limit_resources()
+    why_not = restrict_filesystem(writable)
+    return {"limits": limits, "landlock": why_not is None, "landlock_missing": why_not}

@@ -1,0 +1,145 @@
+"""Defence in depth (issue 18): the child that compiles and runs a kernel is
+sandboxed, the cache it loads compiled code from is the user's alone, and a
+machine without a display gets a sentence, not an abort."""
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def landlock_abi() -> int:
+    try:
+        import landlockpy
+        return landlockpy.abi_version()
+    except (ImportError, OSError):
+        return 0
+
+
+def test_a_child_gets_its_own_empty_folder_and_limits(tmp_path):
+    from kernels.backends import sandbox
+
+    workdir = sandbox.make_workdir()
+    try:
+        assert stat.S_IMODE(workdir.stat().st_mode) == 0o700 and not any(workdir.iterdir())
+        env = sandbox.child_environment(workdir, tmp_path / "cache" / "generated")
+        assert env["HOME"] == env["TMPDIR"] == str(workdir)
+        assert env["THREADMAP_CACHE_DIR"] == str(tmp_path / "cache")
+    finally:
+        sandbox.remove_workdir(workdir)
+    assert not workdir.exists()
+    budget = sandbox.cpu_budget(10.0)
+    assert budget >= 10.0 + sandbox.CPU_SLACK_SECONDS
+
+
+PROBE = textwrap.dedent('''
+    import os, socket, sys
+    from pathlib import Path
+    from kernels.backends import sandbox
+
+    inside, outside = Path(sys.argv[1]), Path(sys.argv[2])
+    applied = sandbox.enter([inside])
+    print("limits", ",".join(applied["limits"]))
+    print("landlock", applied["landlock"])
+    for target in (inside / "ok", outside / "escaped"):
+        try:
+            target.write_text("x")
+            print("wrote", target.name)
+        except OSError as exc:
+            print("refused", target.name, exc.errno)
+    print("exec", os.system("true"))
+    try:
+        socket.create_connection(("127.0.0.1", 9), timeout=1)
+    except OSError as exc:
+        print("connect", exc.errno)
+''')
+
+
+def test_the_sandbox_limits_the_process_that_enters_it(tmp_path):
+    inside, outside = tmp_path / "inside", tmp_path / "outside"
+    inside.mkdir()
+    outside.mkdir()
+    done = subprocess.run([sys.executable, "-c", PROBE, str(inside), str(outside)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "limits address space,file size,processes,core files" in lines
+    assert "wrote ok" in lines
+    if landlock_abi() < 1:
+        pytest.skip("this kernel has no Landlock: the child runs with resource limits only")
+    assert "landlock True" in lines
+    assert "refused escaped 13" in lines and not (outside / "escaped").exists()
+    assert "exec 0" not in lines  # no program may be executed
+    if landlock_abi() >= 4:
+        assert "connect 13" in lines  # nor any TCP connection made
+
+
+def test_the_default_cache_is_private_and_never_moved(tmp_path, monkeypatch):
+    from kernels import cache
+
+    monkeypatch.delenv("THREADMAP_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(cache, "_checked", {})
+    (tmp_path / "xdg" / "threadmap").mkdir(parents=True)
+    os.chmod(tmp_path / "xdg" / "threadmap", 0o777)  # opened up by someone
+    folder = cache.cache_dir()
+    assert folder == tmp_path / "xdg" / "threadmap" / "generated"
+    for path in (folder, folder.parent):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda base: base.write_text("a file"), "is a file, not a folder"),
+    (lambda base: (base.mkdir(), os.chmod(base, 0o777)), "can be written by other users"),
+])
+def test_a_cache_folder_that_cannot_be_trusted_is_an_error_that_names_it(tmp_path, make,
+                                                                         message):
+    base = tmp_path / "cache"
+    make(base)
+    env = dict(os.environ, THREADMAP_CACHE_DIR=str(base))
+    for args in (["cache"], ["cache", "--clear"],
+                 ["run", "--kernel", "naive-2d", "--shape", "8x8x8", "--out",
+                  str(tmp_path / "out")]):
+        done = subprocess.run([sys.executable, "-m", "app.launcher", *args], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2, (args, done.stderr)
+        line, = done.stderr.strip().splitlines()
+        assert "$THREADMAP_CACHE_DIR" in line and str(base) in line and message in line
+
+
+def test_a_garbled_numba_cache_is_compiled_afresh(tmp_path):
+    env = dict(os.environ, THREADMAP_CACHE_DIR=str(tmp_path / "cache"))
+    args = [sys.executable, "-m", "app.launcher", "run", "--kernel", "naive-2d", "--shape",
+            "16x8x16", "--backend", "cpu", "--out", str(tmp_path / "out")]
+    first = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert first.returncode == 0, first.stderr
+    compiled = list((tmp_path / "cache" / "generated" / "__pycache__").glob("*.nb*"))
+    assert compiled
+    for path in compiled:
+        path.write_bytes(os.urandom(64))
+    again = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("PASS")
+
+
+def test_no_display_is_a_sentence_not_an_abort():
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "app.launcher"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    line, = done.stderr.strip().splitlines()
+    assert "no display to open the window on (DISPLAY is not set)" in line
+    assert "xvfb-run" in line
+    assert time.monotonic() - started < 30
