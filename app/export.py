@@ -18,6 +18,7 @@ from kernels import (
     encode_png,
     format_dims,
     format_seconds,
+    write_atomically,
 )
 
 from .models.map_images import MAP_CHOICES, MapImage, make_map, replay_map
@@ -77,21 +78,20 @@ def _write_scene(widget: pg.GraphicsLayoutWidget, path: Path, size: tuple[int, i
     widget.resize(*size)
     QtWidgets.QApplication.processEvents()
     suffix = path.suffix.lower()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # Written whole or not at all (a temporary file renamed into place): a
+    # full disk leaves the previous image.
     if suffix == ".png":
         exporter = ImageExporter(widget.scene())
         exporter.parameters()["width"] = size[0]
         exporter.parameters()["height"] = size[1]
         exporter.parameters()["antialias"] = False
         opaque = QtGui.QColor(exporter.parameters()["background"]).alpha() == 255
-        path.write_bytes(encode_png(_pixels(exporter.export(toBytes=True), opaque), level=3))
+        write_atomically(path, encode_png(_pixels(exporter.export(toBytes=True), opaque),
+                                          level=3))
     elif suffix == ".svg":
-        _write_svg(widget, path, size)
+        write_atomically(path, lambda temporary: _write_svg(widget, temporary, size))
     else:
         raise ValueError(f"export to .png or .svg, not {suffix or 'no extension'}")
-    if not path.is_file() or path.stat().st_size == 0:
-        # Qt's image writers fail silently (QImage.save returns False).
-        raise OSError(errno.EIO, "the image could not be written", str(path))
     return path
 
 
@@ -112,7 +112,7 @@ def _write_svg(widget: pg.GraphicsLayoutWidget, path: Path, size: tuple[int, int
     from PySide6 import QtGui, QtSvg
 
     generator = QtSvg.QSvgGenerator()
-    generator.setFileName(str(path))
+    generator.setFileName(str(path))  # (a temporary file: see _write_scene)
     generator.setSize(QtCore.QSize(*size))
     generator.setViewBox(QtCore.QRect(0, 0, *size))
     # The generator's default resolution (72 dpi) differs from the widget's
@@ -128,6 +128,8 @@ def _write_svg(widget: pg.GraphicsLayoutWidget, path: Path, size: tuple[int, int
         widget.scene().render(painter, QtCore.QRectF(0, 0, *size), widget.sceneRect())
     finally:
         painter.end()
+    if path.stat().st_size == 0:  # Qt's writers fail silently
+        raise OSError(errno.EIO, "the SVG could not be written", str(path))
 
 
 class HeatmapExporter:
@@ -333,8 +335,9 @@ def export_replay(result: RunResult, folder: str | Path, size: tuple[int, int] =
         frames = [Image.open(path).convert("P", palette=Image.Palette.ADAPTIVE)
                   for path in written]
         target = folder / "replay.gif"
-        frames[0].save(target, save_all=True, append_images=frames[1:], duration=frame_ms,
-                       loop=0)
+        write_atomically(target, lambda temporary: frames[0].save(
+            temporary, format="GIF", save_all=True, append_images=frames[1:],
+            duration=frame_ms, loop=0))
         for image in frames:
             image.close()
         written.append(target)

@@ -19,7 +19,6 @@ import csv
 import html
 import json
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,7 +107,7 @@ def tasks(files: list[Path]) -> list[tuple[str, str | None, str | None]]:
 
 
 def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
-                 dtype: str = "float32", seed: int = 0, backend: str = "cpu",
+                 dtype: str = "float32", seed: int = 0, backend: str = "auto",
                  case_limit: float = CASE_LIMIT) -> list[dict]:
     """Every case of one kernel, as report rows (runs in a pool worker or on a
     Dask worker: plain data in, plain data out)."""
@@ -164,7 +163,7 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
 
 
 def run_check(paths, shapes, launches, dtype: str = "float32", seed: int = 0,
-              backend: str = "cpu", scheduler: str | None = None,
+              backend: str = "auto", scheduler: str | None = None,
               workers: int | None = None, progress=None,
               case_limit: float = CASE_LIMIT) -> list[dict]:
     """Every row of the report, in file, kernel, shape, launch order."""
@@ -188,14 +187,58 @@ def run_check(paths, shapes, launches, dtype: str = "float32", seed: int = 0,
 
 
 def _on_pool(work, arguments, workers: int, progress) -> list[list[dict]]:
+    """The tasks on ``workers`` local processes, in order.  A Ctrl-C or SIGTERM
+    (an exception in this thread) ends every worker at once, and with them the
+    kernels' child processes (which die with their parent): the batch stops
+    within a second, not when the running cases finish."""
+    import multiprocessing
     from functools import partial
 
     done = []
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for index, rows in enumerate(pool.map(partial(check_kernel, **arguments), work)):
+    pool = multiprocessing.Pool(workers, initializer=_worker_signals)
+    try:
+        for index, rows in enumerate(pool.imap(partial(check_kernel, **arguments), work)):
             done.append(rows)
             progress(index + 1, len(work))
+    except BaseException:
+        pool.terminate()
+        pool.join()
+        raise
+    pool.close()
+    pool.join()
     return done
+
+
+def _worker_signals() -> None:
+    """In a pool worker: Ctrl-C is the command's to act on (it ends the
+    workers); SIGTERM and SIGHUP end the worker at once, as by default."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for number in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if number is not None:
+            signal.signal(number, signal.SIG_DFL)
+
+
+#: Address schemes of a Dask scheduler.
+SCHEDULER_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
+
+
+def check_scheduler_address(address: str) -> None:
+    """Refuse an address that cannot name a Dask scheduler, before connecting:
+    ``tcp://host:8786`` (tls, ws, wss, ucx), or ``host:8786``."""
+    from urllib.parse import urlsplit
+
+    text = address if "://" in address else f"tcp://{address}"
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:
+        port, parts = None, None
+    if parts is None or parts.scheme not in SCHEDULER_SCHEMES or not parts.hostname \
+            or port is None or not 0 < port < 65536 or parts.path not in ("", "/"):
+        raise ThreadMapError(f"--scheduler {address!r} is not a scheduler's address: give "
+                             "tcp://HOST:PORT (e.g. tcp://scheduler:8786)")
 
 
 def _on_dask(address: str, work, arguments, progress) -> list[list[dict]]:
@@ -204,11 +247,14 @@ def _on_dask(address: str, work, arguments, progress) -> list[list[dict]]:
     except ImportError:
         raise ThreadMapError("--scheduler needs Dask distributed: pip install "
                              "'threadmap[dask]'") from None
+    check_scheduler_address(address)
     try:
         client = Client(address, timeout=f"{CONNECT_SECONDS}s")
-    except (OSError, TimeoutError) as exc:
+    except Exception as exc:  # (Dask raises many kinds: each is one message here)
+        detail = " ".join(str(exc).split())[:200] or type(exc).__name__
         raise ThreadMapError(f"cannot reach the Dask scheduler at {address} within "
-                             f"{CONNECT_SECONDS:g} s: {exc}") from None
+                             f"{CONNECT_SECONDS:g} s: {detail}") from None
+    futures = []
     try:
         futures = client.map(check_kernel, work, pure=False, **arguments)
         results = []
@@ -216,6 +262,9 @@ def _on_dask(address: str, work, arguments, progress) -> list[list[dict]]:
             results.append(future.result())
             progress(index + 1, len(work))
         return results
+    except BaseException:
+        client.cancel(futures)
+        raise
     finally:
         client.close()
 
@@ -223,16 +272,32 @@ def _on_dask(address: str, work, arguments, progress) -> list[list[dict]]:
 COLUMNS = ("file", "kernel", "shape", "launch", "verdict", "reasons", "seconds", "time_what")
 
 
-def write_report(rows: list[dict], out: Path, title: str = "ThreadMap check") -> None:
-    """``report.csv``, ``report.json`` and ``report.html`` into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "report.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    (out / "report.json").write_text(json.dumps(
+def write_report(rows: list[dict], out: Path, title: str = "ThreadMap check",
+                 folder=None) -> None:
+    """``report.csv``, ``report.json`` and ``report.html`` into ``out``, the
+    three together or none (outputs.py); into ``folder`` (an OutputFolder the
+    command holds) when given."""
+    from .outputs import OutputFolder
+
+    if folder is None:
+        with OutputFolder(out) as own:
+            _stage_report(own, rows, title)
+            own.publish()
+    else:
+        _stage_report(folder, rows, title)
+
+
+def _stage_report(folder, rows: list[dict], title: str) -> None:
+    def write_csv(path: Path) -> None:
+        with open(path, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+
+    folder.write("report.csv", write_csv)
+    folder.write_text("report.json", json.dumps(
         {"rows": [{key: row.get(key) for key in COLUMNS} for row in rows]}, indent=2))
-    (out / "report.html").write_text(report_html(rows, title))
+    folder.write_text("report.html", report_html(rows, title))
 
 
 def _case(row: dict) -> tuple[str, str]:

@@ -32,6 +32,8 @@ from pathlib import Path
 import numpy as np
 from numpy.lib import format as npy_format
 
+from .errors import ThreadMapError
+
 #: Integer types tried, smallest first.
 _INTEGER_TYPES = (np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.int64)
 
@@ -165,8 +167,12 @@ def _unrun(runs: np.ndarray, size: int) -> np.ndarray:
     return flat
 
 
-def save_maps(path: Path, arrays: dict[str, np.ndarray], dtype: str) -> dict:
-    """Write ``arrays`` to ``path`` (an .npz numpy reads); return the layout."""
+def save_maps(path: Path, arrays: dict[str, np.ndarray], dtype: str,
+              run_id: str | None = None) -> dict:
+    """Write ``arrays`` to ``path`` (an .npz numpy reads); return the layout.
+    ``run_id`` goes into the archive's comment and the layout, so that
+    :func:`load_maps` can tell that a ``result.json`` and a ``maps.npz`` come
+    from one run."""
     stored, layout = compact_maps(arrays, dtype)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, allowZip64=True,
                          compresslevel=1) as archive:
@@ -177,36 +183,186 @@ def save_maps(path: Path, arrays: dict[str, np.ndarray], dtype: str) -> dict:
             with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
                 npy_format.write_array(member, np.ascontiguousarray(array),
                                        allow_pickle=False)
+        if run_id:
+            archive.comment = f"{_RUN_ID_PREFIX}{run_id}".encode()
+            layout["run_id"] = run_id
     layout["bytes"] = Path(path).stat().st_size
     return layout
 
 
+_RUN_ID_PREFIX = "threadmap run "
+
+
+class MapsFileError(ThreadMapError):
+    """A maps file that cannot be read back: damaged, from another run, or
+    asking for more than its run could hold."""
+
+
+#: The types a map is stored and restored in (no objects: nothing is unpickled).
+_MAP_KINDS = "biuf"
+_ENCODINGS = ("raw", "runs", "delta", "delta+runs")
+
+
 def load_maps(path: Path, layout: dict | None = None) -> dict[str, np.ndarray]:
     """Every map of a ``maps.npz``, in its in-memory dtype (``layout`` from
-    ``result.json``'s ``maps``; without it, as stored)."""
-    with np.load(path, allow_pickle=False) as archive:
-        arrays = {name: archive[name] for name in archive.files}
+    ``result.json``'s ``maps``; without it, as stored).
+
+    The file is untrusted: each member's header is read and checked (a plain
+    numeric type, a size that matches the member, the shape ``layout`` gives)
+    before its data is read, the whole is bounded by the memory available,
+    files it names must lie beside it, and anything wrong is one
+    :class:`MapsFileError`, never a traceback or a huge allocation."""
+    path = Path(path)
+    try:
+        return _load_maps(path, layout)
+    except MapsFileError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile,
+            zlib.error, OverflowError, MemoryError, IndexError, AttributeError) as exc:
+        raise MapsFileError(f"{path}: not a maps file ThreadMap can read, or damaged "
+                            f"({type(exc).__name__}: {exc})") from None
+
+
+def _load_maps(path: Path, layout: dict | None) -> dict[str, np.ndarray]:
+    from .request import available_memory, format_bytes
+
+    budget = int(0.6 * (available_memory() or 8 * 2**30))
+    spent = [0]
+
+    def spend(nbytes: int, what: str) -> None:
+        spent[0] += nbytes
+        if spent[0] > budget:
+            raise MapsFileError(f"{path}: {what} asks for {format_bytes(spent[0])} in all, more "
+                                f"than the {format_bytes(budget)} this machine can spare; the "
+                                "file or its result.json is damaged")
+
+    layout = layout if isinstance(layout, dict) else None
+    with zipfile.ZipFile(path) as archive:
+        if layout and layout.get("run_id"):
+            comment = archive.comment.decode("utf-8", "replace")
+            if comment != f"{_RUN_ID_PREFIX}{layout['run_id']}":
+                raise MapsFileError(
+                    f"{path} is not the maps file of its result.json (it comes from another "
+                    "run, or was cut short): run the command again")
+        arrays = {}
+        for info in archive.infolist():
+            if not info.filename.endswith(".npy"):
+                continue
+            name = info.filename[:-4]
+            spec = (layout or {}).get("stored", {}).get(name)
+            arrays[name] = _read_member(archive, info, spec, spend)
     if not layout:
         return arrays
     for name, spec in layout.get("stored", {}).items():
+        if name not in arrays:
+            raise MapsFileError(f"{path}: the map {name!r} that result.json lists is missing")
         value, encoding = arrays[name], spec["encoding"]
+        dtype = _map_dtype(spec["dtype"], name)
+        shape = _shape(spec["shape"], name)
+        elements = int(np.prod(shape, dtype=np.int64))
+        if encoding not in _ENCODINGS:
+            raise MapsFileError(f"{path}: unknown encoding {encoding!r} of {name!r}")
         if encoding in ("runs", "delta+runs"):
-            value = _unrun(value, int(np.prod(spec["shape"], dtype=np.int64)))
+            if value.ndim != 2 or value.shape[0] != 2 or value.dtype.kind not in "iu":
+                raise MapsFileError(f"{path}: the runs of {name!r} are damaged")
+            lengths = value[1].astype(np.int64)
+            if (lengths < 0).any() or int(lengths.sum()) != elements:
+                raise MapsFileError(f"{path}: the runs of {name!r} do not add up to its shape")
+            spend(elements * max(value.dtype.itemsize, dtype.itemsize), f"the map {name!r}")
+            value = _unrun(value, elements)
+        elif value.size != elements:
+            raise MapsFileError(f"{path}: the map {name!r} holds {value.size:,} elements, "
+                                f"not the {elements:,} of its shape {shape}")
         if encoding in ("delta", "delta+runs"):
             # The running sums are the map's own values, so its own integer
             # type holds each of them (wrapping, where the differences were
             # wider, back to the same value): no 8-byte temporary, which
             # cost 0.4 s of fresh memory for 4096 x 4096.
-            dtype = np.dtype(spec["dtype"])
+            spend(elements * dtype.itemsize, f"the map {name!r}")
             value = np.cumsum(value, dtype=dtype if dtype.kind in "iu" else np.int64)
-        value = value.reshape(spec["shape"])
-        arrays[name] = value.astype(np.dtype(spec["dtype"]), copy=False)
+        value = value.reshape(shape)
+        arrays[name] = value.astype(dtype, copy=False)
     for name, spec in layout.get("left_out", {}).items():
-        arrays[name] = np.full(spec["shape"], spec["value"], np.dtype(spec["dtype"]))
+        dtype = _map_dtype(spec["dtype"], name)
+        shape = _shape(spec["shape"], name)
+        spend(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, f"the map {name!r}")
+        value = spec.get("value", 0)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise MapsFileError(f"{path}: the value of {name!r} is not a number")
+        arrays[name] = np.full(shape, value, dtype)
     for name, other in layout.get("same_as", {}).items():
+        if other not in arrays:
+            raise MapsFileError(f"{path}: {name!r} is said to equal {other!r}, which is missing")
+        spend(arrays[other].nbytes, f"the map {name!r}")
         arrays[name] = arrays[other].copy()
     for name, spec in layout.get("shared", {}).items():
         # a map every configuration of a sweep has, in one file beside them
-        with np.load(Path(path).parent / spec["file"], allow_pickle=False) as archive:
-            arrays[name] = archive[name].astype(np.dtype(spec["dtype"]))
+        beside = _file_beside(path, spec.get("file"))
+        with zipfile.ZipFile(beside) as archive:
+            info = archive.getinfo(f"{name}.npy")
+            value = _read_member(archive, info, None, spend)
+        arrays[name] = value.astype(_map_dtype(spec["dtype"], name))
     return arrays
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, spec: dict | None,
+                 spend) -> np.ndarray:
+    """One ``.npy`` member, its header checked before its data is read."""
+    with archive.open(info) as member:
+        version = npy_format.read_magic(member)
+        if version not in ((1, 0), (2, 0), (3, 0)):
+            raise MapsFileError(f"{info.filename}: unknown .npy version {version}")
+        reader = npy_format.read_array_header_1_0 if version == (1, 0) \
+            else npy_format.read_array_header_2_0
+        shape, fortran, dtype = reader(member, max_header_size=10_000)
+        if dtype.kind not in _MAP_KINDS or dtype.hasobject or dtype.fields:
+            raise MapsFileError(f"{info.filename}: holds {dtype}, not numbers")
+        elements = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        nbytes = elements * dtype.itemsize
+        header = member.tell()
+        if nbytes != info.file_size - header:
+            raise MapsFileError(f"{info.filename}: its header asks for {nbytes:,} bytes, the "
+                                f"member holds {info.file_size - header:,}")
+        if spec is not None and spec.get("stored") not in (None, dtype.str):
+            raise MapsFileError(f"{info.filename}: stored as {dtype.str}, result.json says "
+                                f"{spec.get('stored')}")
+        spend(nbytes, f"the member {info.filename}")
+        array = np.empty(elements, dtype)
+        view = memoryview(array).cast("B")
+        done = 0
+        while done < nbytes:
+            chunk = member.read(min(_CHUNK, nbytes - done))
+            if not chunk:
+                raise MapsFileError(f"{info.filename}: cut short")
+            view[done:done + len(chunk)] = chunk
+            done += len(chunk)
+        return array.reshape(shape, order="F" if fortran else "C")
+
+
+#: Bytes read at a time from a member (no copy of the whole member in memory).
+_CHUNK = 1 << 22
+
+
+def _map_dtype(text, name: str) -> np.dtype:
+    try:
+        dtype = np.dtype(text)
+    except TypeError:
+        raise MapsFileError(f"the map {name!r} has no valid type ({text!r})") from None
+    if dtype.kind not in _MAP_KINDS or dtype.hasobject or dtype.fields:
+        raise MapsFileError(f"the map {name!r} is said to hold {dtype}, not numbers")
+    return dtype
+
+
+def _shape(shape, name: str) -> tuple[int, ...]:
+    if not isinstance(shape, (list, tuple)) or len(shape) > 4 or not all(
+            isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**40 for d in shape):
+        raise MapsFileError(f"the map {name!r} has no valid shape ({shape!r})")
+    return tuple(shape)
+
+
+def _file_beside(path: Path, name) -> Path:
+    """A file named in a layout: a plain name in the same folder, nothing else."""
+    if not isinstance(name, str) or not name or name in (".", "..") or "/" in name \
+            or "\\" in name or "\0" in name or Path(name).name != name:
+        raise MapsFileError(f"{path}: names the file {name!r}, which is not a file beside it")
+    return path.parent / name

@@ -230,12 +230,18 @@ def _report(base, tried, failing, result, budget, started, stopped="") -> HuntRe
                       budget, time.monotonic() - started, stopped)
 
 
-def write_hunt(report: HuntReport, out: Path) -> None:
+def write_hunt(report: HuntReport, out: Path, folder=None) -> None:
     """``hunt.json`` into ``out``, and the failing case's ``result.json`` and
-    ``maps.npz`` when there is one with maps."""
-    from .cli import write_outputs
+    ``maps.npz`` when there is one with maps: all together or none
+    (outputs.py); into ``folder`` (an OutputFolder the command holds) when given."""
+    from .cli import stage_outputs
+    from .outputs import OutputFolder
 
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "hunt.json").write_text(json.dumps(report.to_json(), indent=2))
+    if folder is None:
+        with OutputFolder(out) as own:
+            write_hunt(report, out, own)
+            own.publish()
+        return
+    folder.write_text("hunt.json", json.dumps(report.to_json(), indent=2))
     if report.result is not None:
-        write_outputs(report.result, out)
+        stage_outputs(folder, report.result)

@@ -11,6 +11,7 @@ import csv
 import json
 import queue
 import threading
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -19,6 +20,7 @@ import numpy as np
 
 from .errors import RunCancelled, ThreadMapError
 from .maps_file import save_maps
+from .outputs import write_atomically
 from .request import RunRequest, check_request
 from .result import RunResult
 
@@ -50,7 +52,8 @@ class SweepCell:
             verdict=result.verdict.word, reasons="; ".join(result.verdict.reasons),
             unwritten=result.verdict.unwritten, collided=result.verdict.collided,
             out_of_bounds=result.verdict.out_of_bounds,
-            rel_error=result.verdict.errors.rel_error,
+            rel_error=result.verdict.errors.rel_error if result.verdict.errors.computed
+            else None,
             idle_threads=result.maps.idle_threads,
             max_stores_per_thread=int(result.maps.stores_per_thread.max(initial=0)),
             backend=result.backend,
@@ -177,7 +180,10 @@ def run_sweep_ahead(base: RunRequest, blocks: tuple[int, ...], threads: tuple[in
 class SweepFolder:
     """A sweep's folder, written one configuration at a time: each one's
     ``.npz`` (and ``.png`` when an image writer is given) as it comes, then
-    ``summary.csv`` and ``summary.json``."""
+    ``summary.csv`` and ``summary.json``.  Each file is written whole or not
+    at all (outputs.py), and ``summary.json`` names each ``.npz`` by its run
+    id, which ``load_maps`` checks: a sweep cut short leaves the previous
+    summary, and files it cannot be mistaken for."""
 
     def __init__(self, out: Path,
                  image_writer: Callable[[RunResult, Path], None] | None = None):
@@ -195,14 +201,16 @@ class SweepFolder:
         stem = f"grid{cell.blocks}_block{cell.threads}"
         arrays = cell.result.maps_arrays()
         reference = arrays.pop("reference")
+        dtype = cell.result.request.dtype
         if self._reference is None:
             self._reference = reference
-            self.layouts["reference"] = save_maps(out / "reference.npz",
-                                                  {"reference": reference},
-                                                  cell.result.request.dtype)
+            self.layouts["reference"] = write_atomically(
+                out / "reference.npz", lambda path: save_maps(
+                    path, {"reference": reference}, dtype, run_id=uuid.uuid4().hex))
         elif not (reference is self._reference or np.array_equal(reference, self._reference)):
             arrays["reference"] = reference  # (cannot happen in one sweep; kept if it does)
-        self.layouts[stem] = save_maps(out / f"{stem}.npz", arrays, cell.result.request.dtype)
+        self.layouts[stem] = write_atomically(out / f"{stem}.npz", lambda path: save_maps(
+            path, arrays, dtype, run_id=uuid.uuid4().hex))
         if "reference" not in arrays:
             self.layouts[stem]["shared"] = {"reference": {"file": "reference.npz",
                                                           "dtype": reference.dtype.str}}
@@ -224,12 +232,16 @@ class SweepFolder:
         fields: list[str] = []
         for row in rows:
             fields += [key for key in row if key not in fields]
-        with open(self.out / "summary.csv", "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=fields)
-            writer.writeheader()
-            writer.writerows(rows)
+
+        def write_csv(path: Path) -> None:
+            with open(path, "w", newline="") as handle:
+                writer = csv.DictWriter(handle, fieldnames=fields)
+                writer.writeheader()
+                writer.writerows(rows)
+
+        write_atomically(self.out / "summary.csv", write_csv)
         base = cells[0].request if cells else None
-        (self.out / "summary.json").write_text(json.dumps({
+        write_atomically(self.out / "summary.json", json.dumps({
             "kernel": base.kernel_label if base else None,
             "shape": list(base.shape) if base else None,
             "backend_asked": base.backend if base else None,

@@ -1,0 +1,224 @@
+"""Outputs are written whole or not at all, and a run's files are published together.
+
+As SQLite and git do: each file is written to a temporary file beside the
+final one, flushed to disk, and renamed over it, so a full disk, a Ctrl-C or
+a crash leaves the previous file or the new one, never a mix.  A command's
+files (``result.json`` with its ``maps.npz``) are staged first and renamed
+one after the other with Ctrl-C and SIGTERM held back for those few
+microseconds; ``result.json`` also names its ``maps.npz`` by a run id that
+``load_maps`` checks, so a pair torn apart by a power cut is refused, not
+misread.  Two commands writing one folder are not interleaved: the second is
+refused while the first holds the folder's lock.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import tempfile
+import threading
+from pathlib import Path
+from typing import Callable, Iterator
+
+from .errors import ThreadMapError
+
+#: Signals held back while a command's files are renamed into place.
+_DEFERRED = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None),
+                              getattr(signal, "SIGHUP", None)) if s is not None)
+
+
+class OutputError(ThreadMapError):
+    """An output could not be written; what was there before is kept."""
+
+
+def _temporary(path: Path) -> Path:
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    return Path(name)
+
+
+def _sync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_folder(folder: Path) -> None:
+    with contextlib.suppress(OSError):  # (not every platform syncs a folder)
+        _sync(folder)
+
+
+def _describe(exc: OSError) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full"
+    if exc.errno == errno.EFBIG:
+        return "the file is larger than this process may write"
+    return exc.strerror or str(exc)
+
+
+def write_atomically(path: str | Path, data: bytes | str | Callable[[Path], object]) -> object:
+    """Write ``path`` whole or not at all: ``data`` (bytes or text), or what
+    ``data(temporary_path)`` writes, goes to a temporary file in the same
+    folder, is flushed to disk and renamed over ``path``.  Returns what
+    ``data`` returned (else the path).  Raises :class:`OutputError` (the
+    previous file kept) when it cannot be written."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = _temporary(path)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {_describe(exc)}") from None
+    returned: object = path
+    try:
+        if isinstance(data, str):
+            temporary.write_text(data, encoding="utf-8")
+        elif isinstance(data, (bytes, bytearray, memoryview)):
+            temporary.write_bytes(data)
+        else:
+            returned = data(temporary)
+        _sync(temporary)
+        os.replace(temporary, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        kept = "the previous file is kept" if path.exists() else "nothing was written"
+        raise OutputError(f"cannot write {path}: {_describe(exc)}; {kept}") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
+    _sync_folder(path.parent)
+    return returned
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold back Ctrl-C, SIGTERM and SIGHUP until the block ends (then act on
+    the first that came).  Only the main thread receives Python's signal
+    handlers; elsewhere this does nothing, and needs nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {}
+    for number in _DEFERRED:
+        try:
+            previous[number] = signal.signal(number, lambda n, frame: caught.append(n))
+        except (ValueError, OSError):
+            pass
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if caught:
+            signal.raise_signal(caught[0])
+
+
+class OutputFolder:
+    """A folder a command writes into, locked while it does, its files staged
+    and then published together::
+
+        with OutputFolder(out, "--out") as folder:
+            save_maps(folder.stage("maps.npz"), ...)
+            folder.stage_text("result.json", text)
+            folder.publish()
+
+    Leaving the block without :meth:`publish` (an error, a Ctrl-C) removes
+    what was staged and leaves the folder as it was.
+    """
+
+    def __init__(self, folder: str | Path, option: str = "--out",
+                 files: tuple[str, ...] = ()):
+        self.folder = Path(folder)
+        self.option = option
+        #: the files the command writes here (named when they are kept)
+        self.files = files
+        self._staged: list[tuple[Path, Path]] = []
+        self._lock: int | None = None
+        self._created = False
+
+    def __enter__(self) -> "OutputFolder":
+        try:
+            self._created = not self.folder.exists()
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except OSError as exc:
+            raise OutputError(f"{self.option} {self.folder}: cannot write there "
+                              f"({_describe(exc)})") from None
+        try:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # (no flock on this platform: unlocked)
+            pass
+        except OSError:
+            os.close(fd)
+            raise OutputError(
+                f"{self.option} {self.folder}: another threadmap command is writing into it; "
+                "wait for it to finish, or choose another folder") from None
+        self._lock = fd
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for temporary, _ in self._staged:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+        self._staged.clear()
+        if self._lock is not None:
+            os.close(self._lock)  # (closing releases the flock)
+            self._lock = None
+        if self._created:  # made for a command that wrote nothing: not left behind
+            with contextlib.suppress(OSError):
+                self.folder.rmdir()
+
+    def _kept(self) -> str:
+        names = list(self.files) + [final.name for _, final in self._staged
+                                    if final.name not in self.files]
+        existing = [name for name in names if (self.folder / name).exists()]
+        return (f"the previous {' and '.join(existing)} in {self.folder} "
+                f"{'is' if len(existing) == 1 else 'are'} kept" if existing
+                else "nothing was written")
+
+    def stage(self, name: str) -> Path:
+        """A temporary path for the file ``name``, to be written by the
+        caller and published with the others."""
+        final = self.folder / name
+        try:
+            temporary = _temporary(final)
+        except OSError as exc:
+            raise OutputError(f"cannot write {final}: {_describe(exc)}; "
+                              f"{self._kept()}") from None
+        self._staged.append((temporary, final))
+        return temporary
+
+    def write(self, name: str, write: Callable[[Path], object]) -> object:
+        """Stage ``name`` and write it with ``write(temporary_path)``; an
+        :class:`OutputError` (the folder left as it was) if that fails."""
+        temporary = self.stage(name)
+        try:
+            return write(temporary)
+        except OSError as exc:
+            raise OutputError(f"cannot write {self.folder / name}: {_describe(exc)}; "
+                              f"{self._kept()}") from None
+
+    def write_text(self, name: str, text: str) -> None:
+        self.write(name, lambda path: path.write_text(text, encoding="utf-8"))
+
+    def publish(self) -> None:
+        """Flush every staged file to disk and rename each into place, in the
+        order staged, with interrupts held back while they are renamed."""
+        try:
+            for temporary, _ in self._staged:
+                _sync(temporary)
+        except OSError as exc:
+            raise OutputError(f"cannot write into {self.folder}: {_describe(exc)}; "
+                              f"{self._kept()}") from None
+        with interrupts_deferred():
+            for temporary, final in self._staged:
+                os.replace(temporary, final)
+            self._staged.clear()
+        _sync_folder(self.folder)

@@ -1,0 +1,207 @@
+"""Nothing lost (issue 18): outputs are written whole or not at all, a run's
+pair together, one command at a time per folder; ``load_maps`` trusts nothing."""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernels.maps_file import MapsFileError, load_maps, save_maps
+from kernels.outputs import OutputError, OutputFolder, interrupts_deferred, write_atomically
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ["run", "--kernel", "naive-2d", "--shape", "24x8x16", "--backend", "cpu"]
+
+
+def threadmap(*args, limit_file_bytes: int | None = None, timeout: float = 300):
+    def limit() -> None:
+        if limit_file_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit_file_bytes, limit_file_bytes))
+
+    return subprocess.run([sys.executable, "-m", "app.launcher", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout, preexec_fn=limit)
+
+
+def contents(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def earlier(tmp_path_factory):
+    """A folder with a run's result.json and maps.npz in it."""
+    out = tmp_path_factory.mktemp("earlier") / "out"
+    done = threadmap(*RUN, "--seed", "1", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_a_full_disk_keeps_the_previous_pair_and_says_so(earlier, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    for name, data in contents(earlier).items():
+        (out / name).write_bytes(data)
+    before = contents(out)
+    # The kernel writes nothing but its outputs; past 2 KB a write fails as
+    # on a full disk (EFBIG here: the same path through the code).
+    done = threadmap(*RUN, "--seed", "2", "--out", str(out), limit_file_bytes=2048)
+    assert done.returncode == 2, done.stderr
+    line, = done.stderr.strip().splitlines()
+    assert "cannot write" in line and "maps.npz" in line
+    assert f"the previous maps.npz and result.json in {out} are kept" in line
+    assert contents(out) == before  # and no temporary file left beside them
+
+
+def test_an_interrupted_write_keeps_the_previous_pair(earlier, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    out.mkdir()
+    for name, data in contents(earlier).items():
+        (out / name).write_bytes(data)
+    before = contents(out)
+    import kernels.maps_file
+
+    original = kernels.maps_file.save_maps
+
+    def interrupted(path, arrays, dtype, run_id=None):
+        with zipfile.ZipFile(path, "w") as archive:  # three maps written, then Ctrl-C
+            for name in list(arrays)[:3]:
+                archive.writestr(f"{name}.npy", b"partial")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(kernels.maps_file, "save_maps", interrupted)
+    from kernels import RunRequest, run
+    from kernels.cli import write_outputs
+
+    result = run(RunRequest(kernel="naive-2d", m=24, k=8, n=16, grid=(2, 2), block=(16, 16),
+                            backend="cpu", seed=3))
+    with pytest.raises(KeyboardInterrupt):
+        write_outputs(result, out)
+    monkeypatch.setattr(kernels.maps_file, "save_maps", original)
+    assert contents(out) == before
+
+
+def test_a_ctrl_c_while_files_are_renamed_waits_until_both_are_in_place(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    renamed = []
+    real_replace = os.replace
+
+    def replace(source, target):
+        if not renamed:
+            os.kill(os.getpid(), signal.SIGINT)  # arrives between the two renames
+        real_replace(source, target)
+        renamed.append(Path(target).name)
+
+    with pytest.raises(KeyboardInterrupt):
+        with OutputFolder(out) as folder:
+            folder.write_text("maps.npz", "new maps")
+            folder.write_text("result.json", "new result")
+            monkeypatch.setattr(os, "replace", replace)
+            folder.publish()
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert renamed == ["maps.npz", "result.json"]
+    assert contents(out) == {"maps.npz": b"new maps", "result.json": b"new result"}
+
+
+def test_interrupts_are_held_back_only_for_the_block():
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            held = True
+    assert held
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_second_command_into_a_folder_in_use_is_refused(tmp_path):
+    out = tmp_path / "out"
+    with OutputFolder(out):
+        done = threadmap(*RUN, "--out", str(out))
+        assert done.returncode == 2
+        assert "another threadmap command is writing into it" in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    done = threadmap(*RUN, "--out", str(out))  # once the first is done, it runs
+    assert done.returncode == 0, done.stderr
+    assert {p.name for p in out.iterdir()} == {"result.json", "maps.npz"}
+
+
+def test_write_atomically_leaves_the_old_file_on_failure(tmp_path):
+    path = tmp_path / "image.png"
+    path.write_bytes(b"old")
+
+    def fails(temporary: Path) -> None:
+        temporary.write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OutputError, match="the disk is full; the previous file is kept"):
+        write_atomically(path, fails)
+    assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["image.png"]
+    write_atomically(path, b"new")
+    assert path.read_bytes() == b"new"
+
+
+# -- load_maps trusts nothing ---------------------------------------------------------------
+
+def test_the_pair_is_named_by_one_run(earlier, tmp_path):
+    layout = json.loads((earlier / "result.json").read_text())["maps"]
+    maps = load_maps(earlier / "maps.npz", layout)
+    assert maps["count"].shape == (24, 16)
+    other = tmp_path / "other"
+    done = threadmap(*RUN, "--seed", "4", "--out", str(other))
+    assert done.returncode == 0
+    with pytest.raises(MapsFileError, match="is not the maps file of its result.json"):
+        load_maps(other / "maps.npz", layout)
+
+
+def test_a_hostile_result_json_is_refused_before_anything_is_allocated(earlier):
+    layout = json.loads((earlier / "result.json").read_text())["maps"]
+    huge = json.loads(json.dumps(layout))
+    name = next(iter(huge["left_out"]))
+    huge["left_out"][name]["shape"] = [400_000, 200_000]  # 298 GiB of int32
+    with pytest.raises(MapsFileError, match="asks for .*GiB in all"):
+        load_maps(earlier / "maps.npz", huge)
+    escape = json.loads(json.dumps(layout))
+    escape["shared"] = {"reference": {"file": "../../../../etc/passwd", "dtype": "<f8"}}
+    with pytest.raises(MapsFileError, match="not a file beside it"):
+        load_maps(earlier / "maps.npz", escape)
+    wrong = json.loads(json.dumps(layout))
+    wrong["stored"]["count"]["shape"] = [7, 7]
+    with pytest.raises(MapsFileError, match="holds 384 elements, not the 49"):
+        load_maps(earlier / "maps.npz", wrong)
+
+
+def test_a_npy_header_asking_for_terabytes_is_refused(tmp_path):
+    path = tmp_path / "maps.npz"
+    header = {"descr": "<i4", "fortran_order": False, "shape": (1 << 20, 1 << 20, 1 << 1)}
+    from numpy.lib import format as npy_format
+
+    with zipfile.ZipFile(path, "w") as archive:
+        with archive.open("count.npy", "w") as member:
+            npy_format.write_array_header_1_0(member, header)
+            member.write(b"\0" * 64)
+    assert path.stat().st_size < 400
+    with pytest.raises(MapsFileError, match="its header asks for 8,796,093,022,208 bytes"):
+        load_maps(path)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "object"])
+def test_a_damaged_maps_file_is_one_line(tmp_path, damage):
+    path = tmp_path / "maps.npz"
+    save_maps(path, {"count": np.arange(100, dtype=np.int32).reshape(10, 10)}, "float32")
+    data = path.read_bytes()
+    if damage == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        path.write_bytes(b"PK\x03\x04" + os.urandom(200))
+    else:
+        with zipfile.ZipFile(path, "w") as archive:
+            with archive.open("count.npy", "w") as member:
+                np.save(member, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(MapsFileError) as info:
+        load_maps(path)
+    assert "\n" not in str(info.value)
