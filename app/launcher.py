@@ -51,8 +51,45 @@ def _exit_without_teardown(code: int) -> NoReturn:
     os._exit(code)
 
 
+def display_problem() -> str | None:
+    """Why no window can open here, found before Qt tries (its xcb plugin
+    aborts the process, exit 134, suggesting a reinstall); None if one can."""
+    import os
+
+    if not sys.platform.startswith("linux"):
+        return None
+    platform = os.environ.get("QT_QPA_PLATFORM", "")
+    if platform and not platform.startswith(("xcb", "wayland")):
+        return None  # offscreen, vnc, ...: no display needed
+    if os.environ.get("WAYLAND_DISPLAY") and not platform.startswith("xcb"):
+        return None
+    display = os.environ.get("DISPLAY")
+    if not display:
+        return "no display to open the window on (DISPLAY is not set)"
+    try:
+        import ctypes
+
+        xcb = ctypes.CDLL("libxcb.so.1")
+    except OSError:
+        return None  # (Qt will say what is missing)
+    xcb.xcb_connect.restype = ctypes.c_void_p
+    xcb.xcb_connect.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+    xcb.xcb_connection_has_error.argtypes = [ctypes.c_void_p]
+    xcb.xcb_disconnect.argtypes = [ctypes.c_void_p]
+    connection = xcb.xcb_connect(display.encode(), None)
+    failed = xcb.xcb_connection_has_error(connection)
+    xcb.xcb_disconnect(connection)
+    return f"cannot reach the display {display!r}" if failed else None
+
+
 def _window(**options) -> int:
     global _window_opened
+    problem = display_problem()
+    if problem:
+        print(f"threadmap: error: {problem}: run it in a desktop session or under xvfb-run "
+              "(xvfb-run threadmap), or use the command line (threadmap --help)",
+              file=sys.stderr)
+        return 2
     from .main_window import run_app
 
     _window_opened = True

@@ -26,6 +26,7 @@ from .errors import (
 )
 from .estimate import KERNEL_FILE_TIME_LIMIT, SLOW_SIMULATOR_SECONDS, describe_seconds
 from .live import ThreadMapResult, threadmap
+from .outputs import OutputError, write_atomically
 from .presets import PRESETS, default_launch
 from .request import (
     BACKENDS,
@@ -217,11 +218,11 @@ __all__ = [
     "format_dims", "format_seconds", "gpu_available", "GPU_MODEL_NAMES", "gpu_model_source",
     "gpu_status", "hunt", "HuntReport", "KERNEL_FILE_TIME_LIMIT", "kernel_names",
     "KERNEL_OUTPUT_LINES", "KernelCompileError", "KernelRuntimeError", "KernelSnapshot",
-    "KernelSourceError", "line_findings", "load_balance", "MAX_DIMENSION", "parse_dims",
-    "parse_list", "parse_scalars", "PATTERNS", "percent", "PRESETS", "reassume_registers",
-    "RequestError", "resolve_backend", "run", "run_sweep", "RunCancelled", "RunRequest",
-    "RunResult", "RunTimedOut", "simulator_estimate", "SLOW_SIMULATOR_SECONDS",
-    "stop_child_processes", "store_lines", "Stowage", "sweep_requests", "SweepCell", "threadmap",
-    "ThreadMapError", "ThreadMapResult", "UnsupportedConstruct", "with_occupancy", "write_sweep",
-    "__version__",
+    "KernelSourceError", "line_findings", "load_balance", "MAX_DIMENSION", "OutputError",
+    "parse_dims", "parse_list", "parse_scalars", "PATTERNS", "percent", "PRESETS",
+    "reassume_registers", "RequestError", "resolve_backend", "run", "run_sweep", "RunCancelled",
+    "RunRequest", "RunResult", "RunTimedOut", "simulator_estimate", "SLOW_SIMULATOR_SECONDS",
+    "stop_child_processes", "store_lines", "Stowage", "sweep_requests", "SweepCell",
+    "threadmap", "ThreadMapError", "ThreadMapResult", "UnsupportedConstruct", "with_occupancy",
+    "write_atomically", "write_sweep", "__version__",
 ]

@@ -7,6 +7,7 @@ which passes a renderer in; without one those options are refused.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -21,6 +22,7 @@ from .errors import (
     RunTimedOut,
     ThreadMapError,
 )
+from .outputs import OutputFolder
 from .presets import default_launch
 from .request import BACKENDS, DTYPES, PATTERNS, RunRequest, parse_dims, parse_shape
 from .sources.catalogue import CATALOGUE
@@ -57,8 +59,18 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                              "can measure them (default 32)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad option refused in one line (no usage text), as
+    every other refusal is; ``--help`` still shows the usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog.split()[0]} "
+                     f"{' '.join(self.prog.split()[1:]) + ' ' if ' ' in self.prog else ''}"
+                     "--help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="threadmap",
         description="Show which CUDA thread computes which element of C = A @ B. "
                     "Without a command, opens the desktop app.")
@@ -103,7 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "failing case's result.json and maps.npz)")
     hunt_parser.add_argument("--budget", type=float, default=60.0, metavar="SECONDS",
                              help="stop after this long (default 60 s)")
-    hunt_parser.add_argument("--backend", choices=BACKENDS, default="cpu")
+    hunt_parser.add_argument("--backend", choices=BACKENDS, default="auto",
+                             help="where cases run (default auto: a GPU if there is one, else "
+                                  "the CPU emulation, else the simulator; cpu never runs "
+                                  "elsewhere)")
     hunt_parser.add_argument("--dtype", choices=DTYPES, default="float32")
     hunt_parser.add_argument("--seed", type=int, default=0)
     hunt_parser.add_argument("--scalar", action="append", default=[], metavar="NAME=VALUE",
@@ -120,7 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "file,1:1024,4:256)")
     check_parser.add_argument("--out", required=True, help="directory for report.csv, "
                               "report.json and report.html")
-    check_parser.add_argument("--backend", choices=BACKENDS, default="cpu")
+    check_parser.add_argument("--backend", choices=BACKENDS, default="auto",
+                              help="where cases run (default auto: a GPU if there is one, else "
+                                   "the CPU emulation, else the simulator; cpu never runs "
+                                   "elsewhere)")
     check_parser.add_argument("--dtype", choices=DTYPES, default="float32")
     check_parser.add_argument("--seed", type=int, default=0)
     check_parser.add_argument("--workers", type=int, default=None,
@@ -174,7 +192,12 @@ def request_from_args(args: argparse.Namespace, grid: str | None,
 
 
 def check_numbers(args: argparse.Namespace) -> None:
-    """Refuse --time-limit and --registers that cannot mean anything."""
+    """The one check of every command's options, made before anything runs:
+    each command refuses a bad --seed, --time-limit, --registers, --budget,
+    --workers, --out or --scheduler with the same message."""
+    seed = getattr(args, "seed", None)
+    if seed is not None and not 0 <= seed < 2**63:
+        raise ThreadMapError(f"--seed must be a whole number from 0 to 2**63 - 1, not {seed}")
     limit = getattr(args, "time_limit", None)
     if limit is not None and not (math.isfinite(limit) and limit > 0):
         raise ThreadMapError(f"--time-limit must be a positive number of seconds, not {limit}")
@@ -182,6 +205,44 @@ def check_numbers(args: argparse.Namespace) -> None:
     if registers is not None and not 1 <= registers <= 255:
         raise ThreadMapError(f"--registers must be between 1 and 255 (registers per thread), "
                              f"not {registers}")
+    budget = getattr(args, "budget", None)
+    if budget is not None and not (math.isfinite(budget) and budget > 0):
+        raise ThreadMapError(f"--budget must be a positive number of seconds, not {budget}")
+    workers = getattr(args, "workers", None)
+    if workers is not None and workers < 1:
+        raise ThreadMapError(f"--workers must be at least 1, not {workers}")
+    if hasattr(args, "out") and not (args.out or "").strip():
+        raise ThreadMapError("--out needs a folder name (an empty one would write into the "
+                             "current folder)")
+    if getattr(args, "scheduler", None) is not None:
+        from .check import check_scheduler_address
+
+        check_scheduler_address(args.scheduler)
+
+
+def check_cases(shapes, launches, args: argparse.Namespace) -> None:
+    """Every shape with every launch of ``threadmap check``, through the same
+    check as ``run``'s (CUDA's limits, the memory a run needs): refused before
+    any file is read, not as an ERROR row per case."""
+    from .request import check_request
+
+    for m, k, n in shapes:
+        for launch in launches:
+            grid, block = (launch.grid, launch.block) if launch.grid else ((1,), (1,))
+            try:
+                check_request(RunRequest(kernel="grid-stride", m=m, k=k, n=n, grid=grid,
+                                         block=block, dtype=args.dtype, seed=args.seed,
+                                         backend=args.backend))
+            except ThreadMapError as exc:
+                where = f"--launches {launch.text}" if launch.grid else f"--shapes {m}x{k}x{n}"
+                raise ThreadMapError(f"{where} (with shape {m}x{k}x{n}): {exc}") from None
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
 
 
 def time_limit(args: argparse.Namespace, request: RunRequest) -> float | None:
@@ -198,12 +259,19 @@ def check_estimate(request: RunRequest, configurations: list[RunRequest] | None 
     """Refuse a run (or sweep) estimated over a minute, with the estimate and
     something smaller to try; --yes runs it anyway."""
     from .engine import prepare
-    from .estimate import COMMAND_LINE_SECONDS, describe_seconds, run_seconds
+    from .estimate import (
+        COMMAND_LINE_SECONDS,
+        SECONDS_PER_CONFIGURATION,
+        describe_seconds,
+        run_seconds,
+    )
     from .result import BACKEND_SHORT
 
     request, plan, _ = prepare(request)
     backend = request.backend
     seconds = sum(run_seconds(r, plan, backend) for r in (configurations or [request]))
+    if configurations:
+        seconds += SECONDS_PER_CONFIGURATION * len(configurations)
     if seconds <= COMMAND_LINE_SECONDS:
         return
     what = f"this sweep of {len(configurations)} configurations" if configurations else "this run"
@@ -267,17 +335,40 @@ def occupancy_for(result, args: argparse.Namespace) -> dict:
     return dict(figures.summary(), gpu_source=GPU_MODELS[args.gpu_model].source)
 
 
-def write_outputs(result, out: Path, occupancy: dict | None = None) -> None:
-    """``result.json`` and ``maps.npz`` into ``out``."""
+#: What ``threadmap run`` writes into --out.
+RUN_FILES = ("maps.npz", "result.json")
+
+
+def write_outputs(result, out: Path, occupancy: dict | None = None,
+                  folder: "OutputFolder | None" = None) -> None:
+    """``result.json`` and ``maps.npz`` into ``out``, together or not at all
+    (outputs.py): a full disk or a Ctrl-C leaves the previous pair.  Given the
+    ``folder`` a command holds, its files join that folder's."""
+    from .outputs import OutputFolder
+
+    if folder is None:
+        with OutputFolder(out, files=RUN_FILES) as own:
+            stage_outputs(own, result, occupancy)
+            own.publish()
+    else:
+        stage_outputs(folder, result, occupancy)
+
+
+def stage_outputs(folder: "OutputFolder", result, occupancy: dict | None = None,
+                  prefix: str = "") -> None:
+    """Stage ``result.json`` and its ``maps.npz`` (named by one run id) in ``folder``."""
+    import uuid
+
     from .maps_file import save_maps
 
-    out.mkdir(parents=True, exist_ok=True)
     summary = result.summary()
     if occupancy is not None:
         summary["occupancy"] = occupancy
-    # how maps.npz restores each map (maps_file.load_maps)
-    summary["maps"] = save_maps(out / "maps.npz", result.maps_arrays(), result.request.dtype)
-    (out / "result.json").write_text(json.dumps(summary, indent=2))
+    run_id = uuid.uuid4().hex
+    # how maps.npz restores each map (maps_file.load_maps), and the run id it carries
+    summary["maps"] = folder.write(f"{prefix}maps.npz", lambda path: save_maps(
+        path, result.maps_arrays(), result.request.dtype, run_id=run_id))
+    folder.write_text(f"{prefix}result.json", json.dumps(summary, indent=2, allow_nan=False))
 
 
 def print_summary(result, stream=sys.stdout) -> None:
@@ -289,9 +380,7 @@ def print_summary(result, stream=sys.stdout) -> None:
           f"{result.backend_note}]", file=stream)
     for reason in result.verdict.reasons:
         print(f"  - {reason}", file=stream)
-    errors = result.verdict.errors
-    print(f"  relative error {errors.rel_error:.3g} (tolerance {errors.rel_tolerance:.3g}), "
-          f"max abs error {errors.max_abs_error:.3g}", file=stream)
+    print(f"  {result.verdict.errors.describe()}", file=stream)
     for timing in result.timings:
         print(f"  {timing.describe()}", file=stream)
     for note in result.notes:
@@ -335,14 +424,18 @@ def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
     if not args.yes:
         check_estimate(request)
     progress = CommandLineProgress()
-    try:
-        result = run(request, progress=progress, time_limit=time_limit(args, request))
-    finally:
-        progress.clear()
     out = Path(args.out)
-    write_outputs(result, out, occupancy_for(result, args))
-    if exporter is not None and (args.png or args.svg):
-        exporter(result, png=args.png, svg=args.svg, map_name=args.map, size=size)
+    # The folder is locked from the start: a second command into it is
+    # refused at once, not after its run.
+    with OutputFolder(out, files=RUN_FILES) as folder:
+        try:
+            result = run(request, progress=progress, time_limit=time_limit(args, request))
+        finally:
+            progress.clear()
+        write_outputs(result, out, occupancy_for(result, args), folder=folder)
+        if exporter is not None and (args.png or args.svg):
+            exporter(result, png=args.png, svg=args.svg, map_name=args.map, size=size)
+        folder.publish()
     print_summary(result)
     print(f"  wrote {out / 'result.json'} and {out / 'maps.npz'}")
     return 0
@@ -367,6 +460,7 @@ def check_image_options(args: argparse.Namespace) -> tuple[int, int]:
 
 def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
     from .backends.common import TIMING
+    from .backends.kernel_output import STDOUT
     from .cli_progress import CommandLineProgress
     from .sweep import SweepFolder, parse_list, run_sweep_ahead
 
@@ -387,28 +481,33 @@ def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
 
     cells = []
     progress = CommandLineProgress()
+    stdout = sys.stdout
     run_one = partial(run, time_limit=time_limit(args, base))
     out = Path(args.out)
-    folder = SweepFolder(out)
     images = None
-    try:
-        for cell in run_sweep_ahead(base, grids, blocks, progress=progress, run_one=run_one):
-            cells.append(cell)
-            with progress.lock:
-                progress.clear()
-                print(sweep_line(cell), flush=True)
-            # Its files, while the next configurations run (never while one
-            # times itself: TIMING).
-            with TIMING:
-                folder.add(cell)
-                if sweep_exporter is not None and not args.no_images:
-                    images = images or sweep_exporter(out, args.map)
-                    images.add(cell)
-    finally:
-        progress.clear()
-    folder.finish(cells, occupancy=lambda cell: occupancy_for(cell.result, args))
-    if images is not None:
-        images.finish(cells)
+    # Locked for the whole sweep; each of its files is written whole (sweep.py).
+    with OutputFolder(out):
+        folder = SweepFolder(out)
+        try:
+            for cell in run_sweep_ahead(base, grids, blocks, progress=progress,
+                                        run_one=run_one):
+                cells.append(cell)
+                # (to the stream as it was, STDOUT first: see kernel_output.STDOUT)
+                with STDOUT, progress.lock:
+                    progress.clear()
+                    print(sweep_line(cell), file=stdout, flush=True)
+                # Its files, while the next configurations run (never while one
+                # times itself: TIMING).
+                with TIMING:
+                    folder.add(cell)
+                    if sweep_exporter is not None and not args.no_images:
+                        images = images or sweep_exporter(out, args.map)
+                        images.add(cell)
+        finally:
+            progress.clear()
+        folder.finish(cells, occupancy=lambda cell: occupancy_for(cell.result, args))
+        if images is not None:
+            images.finish(cells)
     print(f"wrote {out / 'summary.csv'}, {out / 'summary.json'} and {len(cells)} configurations")
     return 0
 
@@ -430,12 +529,7 @@ def sweep_line(cell) -> str:
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
-    from .derived.codegen import (
-        CACHE_LIMIT_BYTES,
-        cache_dir,
-        cache_entries,
-        clear_cache,
-    )
+    from .cache import CACHE_LIMIT_BYTES, cache_dir, cache_entries, clear_cache
     from .request import format_bytes
 
     directory = cache_dir()
@@ -455,8 +549,7 @@ def _cmd_hunt(args: argparse.Namespace) -> int:
     """``threadmap hunt``: exit 0 whether or not a failing case was found."""
     from .search import hunt, write_hunt
 
-    if not (math.isfinite(args.budget) and args.budget > 0):
-        raise ThreadMapError(f"--budget must be a positive number of seconds, not {args.budget}")
+    check_numbers(args)
     check_output_path("--out", args.out, folder=True)
     base = RunRequest(kernel=args.kernel, kernel_file=args.kernel_file, dtype=args.dtype,
                       seed=args.seed, backend=args.backend, scalars=parse_scalars(args.scalar))
@@ -467,11 +560,13 @@ def _cmd_hunt(args: argparse.Namespace) -> int:
     def progress(fraction: float, message: str) -> None:
         print(f"  [{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
 
-    report = hunt(base, budget=args.budget, progress=progress)
-    for case in report.cases:
-        print(f"  {case.verdict:7s} {case.label()}  {case.seconds:.1f} s")
-    print(report.summary())
-    write_hunt(report, Path(args.out))
+    with OutputFolder(args.out, files=("hunt.json",) + RUN_FILES) as folder:
+        report = hunt(base, budget=args.budget, progress=progress)
+        for case in report.cases:
+            print(f"  {case.verdict:7s} {case.label()}  {case.seconds:.1f} s")
+        print(report.summary())
+        write_hunt(report, Path(args.out), folder)
+        folder.publish()
     print(f"  wrote {Path(args.out) / 'hunt.json'}"
           + (" and the failing case's result.json and maps.npz" if report.result else ""))
     return 0
@@ -481,24 +576,32 @@ def _cmd_check(args: argparse.Namespace) -> int:
     """``threadmap check``: 0 when every case ran (whatever the verdicts)."""
     from .check import NoKernels, parse_launches, parse_shapes, run_check, write_report
 
-    shapes, launches = parse_shapes(args.shapes), parse_launches(args.launches)
-    if args.workers is not None and args.workers < 1:
-        raise ThreadMapError(f"--workers must be at least 1, not {args.workers}")
     check_numbers(args)
+    shapes, launches = parse_shapes(args.shapes), parse_launches(args.launches)
+    check_cases(shapes, launches, args)
     check_output_path("--out", args.out, folder=True)
     out = Path(args.out)
+    workers = args.workers
+    if workers is not None and workers > usable_cores():
+        print(f"threadmap: --workers {workers}: using {usable_cores()}, the cores here",
+              file=sys.stderr)
+        workers = usable_cores()
 
     def progress(done: int, total: int) -> None:
         print(f"  [{done}/{total}] kernels checked", file=sys.stderr, flush=True)
 
-    try:
-        rows = run_check(args.paths, shapes, launches, dtype=args.dtype, seed=args.seed,
-                         backend=args.backend, scheduler=args.scheduler, workers=args.workers,
-                         progress=progress, case_limit=args.time_limit)
-    except NoKernels:
-        write_report([], out)  # an empty report, and the error
-        raise
-    write_report(rows, out)
+    with OutputFolder(out, files=("report.csv", "report.json", "report.html")) as folder:
+        try:
+            rows = run_check(args.paths, shapes, launches, dtype=args.dtype, seed=args.seed,
+                             backend=args.backend, scheduler=args.scheduler,
+                             workers=workers, progress=progress,
+                             case_limit=args.time_limit)
+        except NoKernels:
+            write_report([], out, folder=folder)  # an empty report, and the error
+            folder.publish()
+            raise
+        write_report(rows, out, folder=folder)
+        folder.publish()
     counts = {word: sum(r["verdict"] == word for r in rows) for word in ("PASS", "FAIL", "ERROR")}
     print(f"{len(rows)} cases: {counts['PASS']} PASS, {counts['FAIL']} FAIL, "
           f"{counts['ERROR']} ERROR; wrote {out / 'report.csv'}, report.json, report.html")
@@ -513,56 +616,117 @@ def _cmd_kernels() -> int:
     return 0
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP: the command ends as on Ctrl-C (a BaseException, so
+    that no ``except Exception`` on the way swallows it)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _ending_on_signals():
+    """SIGTERM and SIGHUP raise :class:`Terminated` in the main thread, so the
+    command ends its child processes and leaves its outputs as they were."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def end(signum, frame):
+        raise Terminated(signum)
+
+    previous = {}
+    for number in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if number is not None:
+            previous[number] = signal.signal(number, end)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _one_line(message: object) -> str:
+    """A refusal's message on one line (numba's and others' run over several)."""
+    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+    return "; ".join(lines)
+
+
 def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = None,
          sweep_exporter: Callable | None = None, opener: Callable | None = None) -> int:
     """Run the command line; return the exit status.
 
     0 when the run happened (whatever its verdict); 2 with a one-line message
-    for bad input; 1 when the kernel failed to compile or run, or was cancelled.
+    for bad input; 1 when the kernel failed to compile or run, or was cancelled;
+    130 on Ctrl-C, 143 on SIGTERM, 129 on SIGHUP (children ended, outputs as
+    they were).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "open":
+        return _cmd_open(args, opener)
     try:
-        if args.command == "run":
-            return _cmd_run(args, exporter)
-        if args.command == "kernels":
-            return _cmd_kernels()
-        if args.command == "sweep":
-            return _cmd_sweep(args, sweep_exporter)
-        if args.command == "cache":
-            return _cmd_cache(args)
-        if args.command == "hunt":
-            return _cmd_hunt(args)
-        if args.command == "check":
-            return _cmd_check(args)
-        if args.command == "open":
-            from .api import kernel_names
+        with _ending_on_signals():
+            if args.command == "run":
+                return _cmd_run(args, exporter)
+            if args.command == "kernels":
+                return _cmd_kernels()
+            if args.command == "sweep":
+                return _cmd_sweep(args, sweep_exporter)
+            if args.command == "cache":
+                return _cmd_cache(args)
+            if args.command == "hunt":
+                return _cmd_hunt(args)
+            if args.command == "check":
+                return _cmd_check(args)
+            parser.print_help()
+            return 0
+    except (KeyboardInterrupt, Terminated) as exc:
+        # End any child process; one line; the shell's status for the signal.
+        import signal
 
-            path = Path(args.kernel_file)
-            if not path.is_file():
-                raise ThreadMapError(f"{path}: no such file")
-            kernel_names(path)  # refused here, with its line, if it has no kernel
-            if opener is None:
-                raise ThreadMapError("threadmap open needs the desktop app (PySide6)")
-            return opener(str(path))
-        parser.print_help()
-        return 0
-    except KeyboardInterrupt:
-        # Ctrl-C: end any child process, one line, the shell's status for SIGINT.
         from .backends.child import stop_all
         stop_all()
-        print("threadmap: cancelled", file=sys.stderr)
-        return 130
+        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+        what = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        print(f"threadmap: stopped by {what}; child processes ended, earlier outputs kept",
+              file=sys.stderr)
+        return 128 + signum
     except (KernelCompileError, KernelRuntimeError, RunCancelled, RunTimedOut) as exc:
         print(f"threadmap: error: {exc}", file=sys.stderr)
         return 1
     except ThreadMapError as exc:
-        print(f"threadmap: error: {exc}", file=sys.stderr)
+        print(f"threadmap: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # (``| head``: whoever read our output has what it wanted)
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13
     except OSError as exc:  # an output that cannot be written
         print(f"threadmap: error: cannot write {exc.filename or 'the output'}: "
               f"{exc.strerror or exc}", file=sys.stderr)
         return 2
+
+
+def _cmd_open(args: argparse.Namespace, opener: Callable | None) -> int:
+    """``threadmap open FILE``: the window on a kernel file (checked first)."""
+    from .api import kernel_names
+
+    try:
+        path = Path(args.kernel_file)
+        if not path.exists():
+            raise ThreadMapError(f"{path}: no such file")
+        kernel_names(path)  # refused here, with its line, if it has no kernel
+        if opener is None:
+            raise ThreadMapError("threadmap open needs the desktop app (PySide6)")
+    except ThreadMapError as exc:
+        print(f"threadmap: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    return opener(str(path))
 
 
 if __name__ == "__main__":

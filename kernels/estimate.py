@@ -33,6 +33,10 @@ SLOW_SIMULATOR_SECONDS = 20.0
 COMMAND_LINE_SECONDS = 60.0
 #: A kernel file's run ends after this long (a kernel that never finishes).
 KERNEL_FILE_TIME_LIMIT = 300.0
+#: What each configuration of a sweep costs besides its run: its reference
+#: comparison, maps and files (the 64-configuration sweep of
+#: benchmarks/results/lean.txt: 9 s, ~0.14 s a configuration, on 2 cores).
+SECONDS_PER_CONFIGURATION = 0.1
 
 
 def barriers_per_block(request: RunRequest, plan) -> int:

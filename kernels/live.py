@@ -19,14 +19,13 @@ import hashlib
 import json
 import linecache
 import os
-import tempfile
 import types
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .errors import KernelSourceError, ThreadMapError
+from .errors import KernelSourceError, RequestError, ThreadMapError
 from .estimate import KERNEL_FILE_TIME_LIMIT
 from .request import RunRequest
 from .result import RunResult
@@ -92,13 +91,30 @@ def _borrowed_names(function: types.FunctionType, text: str) -> str:
 
 
 def _kernel_file(text: str, name: str) -> Path:
-    """The kernel's text as a file (named by its content) that the engine parses."""
-    folder = Path(tempfile.gettempdir()) / "threadmap-live"
-    folder.mkdir(exist_ok=True)
+    """The kernel's text as a file (named by its content) that the engine
+    parses, in the user's private cache folder (never a shared /tmp folder,
+    where a file planted under the same name would be read instead)."""
+    from .cache import cache_dir
+    from .outputs import write_atomically
+
+    folder = cache_dir().parent / "live"
+    folder.mkdir(mode=0o700, exist_ok=True)
     path = folder / f"{name}_{hashlib.sha256(text.encode()).hexdigest()[:16]}.py"
-    if not path.exists():
-        path.write_text(text)
+    try:
+        same = path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        same = False
+    if not same:
+        write_atomically(path, text)
     return path
+
+
+def _whole(value, what: str) -> int:
+    """A whole number given to the API (a numpy integer too), never a float or a
+    bool silently truncated."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise RequestError(f"{what} must be a whole number, not {value!r}")
+    return int(value)
 
 
 def threadmap(kernel, shape: tuple[int, int, int], grid=None, block=None,
@@ -115,25 +131,35 @@ def threadmap(kernel, shape: tuple[int, int, int], grid=None, block=None,
     text, name, origin = kernel_source(kernel)
     path = Path(origin) if os.path.isfile(origin) and Path(origin).read_text() == text \
         else _kernel_file(text, name)
-    try:
-        m, k, n = (int(v) for v in shape)
-    except (TypeError, ValueError):
-        raise ThreadMapError(f"shape must be (M, K, N), three whole numbers, not {shape!r}") \
-            from None
+    if not isinstance(shape, (tuple, list)) or len(shape) != 3:
+        raise RequestError(f"shape must be (M, K, N), three whole numbers, not {shape!r}")
+    m, k, n = (_whole(v, f"shape's {'MKN'[i]}") for i, v in enumerate(shape))
 
     def dims(value, what):
         if value is None:
             return None
-        value = (value,) if isinstance(value, int) else tuple(value)
-        if not value or not all(isinstance(v, int) for v in value):
-            raise ThreadMapError(f"{what} must be a whole number or a tuple of them, not "
-                                 f"{value!r}")
-        return value
+        value = (value,) if not isinstance(value, (tuple, list)) else tuple(value)
+        if not 1 <= len(value) <= 2:
+            raise RequestError(f"{what} takes 1 or 2 dimensions, not {value!r}")
+        return tuple(_whole(v, what) for v in value)
 
+    given = {}
+    for key, value in (scalars or {}).items():
+        if not isinstance(key, str) or not key.isidentifier():
+            raise RequestError(f"scalar names are parameter names, not {key!r}")
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)) \
+                or isinstance(value, complex):
+            raise RequestError(f"scalar {key} must be a number, not {value!r}")
+        given[key] = int(value) if isinstance(value, (int, np.integer)) else float(value)
+    seed = _whole(seed, "seed")
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(
+            time_limit, (int, float)) or not time_limit > 0 or time_limit != time_limit):
+        raise RequestError(f"time_limit must be a positive number of seconds or None, not "
+                           f"{time_limit!r}")
     grid, block = dims(grid, "grid"), dims(block, "block")
     request = RunRequest(kernel=name, kernel_file=str(path), m=m, k=k, n=n, dtype=dtype,
                          backend=backend, pattern=pattern, seed=seed,
-                         scalars=tuple((str(a), float(b)) for a, b in (scalars or {}).items()),
+                         scalars=tuple(given.items()),
                          grid=grid or (1,), block=block or (1,))
     if grid is None or block is None:
         chosen = default_launch(request)

@@ -146,10 +146,16 @@ def check_request(request: RunRequest) -> None:
     if request.backend not in BACKENDS:
         raise RequestError(f"backend must be one of {', '.join(BACKENDS)}, "
                            f"not {request.backend!r}")
-    if not isinstance(request.seed, int) or request.seed < 0:
+    if not isinstance(request.seed, int) or isinstance(request.seed, bool) or request.seed < 0:
         raise RequestError(f"seed must be a whole number >= 0, got {request.seed!r}")
-    if not isinstance(request.repeats, int) or not 1 <= request.repeats <= 1000:
+    if not isinstance(request.repeats, int) or isinstance(request.repeats, bool) \
+            or not 1 <= request.repeats <= 1000:
         raise RequestError(f"repeats must be between 1 and 1000, got {request.repeats!r}")
+    for name, value in request.scalars:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise RequestError(f"a scalar's name must be a parameter's name, not {name!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise RequestError(f"scalar {name} must be a number, not {value!r}")
     _check_dims(request.block, MAX_BLOCK_DIMS, "block")
     _check_dims(request.grid, MAX_GRID_DIMS, "grid")
     if request.threads_per_block > MAX_THREADS_PER_BLOCK:

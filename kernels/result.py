@@ -142,9 +142,11 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures,
         reasons.append(f"{counted(poisoned, 'written element')} of {output} "
                        f"{'is' if poisoned == 1 else 'are'} NaN or infinite")
     if errors.wrong:
+        figures = (f"relative error {errors.rel_error:.3g}, tolerance "
+                   f"{errors.rel_tolerance:.3g}" if errors.computed else
+                   f"worst element {errors.worst_ratio:.3g} times its bound")
         reasons.append(f"{counted(errors.wrong, 'element')} off by more than the tolerance "
-                       f"(relative error {errors.rel_error:.3g}, tolerance "
-                       f"{errors.rel_tolerance:.3g})")
+                       f"({figures})")
     hazards = {}
     if analysis is not None:
         reasons.extend(analysis.reasons())
@@ -270,7 +272,7 @@ class RunResult:
                 "from": KERNEL_OUTPUT_SOURCE, "text": self.kernel_output,
                 "lines": self.kernel_output.count("\n"),
                 "characters_cut": self.kernel_output_cut}} if self.kernel_output else {}),
-            "errors": asdict(self.verdict.errors),
+            "errors": self.verdict.errors.summary(),
             "counts": {
                 "elements": int(self.maps.count.size),
                 "unwritten": self.verdict.unwritten,

@@ -231,7 +231,8 @@ def test_ctrl_c_ends_with_one_line_status_130_and_no_child_left(tmp_path):
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130
-    assert [line for line in stderr.splitlines() if line.strip()] == ["threadmap: cancelled"]
+    assert [line for line in stderr.splitlines() if line.strip()] == [
+        "threadmap: stopped by Ctrl-C; child processes ended, earlier outputs kept"]
     for pid in children:
         assert subprocess.run(["kill", "-0", pid], capture_output=True).returncode != 0, pid
 
@@ -254,7 +255,8 @@ def test_ctrl_c_during_a_sweep_ends_it_with_one_line_and_status_130(tmp_path):
     assert proc.returncode == 130
     assert time.monotonic() - sent < 10
     assert [line for line in stderr.splitlines()
-            if line.strip() and not line.startswith("  [")] == ["threadmap: cancelled"]
+            if line.strip() and not line.startswith("  [")] == [
+        "threadmap: stopped by Ctrl-C; child processes ended, earlier outputs kept"]
     assert "wrote" not in out
     assert len(out.splitlines()) < 35  # of 36 configurations
 

@@ -15,7 +15,8 @@ changes elements by O(|A| @ |B|), far above it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -77,9 +78,13 @@ def reference(a: np.ndarray, b: np.ndarray) -> Reference:
 
 @dataclass(frozen=True)
 class ErrorFigures:
-    """How far C is from the reference, over the elements that were written."""
+    """How far C is from the reference.
 
-    rel_error: float  # ||C - ref||_F / ||ref||_F over finite elements
+    The relative and max abs errors are NaN ("not computed") when any element
+    of C is NaN or infinite: an error over the finite elements alone would read
+    0 for a kernel that wrote nothing."""
+
+    rel_error: float  # ||C - ref||_F / ||ref||_F; NaN when non_finite > 0
     max_abs_error: float
     #: the tolerance rel_error is held to: ||bound||_F / ||ref||_F
     rel_tolerance: float
@@ -91,9 +96,42 @@ class ErrorFigures:
     #: worst error / bound ratio (<= 1 for a correct kernel)
     worst_ratio: float
 
+    #: elements of C compared
+    elements: int = 0
+
     @property
     def within_tolerance(self) -> bool:
         return self.wrong == 0 and self.non_finite == 0
+
+    @property
+    def computed(self) -> bool:
+        """Whether the error figures mean anything (every element finite)."""
+        return self.non_finite == 0
+
+    def not_computed(self) -> str:
+        """``"not computed: 12 of 16 elements NaN or infinite"`` (or "")."""
+        if self.computed:
+            return ""
+        total = f" of {self.elements:,}" if self.elements else ""
+        return (f"not computed: {self.non_finite:,}{total} element"
+                f"{'s' if self.non_finite != 1 else ''} NaN or infinite")
+
+    def describe(self, digits: int = 3) -> str:
+        """The error figures in words, or why there are none."""
+        if not self.computed:
+            return f"relative error {self.not_computed()}"
+        return (f"relative error {self.rel_error:.{digits}g} (tolerance "
+                f"{self.rel_tolerance:.{digits}g}), max abs error "
+                f"{self.max_abs_error:.{digits}g}")
+
+    def summary(self) -> dict:
+        """JSON-ready: the figures not computed are null, with the reason."""
+        figures = asdict(self)
+        if not self.computed:
+            figures.update(rel_error=None, max_abs_error=None, not_computed=self.not_computed())
+        if not math.isfinite(self.worst_ratio):
+            figures["worst_ratio"] = None
+        return figures
 
 
 def _compare_block(c: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> np.ndarray:
@@ -146,12 +184,14 @@ def compare(c: np.ndarray, ref: Reference) -> ErrorFigures:
         totals[[1, 3, 6]] = np.maximum(totals[[1, 3, 6]], part[[1, 3, 6]])
     ref_norm = float(np.sqrt(totals[7]))
     denominator = ref_norm if ref_norm > 0 else 1.0
+    finite = totals[5] == 0
     return ErrorFigures(
-        rel_error=float(np.sqrt(totals[0])) / denominator,
-        max_abs_error=float(totals[1]),
+        rel_error=float(np.sqrt(totals[0])) / denominator if finite else math.nan,
+        max_abs_error=float(totals[1]) if finite else math.nan,
         rel_tolerance=float(np.sqrt(totals[2])) / denominator,
         abs_tolerance=float(totals[3]),
         wrong=int(totals[4]),
         non_finite=int(totals[5]),
         worst_ratio=float(totals[6]),
+        elements=int(c.size),
     )
