@@ -12,11 +12,19 @@ kernels' local types and ptxas's register figures live in
 * a folder that cannot be made or written is an error that names it: the
   cache is never moved silently (a fallback to a predictable ``/tmp`` folder
   let a planted pickle run);
-* checked on each start of a process (once: the answer is kept).
+* checked on each start of a process (once: the answer is kept);
+* a sandboxed child (backends/sandbox.py) never writes there: it runs one
+  kernel file, whose submission may be hostile, and gets a folder of that
+  kernel's own, ``sandboxed/<hash of its text>`` (numba's files too), which
+  no other process loads code from.  A kernel that writes into it can spoil
+  only its own later runs, never the unsandboxed commands' cache (where a
+  planted index once ran its pickle in the next ``threadmap run``), nor
+  another submission's.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,12 +47,26 @@ def _configured() -> tuple[Path, bool]:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "threadmap", False
 
 
+#: Set in a sandboxed child's environment: the one folder it writes.
+SANDBOX_ENV = "THREADMAP_SANDBOX_CACHE"
+#: The sandboxed kernels' folders are kept to this size (least recently used
+#: removed first).
+SANDBOX_LIMIT_BYTES = 256 * 1024 * 1024
+
 _checked: dict[Path, Path] = {}
 
 
 def cache_dir() -> Path:
     """The folder of generated modules, checked (see the module's docstring);
-    raises :class:`CacheError` where it cannot be used."""
+    raises :class:`CacheError` where it cannot be used.  In a sandboxed child,
+    its kernel's own folder."""
+    own = os.environ.get(SANDBOX_ENV)
+    if own:
+        path = Path(own)
+        if path not in _checked:
+            _check_private(path, "the sandboxed kernel's cache", named=True)
+            _checked[path] = path
+        return path
     base, named = _configured()
     found = _checked.get(base)
     if found is None:
@@ -52,30 +74,67 @@ def cache_dir() -> Path:
     return found
 
 
-def _checked_folder(base: Path, named: bool) -> Path:
+def sandbox_cache_dir(key: str) -> Path:
+    """The folder a sandboxed child running the kernel whose text hashes to
+    ``key`` may write (made, checked, marked as used now); the least recently
+    used others are removed past :data:`SANDBOX_LIMIT_BYTES`."""
+    base, named = _configured()
+    cache_dir()  # (the base folder checked, as for any use)
+    root = base / "sandboxed"
+    _checked_folder(base, named, root)
+    path = root / key
+    _check_private(path, "the cache of sandboxed kernels", named)
+    os.utime(path)
+    _prune_sandboxes(root, keep=path)
+    return path
+
+
+def _prune_sandboxes(root: Path, keep: Path) -> None:
+    folders = []
+    for folder in root.iterdir():
+        if folder.is_dir() and not folder.is_symlink():
+            size = sum(f.stat().st_size for f in folder.rglob("*")
+                       if f.is_file() and not f.is_symlink())
+            folders.append((folder.stat().st_mtime, size, folder))
+    total = sum(size for _, size, _ in folders)
+    for _, size, folder in sorted(folders):
+        if total <= SANDBOX_LIMIT_BYTES:
+            break
+        if folder != keep:
+            shutil.rmtree(folder, ignore_errors=True)
+            total -= size
+
+
+def _check_private(folder: Path, where: str, named: bool) -> None:
+    """Make ``folder`` (0700) if need be, and refuse one that is not the user's
+    own, or that others can write."""
+    if folder.exists() and not folder.is_dir():
+        raise CacheError(f"{where}: {folder} is a file, not a folder; remove it or set "
+                         "THREADMAP_CACHE_DIR to a folder of yours")
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CacheError(f"{where}: cannot create {folder} ({exc.strerror or exc}); set "
+                         "THREADMAP_CACHE_DIR to a folder you can write") from None
+    info = folder.stat()
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise CacheError(
+            f"{where}: {folder} belongs to another user (uid {info.st_uid}); ThreadMap "
+            "loads compiled code from its cache, so it uses only a folder of yours")
+    if named and info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise CacheError(
+            f"{where}: {folder} can be written by other users (mode "
+            f"{stat.S_IMODE(info.st_mode):o}); ThreadMap loads compiled code from its "
+            "cache, so it must be yours alone (chmod 700)")
+    if not named and info.st_mode & 0o077:
+        os.chmod(folder, 0o700)  # ours: private again
+
+
+def _checked_folder(base: Path, named: bool, path: Path | None = None) -> Path:
     where = "$THREADMAP_CACHE_DIR" if named else "the cache of generated kernels"
-    path = base / "generated"
+    path = path or base / "generated"
     for folder in (base, path):
-        if folder.exists() and not folder.is_dir():
-            raise CacheError(f"{where}: {folder} is a file, not a folder; remove it or set "
-                             "THREADMAP_CACHE_DIR to a folder of yours")
-        try:
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as exc:
-            raise CacheError(f"{where}: cannot create {folder} ({exc.strerror or exc}); set "
-                             "THREADMAP_CACHE_DIR to a folder you can write") from None
-        info = folder.stat()
-        if hasattr(os, "getuid") and info.st_uid != os.getuid():
-            raise CacheError(
-                f"{where}: {folder} belongs to another user (uid {info.st_uid}); ThreadMap "
-                "loads compiled code from its cache, so it uses only a folder of yours")
-        if named and info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            raise CacheError(
-                f"{where}: {folder} can be written by other users (mode "
-                f"{stat.S_IMODE(info.st_mode):o}); ThreadMap loads compiled code from its "
-                "cache, so it must be yours alone (chmod 700)")
-        if not named and info.st_mode & 0o077:
-            os.chmod(folder, 0o700)  # ours: private again
+        _check_private(folder, where, named)
     if not os.access(path, os.W_OK | os.X_OK):
         raise CacheError(f"{where}: cannot write in {path}; set THREADMAP_CACHE_DIR to a "
                          "folder you can write")
@@ -150,13 +209,18 @@ def clear_cache(directory: Path | None = None) -> tuple[int, int]:
     """Remove every generated module, numba's code for them and the stored
     register figures; returns (files, bytes) removed."""
     directory = directory or cache_dir()
-    files = [f for f in directory.rglob("*") if f.is_file() and not f.is_symlink()]
+    sandboxes = directory.parent / "sandboxed"
+    files = [f for folder in (directory, sandboxes) if folder.is_dir()
+             for f in folder.rglob("*") if f.is_file() and not f.is_symlink()]
     size = sum(f.stat().st_size for f in files)
     for file in files:
         try:
             file.unlink()
         except OSError:
             pass
+    if sandboxes.is_dir():
+        for folder in sandboxes.iterdir():
+            shutil.rmtree(folder, ignore_errors=True)
     return len(files), size
 
 

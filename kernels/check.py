@@ -85,6 +85,10 @@ def kernel_files(paths) -> list[Path]:
             found += sorted(p for p in path.rglob("*.py") if p.is_file())
         elif path.is_file():
             found.append(path)
+        elif path.exists():
+            from .sources.limits import read_source
+            read_source(str(path))  # refused there, saying what it is (a FIFO, a device)
+            raise ThreadMapError(f"{path}: not a kernel file or a folder")
         else:
             raise ThreadMapError(f"{path}: no such file or folder")
     return sorted(set(found), key=str)

@@ -211,6 +211,8 @@ def check_numbers(args: argparse.Namespace) -> None:
     workers = getattr(args, "workers", None)
     if workers is not None and workers < 1:
         raise ThreadMapError(f"--workers must be at least 1, not {workers}")
+    if getattr(args, "kernel_file", None) is not None and not args.kernel_file.strip():
+        raise ThreadMapError("--kernel-file needs a file name")
     if hasattr(args, "out") and not (args.out or "").strip():
         raise ThreadMapError("--out needs a folder name (an empty one would write into the "
                              "current folder)")
@@ -368,7 +370,7 @@ def stage_outputs(folder: "OutputFolder", result, occupancy: dict | None = None,
     # how maps.npz restores each map (maps_file.load_maps), and the run id it carries
     summary["maps"] = folder.write(f"{prefix}maps.npz", lambda path: save_maps(
         path, result.maps_arrays(), result.request.dtype, run_id=run_id))
-    folder.write_text(f"{prefix}result.json", json.dumps(summary, indent=2, allow_nan=False))
+    folder.write_text(f"{prefix}result.json", json.dumps(summary, indent=2))
 
 
 def print_summary(result, stream=sys.stdout) -> None:

@@ -266,7 +266,12 @@ def _load_maps(path: Path, layout: dict | None) -> dict[str, np.ndarray]:
             if value.ndim != 2 or value.shape[0] != 2 or value.dtype.kind not in "iu":
                 raise MapsFileError(f"{path}: the runs of {name!r} are damaged")
             lengths = value[1].astype(np.int64)
-            if (lengths < 0).any() or int(lengths.sum()) != elements:
+            # Each length checked before they are summed: int64 sums wrap (runs of
+            # 2**62 once added up to 64 and overran np.repeat's buffer).
+            if lengths.size > max(elements, 1) or (lengths < 0).any() \
+                    or (lengths > elements).any() \
+                    or int(lengths.max(initial=0)) * lengths.size >= 2**63 \
+                    or int(lengths.sum()) != elements:
                 raise MapsFileError(f"{path}: the runs of {name!r} do not add up to its shape")
             spend(elements * max(value.dtype.itemsize, dtype.itemsize), f"the map {name!r}")
             value = _unrun(value, elements)
@@ -296,11 +301,19 @@ def _load_maps(path: Path, layout: dict | None) -> dict[str, np.ndarray]:
         spend(arrays[other].nbytes, f"the map {name!r}")
         arrays[name] = arrays[other].copy()
     for name, spec in layout.get("shared", {}).items():
-        # a map every configuration of a sweep has, in one file beside them
+        # a map every configuration of a sweep has, in one file beside them:
+        # the one that sweep wrote (its run id), of the shape it names
         beside = _file_beside(path, spec.get("file"))
         with zipfile.ZipFile(beside) as archive:
+            if spec.get("run_id") and archive.comment.decode("utf-8", "replace") \
+                    != f"{_RUN_ID_PREFIX}{spec['run_id']}":
+                raise MapsFileError(f"{beside} is not the {name} of {path}'s run (it comes "
+                                    "from another sweep, or was cut short)")
             info = archive.getinfo(f"{name}.npy")
             value = _read_member(archive, info, None, spend)
+        if "shape" in spec and tuple(value.shape) != _shape(spec["shape"], name):
+            raise MapsFileError(f"{beside}: {name} is {value.shape}, not the "
+                                f"{tuple(spec['shape'])} its layout names")
         arrays[name] = value.astype(_map_dtype(spec["dtype"], name))
     return arrays
 

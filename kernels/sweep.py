@@ -193,6 +193,7 @@ class SweepFolder:
         #: how each configuration's .npz restores its maps (maps_file.load_maps)
         self.layouts: dict = {}
         self._reference = None  # every configuration runs on the same inputs
+        self._reference_id = ""
 
     def add(self, cell: SweepCell) -> None:
         if cell.result is None:
@@ -204,16 +205,18 @@ class SweepFolder:
         dtype = cell.result.request.dtype
         if self._reference is None:
             self._reference = reference
+            self._reference_id = uuid.uuid4().hex
             self.layouts["reference"] = write_atomically(
                 out / "reference.npz", lambda path: save_maps(
-                    path, {"reference": reference}, dtype, run_id=uuid.uuid4().hex))
+                    path, {"reference": reference}, dtype, run_id=self._reference_id))
         elif not (reference is self._reference or np.array_equal(reference, self._reference)):
             arrays["reference"] = reference  # (cannot happen in one sweep; kept if it does)
         self.layouts[stem] = write_atomically(out / f"{stem}.npz", lambda path: save_maps(
             path, arrays, dtype, run_id=uuid.uuid4().hex))
         if "reference" not in arrays:
-            self.layouts[stem]["shared"] = {"reference": {"file": "reference.npz",
-                                                          "dtype": reference.dtype.str}}
+            self.layouts[stem]["shared"] = {"reference": {
+                "file": "reference.npz", "dtype": reference.dtype.str,
+                "run_id": self._reference_id, "shape": list(reference.shape)}}
         if self.image_writer is not None:
             self.image_writer(cell.result, out / f"{stem}.png")
 

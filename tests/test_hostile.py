@@ -152,6 +152,55 @@ def test_a_file_past_a_limit_is_refused_at_once(tmp_path, what, text, expected):
     assert expected in message or (expected == "too deep" and "deep" in message), message
 
 
+def test_launches_and_names_are_found_in_linear_time(tmp_path):
+    # (a red-team review: a 46 KB file of 2,000 launches with a 3,000-term grid
+    # took 27 s to read; 3,900 statements ``aN = n`` took 47 s to plan)
+    terms = "1.5"
+    for _ in range(11):
+        terms = f"({terms}+{terms})"
+    path = tmp_path / "launches.py"
+    path.write_text(_kernel("C[0, 0] = A[0, 0] * B[0, 0]") + "def host():\n    g = "
+                    + terms + "\n" + "    matmul[g, g]()\n" * 2000)
+    many = tmp_path / "names.py"
+    many.write_text("from numba import cuda\n\n@cuda.jit\ndef matmul(A, B, C, n):\n"
+                    + "".join(f"    a{q} = n + {q}\n" for q in range(580))
+                    + "    C[0, 0] = A[0, 0] * B[0, 0] + a5\n")
+    from kernels.api import kernel_names
+    from kernels.engine import prepare
+
+    started = time.monotonic()
+    assert kernel_names(path) == ("matmul",)
+    prepare(file_request(many, "cpu").with_(scalars=(("n", 8),)))
+    assert time.monotonic() - started < 10
+
+
+def test_two_block_arrays_on_one_line_are_each_their_own(tmp_path):
+    path = tmp_path / "one_line.py"
+    path.write_text("""\
+import numpy as np
+from numba import cuda
+
+
+@cuda.jit
+def matmul(A, B, C):
+    s = cuda.shared.array((1, 1), np.float32); t = cuda.shared.array((8, 8), np.float64)
+    i, j = cuda.grid(2)
+    if i < C.shape[0] and j < C.shape[1]:
+        t[i, j] = 0.0
+        for k in range(A.shape[1]):
+            t[i, j] += A[i, k] * B[k, j]
+        C[i, j] = t[i, j]
+""")
+    from kernels.derived.local_types import block_array_specs
+    from kernels.sources.loader import load_plan
+
+    specs = block_array_specs(load_plan(file_request(path, "cpu")), "float32")
+    assert [(a.name, a.shape, a.dtype) for a in specs] == [
+        ("s", (1, 1), "float32"), ("t", (8, 8), "float64")]
+    result = run(file_request(path, "cpu"))
+    assert result.verdict.passed, result.verdict.reasons
+
+
 def test_the_expression_depth_is_refused_before_any_recursive_pass(tmp_path):
     path = tmp_path / "deep.py"
     path.write_text(_kernel("C[0, 0] = A[0, 0] * B[0, 0] * " + "-" * 300 + "1"))
@@ -209,6 +258,32 @@ def test_a_bad_option_is_refused_in_one_line(tmp_path, args, expected):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], lines
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args,status", [
+    (["--scalar", "n=nan"], 0),  # a NaN scalar runs (result.json was refused by json.dumps)
+    (["--time-limit", "1e300"], 0),  # no CPU limit rather than setrlimit's OverflowError
+])
+def test_extreme_values_run_without_a_traceback(tmp_path, args, status):
+    path = tmp_path / "scaled.py"
+    path.write_text("from numba import cuda\n\n@cuda.jit\ndef matmul(A, B, C, n):\n"
+                    "    i, j = cuda.grid(2)\n"
+                    "    if i < C.shape[0] and j < C.shape[1]:\n"
+                    "        C[i, j] = A[i, 0] * B[0, j] * n\n")
+    extra = [] if "--scalar" in args else ["--scalar", "n=2"]
+    done = command("run", "--kernel-file", str(path), "--shape", "8x8x8", "--grid", "1x1",
+                   "--block", "8x8", *args, *extra, "--out", str(tmp_path / "out"))
+    assert done.returncode == status, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_empty_kernel_file_option_or_a_fifo_to_check_is_refused(tmp_path):
+    done = command("run", "--kernel-file", "", "--out", str(tmp_path / "out"))
+    assert done.returncode == 2 and "--kernel-file needs a file name" in done.stderr
+    fifo = tmp_path / "submission.py"
+    os.mkfifo(fifo)
+    done = command("check", str(fifo), "--out", str(tmp_path / "report"), timeout=60)
+    assert done.returncode == 2 and "not a regular file (a FIFO)" in done.stderr
 
 
 def test_workers_are_capped_at_the_cores(tmp_path):

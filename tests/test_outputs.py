@@ -189,6 +189,41 @@ def test_a_npy_header_asking_for_terabytes_is_refused(tmp_path):
         load_maps(path)
 
 
+def test_runs_whose_lengths_wrap_around_are_refused(tmp_path):
+    # (a red-team review: int64 lengths of 2**62 summed to the map's size, and
+    # np.repeat overran its buffer: a segmentation fault)
+    path = tmp_path / "maps.npz"
+    runs = np.zeros((2, 4097), np.int64)
+    runs[1, :4] = 2**62
+    runs[1, 4] = 64
+    save_maps(path, {"count": np.zeros((1, 1), np.int32) + 1}, "float32", run_id="r")
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.comment = b"threadmap run r"
+        with archive.open("count.npy", "w") as member:
+            np.save(member, runs)
+    layout = {"run_id": "r", "stored": {"count": {"stored": "<i8", "dtype": "<i4",
+                                                  "shape": [8, 8], "encoding": "runs"}}}
+    with pytest.raises(MapsFileError, match="do not add up to its shape"):
+        load_maps(path, layout)
+
+
+def test_a_sweep_s_shared_reference_must_be_its_own(tmp_path):
+    first = tmp_path / "first"
+    done = threadmap("sweep", "--kernel", "naive-2d", "--shape", "8x8x8", "--grids", "1",
+                     "--blocks", "64", "--backend", "cpu", "--no-images", "--out", str(first))
+    assert done.returncode == 0, done.stderr
+    second = tmp_path / "second"
+    done = threadmap("sweep", "--kernel", "naive-2d", "--shape", "16x8x16", "--grids", "1",
+                     "--blocks", "64", "--backend", "cpu", "--no-images", "--out", str(second))
+    assert done.returncode == 0, done.stderr
+    layouts = json.loads((first / "summary.json").read_text())["maps"]
+    stem = next(name for name in layouts if name.startswith("grid"))
+    assert load_maps(first / f"{stem}.npz", layouts[stem])["reference"].shape == (8, 8)
+    (first / "reference.npz").write_bytes((second / "reference.npz").read_bytes())
+    with pytest.raises(MapsFileError, match="is not the reference of"):
+        load_maps(first / f"{stem}.npz", layouts[stem])
+
+
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "object"])
 def test_a_damaged_maps_file_is_one_line(tmp_path, damage):
     path = tmp_path / "maps.npz"

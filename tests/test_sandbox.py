@@ -30,9 +30,9 @@ def test_a_child_gets_its_own_empty_folder_and_limits(tmp_path):
     workdir = sandbox.make_workdir()
     try:
         assert stat.S_IMODE(workdir.stat().st_mode) == 0o700 and not any(workdir.iterdir())
-        env = sandbox.child_environment(workdir, tmp_path / "cache" / "generated")
+        env = sandbox.child_environment(workdir, tmp_path / "cache" / "sandboxed" / "k")
         assert env["HOME"] == env["TMPDIR"] == str(workdir)
-        assert env["THREADMAP_CACHE_DIR"] == str(tmp_path / "cache")
+        assert env["THREADMAP_SANDBOX_CACHE"] == str(tmp_path / "cache" / "sandboxed" / "k")
     finally:
         sandbox.remove_workdir(workdir)
     assert not workdir.exists()
@@ -80,6 +80,38 @@ def test_the_sandbox_limits_the_process_that_enters_it(tmp_path):
     assert "exec 0" not in lines  # no program may be executed
     if landlock_abi() >= 4:
         assert "connect 13" in lines  # nor any TCP connection made
+
+
+def test_a_sandboxed_child_writes_only_its_kernel_s_own_cache(tmp_path):
+    # (a red-team review: a child that could write the shared cache planted a
+    # pickle in numba's index of a built-in kernel, which the next unsandboxed
+    # ``threadmap run`` loaded: a command run on the host)
+    from tests.test_custom_kernels import ROW_X
+
+    kernel = tmp_path / "student.py"
+    kernel.write_text(ROW_X)
+    cache = tmp_path / "cache"
+    env = dict(os.environ, THREADMAP_CACHE_DIR=str(cache))
+    done = subprocess.run([sys.executable, "-m", "app.launcher", "run", "--kernel-file",
+                           str(kernel), "--shape", "16x8x16", "--backend", "cpu", "--out",
+                           str(tmp_path / "out")], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    emulations = sorted(p.relative_to(cache).parts[0] for p in cache.rglob("tm_gen_cpu_*.py"))
+    assert emulations == ["sandboxed"]  # compiled in the child, kept in its own folder
+    own, = (cache / "sandboxed").iterdir()
+    assert any((own / "numba").rglob("*.nbi"))  # numba's index files there too
+    assert not any((cache / "generated").rglob("*.nbi"))
+    from kernels.backends import sandbox
+    from kernels.cache import SANDBOX_ENV
+
+    child = sandbox.child_environment(tmp_path / "work", own)
+    assert child[SANDBOX_ENV] == str(own) and child["NUMBA_CACHE_DIR"] == str(own / "numba")
+    probe = subprocess.run(
+        [sys.executable, "-c", "from kernels.cache import cache_dir; print(cache_dir())"],
+        cwd=ROOT, env=dict(os.environ, **{SANDBOX_ENV: str(own)}), capture_output=True,
+        text=True, check=True)
+    assert probe.stdout.strip() == str(own)
 
 
 def test_the_default_cache_is_private_and_never_moved(tmp_path, monkeypatch):

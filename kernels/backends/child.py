@@ -40,6 +40,9 @@ class ChildRunner:
         self._from_child: Connection | None = None
         self._lifeline: int | None = None
         self._workdir: Path | None = None
+        #: the kernel the child may cache for (its text's hash): a child runs
+        #: one kernel's requests, and another kernel gets a fresh child
+        self._cache_key: str | None = None
         #: what the child's sandbox applied (its "ready" message)
         self.sandbox: dict | None = None
         self._lock = threading.Lock()
@@ -48,14 +51,15 @@ class ChildRunner:
     def alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
-    def _start(self) -> None:
-        from ..cache import cache_dir
+    def _start(self, cache_key: str) -> None:
+        from ..cache import sandbox_cache_dir
 
         child_read, parent_write = os.pipe()
         parent_read, child_write = os.pipe()
         watch_read, watch_write = os.pipe()  # never written: its end of file is our end
         self._workdir = sandbox.make_workdir()
-        env = sandbox.child_environment(self._workdir, cache_dir())
+        env = sandbox.child_environment(self._workdir, sandbox_cache_dir(cache_key))
+        self._cache_key = cache_key
         env["NUMBA_ENABLE_CUDASIM"] = "1" if self.simulator else "0"
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (_PROJECT_ROOT, env.get("PYTHONPATH")) if p)
@@ -95,10 +99,11 @@ class ChildRunner:
         its RunResult or raise the error it raised."""
         with self._lock:
             started = time.monotonic()
-            fresh = not self.alive
+            key = _cache_key(request)
+            fresh = not self.alive or key != self._cache_key
             if fresh:
                 self.stop()
-                self._start()
+                self._start(key)
             assert self._to_child is not None and self._from_child is not None
             # The child's folder is not the caller's: it gets the kernel file's
             # full path, and the result names the file as it was given.
@@ -110,7 +115,7 @@ class ChildRunner:
                                      sandbox.cpu_budget(time_limit)))
             except OSError:  # it died between runs: start a fresh one
                 self.stop()
-                self._start()
+                self._start(key)
                 fresh = True
                 self._to_child.send(("run", request, backend_note,
                                      sandbox.cpu_budget(time_limit)))
@@ -160,6 +165,16 @@ class ChildRunner:
                 f"({self.sandbox.get('landlock_missing')}): see the README, Untrusted kernel "
                 "files",))
         return result
+
+
+def _cache_key(request) -> str:
+    """The hash of the request's kernel source: its child's cache folder."""
+    import hashlib
+
+    from ..sources.loader import load_plan
+
+    text = load_plan(request).module.text
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def _ended_how(code: int | None) -> str:

@@ -30,9 +30,8 @@ def main(argv: list[str]) -> int:
     from . import sandbox
     from ..cache import cache_dir
 
+    # Its kernel's own cache (numba's files inside it) and its folder: nothing else.
     writable = [cache_dir(), Path(os.environ.get("THREADMAP_SANDBOX_WORKDIR", os.getcwd()))]
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        writable.append(Path(os.environ["NUMBA_CACHE_DIR"]))
     applied = sandbox.enter(writable)
 
     import numba.cuda  # noqa: F401  (the bulk of a start-up: counted in it)

@@ -48,11 +48,15 @@ def remove_workdir(path: Path | None) -> None:
 
 def child_environment(workdir: Path, cache: Path) -> dict[str, str]:
     """The child's environment: the parent's, with its home and temporary
-    folders inside ``workdir`` and the cache of generated kernels named
-    explicitly (so it does not depend on ``HOME``)."""
+    folders inside ``workdir``, and ``cache`` (its kernel's own folder,
+    cache.sandbox_cache_dir) as the one cache it reads and writes, numba's
+    included: never the cache the unsandboxed commands load code from."""
+    from ..cache import SANDBOX_ENV
+
     env = dict(os.environ)
     env.update(HOME=str(workdir), TMPDIR=str(workdir), TEMP=str(workdir), TMP=str(workdir),
-               THREADMAP_CACHE_DIR=str(cache.parent), THREADMAP_SANDBOX_WORKDIR=str(workdir))
+               THREADMAP_SANDBOX_WORKDIR=str(workdir), NUMBA_CACHE_DIR=str(cache / "numba"))
+    env[SANDBOX_ENV] = str(cache)
     env.pop("XDG_CACHE_HOME", None)
     return env
 
@@ -96,8 +100,8 @@ def limit_cpu(seconds: float | None) -> None:
     counted from what this process has used so far (it runs many requests).
     Past it the kernel kills the process (SIGXCPU)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    if seconds is None:
-        target = hard
+    if seconds is None or not seconds < _NO_CPU_LIMIT:
+        target = hard  # (--time-limit 1e300: no limit, as setrlimit takes 64 bits)
     else:
         used = resource.getrusage(resource.RUSAGE_SELF)
         target = int(used.ru_utime + used.ru_stime + seconds) + 1
@@ -105,8 +109,12 @@ def limit_cpu(seconds: float | None) -> None:
             target = min(target, hard)
     try:
         resource.setrlimit(resource.RLIMIT_CPU, (target, hard))
-    except (ValueError, OSError):
+    except (ValueError, OSError, OverflowError):
         pass
+
+
+#: CPU seconds past which a budget means no limit (a year).
+_NO_CPU_LIMIT = 365 * 24 * 3600.0
 
 
 def cpu_budget(time_limit: float | None) -> float | None:

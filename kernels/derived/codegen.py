@@ -224,10 +224,14 @@ def damaged_cache(exc: BaseException) -> bool:
 
 
 def purge_compiled(gen: GeneratedModule) -> int:
-    """Remove numba's cached code for a generated module; how many files."""
+    """Remove numba's cached code for a generated module (beside it, or under
+    $NUMBA_CACHE_DIR, as in a sandboxed child); how many files."""
     name = gen.path.stem
     removed = 0
-    for file in (gen.path.parent / "__pycache__").glob(f"{name}.*"):
+    files = list((gen.path.parent / "__pycache__").glob(f"{name}.*"))
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        files += Path(os.environ["NUMBA_CACHE_DIR"]).rglob(f"{name}.*")
+    for file in files:
         with contextlib.suppress(OSError):
             file.unlink()
             removed += 1

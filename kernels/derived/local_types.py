@@ -270,6 +270,7 @@ def block_array_specs(plan: KernelPlan, dtype: str) -> tuple[BlockArraySpec, ...
     for local in plan.local_arrays:
         node = next(n for stmt in plan.kernel.node.body for n in ast.walk(stmt)
                     if isinstance(n, ast.Assign) and n.lineno == local.line
+                    and n.col_offset == local.column
                     and isinstance(n.value, ast.Call))
         call = node.value
         shape = call.args[0] if call.args else _keyword(call, "shape")

@@ -22,8 +22,9 @@ MAX_KERNELS = 100
 MAX_DEPTH = 200
 #: Statements nested within a kernel (if / for / while inside each other).
 MAX_NESTING = 12
-#: Nodes of the syntax tree of one kernel.
-MAX_KERNEL_NODES = 20_000
+#: Nodes of the syntax tree of one kernel (a matmul kernel has ~300; 5,000 is
+#: an unrolled kernel of a few hundred lines, which numba compiles in seconds).
+MAX_KERNEL_NODES = 5_000
 
 
 def read_source(path: str) -> str:

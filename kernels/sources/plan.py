@@ -43,18 +43,30 @@ KERNEL_BUILTINS = frozenset({
     "pow", "print", "range", "round", "tuple", "zip", "True", "False", "None",
     "ArithmeticError", "ZeroDivisionError",
 })
+#: The syntax a kernel's body may hold: an allow-list of node types, as
+#: ``ast.literal_eval`` has (a ``match`` statement's class patterns name
+#: attributes as plain strings, which no check of attribute chains sees).
+ALLOWED_NODES = (
+    ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.While, ast.If, ast.Break,
+    ast.Continue, ast.Return, ast.Pass, ast.Expr,
+    ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.IfExp, ast.Attribute,
+    ast.Subscript, ast.Slice, ast.Name, ast.Constant, ast.Tuple, ast.List, ast.keyword,
+    ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop,
+)
 _UNSUPPORTED_STATEMENTS = {
     ast.With: "'with' blocks", ast.Try: "'try' blocks", ast.Raise: "'raise'",
     ast.Global: "'global'", ast.Nonlocal: "'nonlocal'", ast.FunctionDef: "nested functions",
     ast.ClassDef: "classes", ast.Delete: "'del'", ast.AsyncFunctionDef: "async code",
-    ast.Assert: "'assert'",
+    ast.Assert: "'assert'", ast.Match: "'match' statements", ast.Import: "imports",
+    ast.ImportFrom: "imports", ast.AsyncFor: "async code", ast.AsyncWith: "async code",
 }
 _UNSUPPORTED_EXPRESSIONS = {
     ast.Lambda: "lambdas", ast.Yield: "'yield'", ast.YieldFrom: "'yield'",
     ast.NamedExpr: "the walrus operator ':=' (numba rejects it)", ast.Await: "'await'",
     ast.ListComp: "list comprehensions", ast.SetComp: "set comprehensions",
     ast.DictComp: "dict comprehensions", ast.GeneratorExp: "generator expressions",
-    ast.Starred: "starred expressions",
+    ast.Starred: "starred expressions", ast.JoinedStr: "f-strings", ast.Dict: "dicts",
+    ast.Set: "sets",
 }
 
 
@@ -66,6 +78,8 @@ class LocalArray:
     kind: str  # "shared" or "local"
     ndim: int | None  # None when its shape is not a literal
     line: int
+    #: where its declaration starts on the line (two may share a line)
+    column: int = 0
 
 
 @dataclass(frozen=True)
@@ -234,6 +248,10 @@ class _Planner:
             for kind, what in _UNSUPPORTED_EXPRESSIONS.items():
                 if isinstance(node, kind):
                     raise self.fail(f"{what} are not supported in a kernel", node)
+            if not isinstance(node, ALLOWED_NODES):
+                raise self.fail(f"{type(node).__name__} is not syntax a kernel may use "
+                                "(ThreadMap reads statements, expressions, calls and "
+                                "subscripts)", node)
             if isinstance(node, ast.Name) and node.id.startswith("_tm_"):
                 raise self.fail(f"names starting with '_tm_' are reserved for ThreadMap "
                                 f"({node.id!r})", node)
@@ -401,14 +419,14 @@ class _Planner:
                        " (not as a parameter, a local, an import or a constant anywhere in the "
                        "file)")
                 raise self.fail(f"name {node.id!r} is not defined{why}", node)
+        subscripted = {sub.value.id for sub in self._walk()
+                       if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name)}
         for node in self._walk():
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) \
                     and node.value.id in self.params:
                 for target in node.targets:
                     alias = target.id if isinstance(target, ast.Name) else None
-                    if alias and any(isinstance(sub, ast.Subscript)
-                                     and isinstance(sub.value, ast.Name)
-                                     and sub.value.id == alias for sub in self._walk()):
+                    if alias and alias in subscripted:
                         raise self.fail(f"array {node.value.id!r} is aliased to {alias!r}; "
                                         "index the parameter directly", node)
 
@@ -539,7 +557,7 @@ class _Planner:
             shape = node.value.args[0] if node.value.args else next(
                 (kw.value for kw in node.value.keywords if kw.arg == "shape"), None)
             found.append(LocalArray(node.targets[0].id, what.split(".")[0],
-                                    self._literal_rank(shape), node.lineno))
+                                    self._literal_rank(shape), node.lineno, node.col_offset))
         return tuple(found)
 
     def _literal_rank(self, shape: ast.expr | None) -> int | None:

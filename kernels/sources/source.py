@@ -304,38 +304,56 @@ def _jit_role(func: ast.FunctionDef, aliases: dict[str, str]) -> str | None:
 
 
 def _literal_dims(node: ast.expr, local: dict[str, ast.expr], values: dict[str, object],
-                  aliases: dict[str, str]) -> tuple[int, ...] | None:
+                  aliases: dict[str, str], memo: dict[int, object]) -> tuple[int, ...] | None:
     """Launch dimensions from literals, module constants and names bound to
-    them in the same function (through :func:`allow.evaluate`, never Python)."""
+    them in the same function (through :func:`allow.evaluate`, never Python;
+    each expression evaluated once, ``memo``)."""
     if isinstance(node, ast.Name) and node.id in local:
         node = local[node.id]
-    try:
-        value = evaluate(node, values, lambda n: qualified_name(n, aliases))
-    except NotConstant:
-        return None
+    if id(node) not in memo:
+        try:
+            memo[id(node)] = evaluate(node, values, lambda n: qualified_name(n, aliases))
+        except NotConstant:
+            memo[id(node)] = None
+    value = memo[id(node)]
     value = value if isinstance(value, tuple) else (value,)
     if not 1 <= len(value) <= 3 or not all(type(v) is int for v in value):
         return None
     return value
 
 
+def _in_scope(stmt: ast.stmt):
+    """The nodes of a statement that belong to its own scope (not to a
+    function, lambda or class defined inside it)."""
+    stack = [stmt]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(
+            child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)))
+
+
 def _find_literal_launches(tree: ast.Module, kernel_names: set[str], values: dict[str, object],
                            aliases: dict[str, str]) -> dict[str, Launch]:
     """For each kernel, the first ``kernel[grid, block](...)`` whose grid and
     block are literals, or names bound to literals in the same function or at
-    module level (one pass over the file for all its kernels)."""
+    module level.  One pass over the file: each node is seen once, in its own
+    scope, and each expression evaluated once."""
     found: dict[str, Launch] = {}
     scopes: list[ast.AST] = [tree] + [n for n in ast.walk(tree)
                                        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    memo: dict[int, object] = {}
     for scope in scopes:
+        if len(found) == len(kernel_names):
+            break
         local: dict[str, ast.expr] = {}
         for stmt in scope.body:
             if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                     and isinstance(stmt.targets[0], ast.Name)):
                 local[stmt.targets[0].id] = stmt.value
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
-            for node in ast.walk(stmt):
+            for node in _in_scope(stmt):
                 if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)):
                     continue
                 sub = node.func
@@ -344,8 +362,8 @@ def _find_literal_launches(tree: ast.Module, kernel_names: set[str], values: dic
                     continue
                 if not (isinstance(sub.slice, ast.Tuple) and len(sub.slice.elts) >= 2):
                     continue
-                grid = _literal_dims(sub.slice.elts[0], local, values, aliases)
-                block = _literal_dims(sub.slice.elts[1], local, values, aliases)
+                grid = _literal_dims(sub.slice.elts[0], local, values, aliases, memo)
+                block = _literal_dims(sub.slice.elts[1], local, values, aliases, memo)
                 if grid and block:
                     found[sub.value.id] = Launch(grid, block, node.lineno)
     return found
