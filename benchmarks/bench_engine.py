@@ -26,8 +26,8 @@ Sections
    with ``--baseline DIR``, the same commands in that tree, alternating.
 9. What trust costs (``--trust`` runs this section alone; issue 18): a kernel
    file's whole ``threadmap run`` (a sandboxed child), ``threadmap check`` of
-   the 30 files of tests/hostile/, each in a new process with numba's cache
-   warm, against ``--baseline``; and in this process, the parse and plan of
+   the files of tests/hostile/, each in a new process with numba's cache
+   warm (the run against ``--baseline``); and in this process, the parse and plan of
    a kernel file (the allow-list's checks), the child's sandbox (limits and
    Landlock), and ``result.json`` + ``maps.npz`` of a 4096 x 4096 run written
    whole (temporary files, fsync, renames) against plain writes.
@@ -354,7 +354,7 @@ def trust_costs(baseline: Path | None, rounds: int = 3) -> dict:
         commands = {
             "run of a kernel file (child process), 64x64x64": [
                 "run", "--kernel-file", str(kernel), "--shape", "64x64x64"],
-            "check of tests/hostile (30 files)": [
+            f"check of tests/hostile ({len(list(corpus.iterdir()))} files)": [
                 "check", str(corpus), "--shapes", "8x8x8", "--launches", "1x1:8x8"],
         }
         for name, arguments in commands.items():
