@@ -286,6 +286,31 @@ def test_an_empty_kernel_file_option_or_a_fifo_to_check_is_refused(tmp_path):
     assert done.returncode == 2 and "not a regular file (a FIFO)" in done.stderr
 
 
+def test_an_invalid_launch_in_the_file_says_it_came_from_the_file(tmp_path):
+    path = tmp_path / "launched.py"
+    path.write_text(_kernel() + "\n\ndef host(A, B, C):\n    matmul[1, 2048](A, B, C)\n")
+    done = command("run", "--kernel-file", str(path), "--shape", "8x8x8", "--out",
+                   str(tmp_path / "out"))
+    assert done.returncode == 2
+    line, = done.stderr.strip().splitlines()
+    assert f"{path}:9: the file's own launch of matmul (1 x 2048) cannot run: block x = " \
+           "2048 is past CUDA's limit of 1024; give --grid and --block" in line
+
+
+def test_a_scheduler_that_does_not_answer_is_named_in_one_line(tmp_path):
+    pytest.importorskip("distributed")
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    (submissions / "k.py").write_text(_kernel())
+    started = time.monotonic()
+    done = command("check", str(submissions), "--scheduler", "tcp://127.0.0.1:9",
+                   "--out", str(tmp_path / "out"), timeout=120)
+    assert done.returncode == 2, done.stderr
+    line, = done.stderr.strip().splitlines()
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9 within 8 s" in line
+    assert time.monotonic() - started < 60
+
+
 def test_workers_are_capped_at_the_cores(tmp_path):
     submissions = tmp_path / "submissions"
     submissions.mkdir()
