@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernels import RunRequest, ThreadMapError, write_sweep
+from kernels import OutputFolder, RunRequest, ThreadMapError, write_sweep
 
 from .controllers.session_controller import SessionController
 from .export import (
@@ -252,8 +252,10 @@ class ExportSweepFolderAction(_Action):
 
     def export_to(self, folder: str | Path) -> Path:
         folder = Path(folder)
-        write_sweep(self.session.sweep_cells, folder)
-        export_sweep_images(self.session.sweep_cells, folder, self.sweep_view.map_name)
+        # (locked as a command's folder is: never two writers at once)
+        with OutputFolder(folder, "the sweep's folder"):
+            write_sweep(self.session.sweep_cells, folder)
+            export_sweep_images(self.session.sweep_cells, folder, self.sweep_view.map_name)
         return folder
 
     def act(self) -> None:

@@ -26,7 +26,7 @@ from .errors import (
 )
 from .estimate import KERNEL_FILE_TIME_LIMIT, SLOW_SIMULATOR_SECONDS, describe_seconds
 from .live import ThreadMapResult, threadmap
-from .outputs import OutputError, write_atomically
+from .outputs import OutputError, OutputFolder, write_atomically
 from .presets import PRESETS, default_launch
 from .request import (
     BACKENDS,
@@ -219,10 +219,10 @@ __all__ = [
     "gpu_status", "hunt", "HuntReport", "KERNEL_FILE_TIME_LIMIT", "kernel_names",
     "KERNEL_OUTPUT_LINES", "KernelCompileError", "KernelRuntimeError", "KernelSnapshot",
     "KernelSourceError", "line_findings", "load_balance", "MAX_DIMENSION", "OutputError",
-    "parse_dims", "parse_list", "parse_scalars", "PATTERNS", "percent", "PRESETS",
-    "reassume_registers", "RequestError", "resolve_backend", "run", "run_sweep", "RunCancelled",
-    "RunRequest", "RunResult", "RunTimedOut", "simulator_estimate", "SLOW_SIMULATOR_SECONDS",
-    "stop_child_processes", "store_lines", "Stowage", "sweep_requests", "SweepCell",
-    "threadmap", "ThreadMapError", "ThreadMapResult", "UnsupportedConstruct", "with_occupancy",
-    "write_atomically", "write_sweep", "__version__",
+    "OutputFolder", "parse_dims", "parse_list", "parse_scalars", "PATTERNS", "percent",
+    "PRESETS", "reassume_registers", "RequestError", "resolve_backend", "run", "run_sweep",
+    "RunCancelled", "RunRequest", "RunResult", "RunTimedOut", "simulator_estimate",
+    "SLOW_SIMULATOR_SECONDS", "stop_child_processes", "store_lines", "Stowage",
+    "sweep_requests", "SweepCell", "threadmap", "ThreadMapError", "ThreadMapResult",
+    "UnsupportedConstruct", "with_occupancy", "write_atomically", "write_sweep", "__version__",
 ]
