@@ -22,7 +22,8 @@ import numpy as np
 
 #: Modules a kernel file may import (for its kernels); anything else it
 #: imports is host code and is left out.
-ALLOWED_MODULES = frozenset({"numpy", "math", "cmath", "numba", "numba.cuda", "numba.types"})
+ALLOWED_MODULES = frozenset({"numpy", "math", "cmath", "numba", "numba.cuda", "numba.types",
+                             "numba.core.types"})
 
 #: numba's scalar type names (``numba.float32``, ``cuda.int32``, ``types.f8``).
 NUMBA_TYPES = frozenset({
@@ -102,6 +103,7 @@ ALLOWED_NAMES = frozenset(
     {f"numba.cuda.{name}" for name in CUDA_API}
     | {f"numba.{name}" for name in NUMBA_TYPES}
     | {f"numba.types.{name}" for name in NUMBA_TYPES}
+    | {f"numba.core.types.{name}" for name in NUMBA_TYPES}
     | {f"math.{name}" for name in _MATH_FUNCTIONS}
     | {f"cmath.{name}" for name in _CMATH_FUNCTIONS}
     | {f"numpy.{name}" for name in NUMPY_TYPES | _NUMPY_FUNCTIONS}
@@ -112,7 +114,8 @@ ALLOWED_NAMES = frozenset(
 
 #: Attributes a kernel may read of its own values (an array parameter, a
 #: number): anything else (``A.tofile``, ``"".format``) is refused.
-VALUE_ATTRIBUTES = frozenset({"shape", "size", "ndim", "dtype", "real", "imag"})
+VALUE_ATTRIBUTES = frozenset({"shape", "size", "ndim", "dtype", "itemsize", "strides", "T",
+                              "real", "imag"})
 
 
 def allowed_name(qualified: str) -> bool:

@@ -338,9 +338,9 @@ class _Planner:
             else:
                 odd = [a for a in chain if a not in VALUE_ATTRIBUTES]
                 if odd:
-                    raise self.fail(f"{ast.unparse(node)!r}: a kernel reads only "
-                                    f"{', '.join(sorted(VALUE_ATTRIBUTES))} of its values, "
-                                    f"not {odd[-1]!r}", node)
+                    known = ", ".join(sorted(VALUE_ATTRIBUTES, key=str.lower))
+                    raise self.fail(f"{ast.unparse(node)!r}: a kernel reads only {known} of "
+                                    f"its values, not {odd[-1]!r}", node)
 
     @staticmethod
     def _refused_name(node: ast.expr, qualified: str) -> str:

@@ -1,5 +1,5 @@
 # hostile: an array method that writes a file (the simulator passes numpy arrays)
-# expect: 'A.tofile': a kernel reads only dtype, imag, ndim, real, shape, size of its values
+# expect: 'A.tofile': a kernel reads only dtype, imag, itemsize, ndim, real, shape, size, strides, T of its values
 from numba import cuda
 
 
