@@ -199,7 +199,7 @@ def _on_pool(work, arguments, workers: int, progress) -> list[list[dict]]:
     from functools import partial
 
     done = []
-    pool = multiprocessing.Pool(workers, initializer=_worker_signals)
+    pool = multiprocessing.Pool(workers, initializer=_worker_signals, initargs=(os.getpid(),))
     try:
         for index, rows in enumerate(pool.imap(partial(check_kernel, **arguments), work)):
             done.append(rows)
@@ -213,11 +213,16 @@ def _on_pool(work, arguments, workers: int, progress) -> list[list[dict]]:
     return done
 
 
-def _worker_signals() -> None:
-    """In a pool worker: Ctrl-C is the command's to act on (it ends the
+def _worker_signals(parent: int) -> None:
+    """In a pool worker: it dies with the command, even one killed outright
+    (SIGKILL: no handler runs, and a worker went on with its case, then
+    printed a traceback); Ctrl-C is the command's to act on (it ends the
     workers); SIGTERM and SIGHUP end the worker at once, as by default."""
     import signal
 
+    from .backends.lifeline import die_with_parent
+
+    die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for number in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if number is not None:
@@ -296,12 +301,34 @@ def _stage_report(folder, rows: list[dict], title: str) -> None:
         with open(path, "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows({key: _cell(value) for key, value in row.items()} for row in rows)
 
     folder.write("report.csv", write_csv)
     folder.write_text("report.json", json.dumps(
         {"rows": [{key: row.get(key) for key in COLUMNS} for row in rows]}, indent=2))
     folder.write_text("report.html", report_html(rows, title))
+
+
+def _cell(value):
+    """A CSV cell a spreadsheet shows as text: a file name or a reason that
+    starts like a formula (``=HYPERLINK(...)``, ``+``, ``-``, ``@``) gets a
+    leading apostrophe, as OWASP advises against formula injection."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+def _shown_names(rows: list[dict]) -> dict[str, str]:
+    """Each file as the report shows it: its path below the folders all the
+    files share (two students' matmul.py stay apart)."""
+    paths = sorted({row["file"] for row in rows})
+    if len(paths) < 2:
+        return {path: Path(path).name for path in paths}
+    try:
+        common = os.path.commonpath([os.path.abspath(p) for p in paths])
+    except ValueError:
+        return {path: path for path in paths}
+    return {path: os.path.relpath(os.path.abspath(path), common) for path in paths}
 
 
 def _case(row: dict) -> tuple[str, str]:
@@ -320,6 +347,7 @@ def report_html(rows: list[dict], title: str) -> str:
         groups.setdefault((row["file"], row["kernel"] or ""), {})[_case(row)] = row
     passed = sum(r["verdict"] == "PASS" for r in rows)
     e = html.escape
+    shown = _shown_names(rows)
     head = "".join(f"<th>{e(shape)}<br>{e(launch)}</th>" for shape, launch in cases)
     body = []
     for (path, kernel), by_case in groups.items():
@@ -337,10 +365,11 @@ def report_html(rows: list[dict], title: str) -> str:
                      if row.get("thumbnail") else "")
             seconds = (f"{row['seconds'] * 1e3:.3g} ms <small>({e(row.get('time_what') or '')})"
                        "</small>" if row.get("seconds") is not None else "")
-            cells.append(f"<td class='{row['verdict'].lower()}' title='{e(row['reasons'])}'>"
-                         f"<b>{row['verdict']}</b> {seconds}<br>{image}"
+            verdict = e(row["verdict"])
+            cells.append(f"<td class='{verdict.lower()}' title='{e(row['reasons'])}'>"
+                         f"<b>{verdict}</b> {seconds}<br>{image}"
                          f"<div class='why'>{e(row['reasons'][:160])}</div></td>")
-        body.append(f"<tr><th class='file'>{e(Path(path).name)}<br><small>{e(kernel)}</small>"
+        body.append(f"<tr><th class='file'>{e(shown[path])}<br><small>{e(kernel)}</small>"
                     f"</th>{''.join(cells)}</tr>")
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{e(title)}</title><style>

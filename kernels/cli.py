@@ -376,17 +376,18 @@ def stage_outputs(folder: "OutputFolder", result, occupancy: dict | None = None,
 def print_summary(result, stream=sys.stdout) -> None:
     request = result.request
     source = "" if request.launch_source == "given" else f" ({request.launch_source})"
-    print(f"{result.verdict.word}  {request.kernel_label}  {request.m}x{request.k}x{request.n} "
+    print(f"{result.verdict.word}  {printable(request.kernel_label)}  "
+          f"{request.m}x{request.k}x{request.n} "
           f"{request.dtype}  grid {'x'.join(map(str, request.grid))} x block "
           f"{'x'.join(map(str, request.block))}{source}  [{result.backend}: "
           f"{result.backend_note}]", file=stream)
     for reason in result.verdict.reasons:
-        print(f"  - {reason}", file=stream)
+        print(f"  - {printable(reason)}", file=stream)
     print(f"  {result.verdict.errors.describe()}", file=stream)
     for timing in result.timings:
         print(f"  {timing.describe()}", file=stream)
     for note in result.notes:
-        print(f"  note: {note}", file=stream)
+        print(f"  note: {printable(note)}", file=stream)
     print_kernel_output(result, stream)
 
 
@@ -401,7 +402,7 @@ def print_kernel_output(result, stream=sys.stdout) -> None:
           "the kernel in its instrumented launch; the timed launches' prints are dropped):",
           file=stream)
     for line in lines[:KERNEL_OUTPUT_LINES]:
-        print(f"  | {line}", file=stream)
+        print(f"  | {printable(line)}", file=stream)
     more = len(lines) - KERNEL_OUTPUT_LINES
     if more > 0 or result.kernel_output_cut:
         print(f"  | ... {max(more, 0):,} more lines in result.json"
@@ -653,9 +654,21 @@ def _ending_on_signals():
 
 
 def _one_line(message: object) -> str:
-    """A refusal's message on one line (numba's and others' run over several)."""
+    """A refusal's message on one line (numba's and others' run over several),
+    its control characters shown, not obeyed."""
     lines = [line.strip() for line in str(message).splitlines() if line.strip()]
-    return "; ".join(lines)
+    return printable("; ".join(lines))
+
+
+#: Control characters (C0 but tab and newline, DEL, C1) as escapes: a kernel's
+#: prints or a file's name must not clear lines, fake them or retitle the
+#: terminal (ESC [2K, ESC ]0;...BEL).
+_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0, 9), *range(11, 32), *range(127, 160))}
+
+
+def printable(text: str) -> str:
+    """``text`` with its terminal control characters escaped."""
+    return text.translate(_CONTROLS)
 
 
 def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = None,
@@ -699,7 +712,7 @@ def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = 
               file=sys.stderr)
         return 128 + signum
     except (KernelCompileError, KernelRuntimeError, RunCancelled, RunTimedOut) as exc:
-        print(f"threadmap: error: {exc}", file=sys.stderr)
+        print(f"threadmap: error: {printable(str(exc))}", file=sys.stderr)
         return 1
     except ThreadMapError as exc:
         print(f"threadmap: error: {_one_line(exc)}", file=sys.stderr)

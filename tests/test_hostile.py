@@ -96,6 +96,18 @@ def test_check_on_the_corpus_reports_every_file_and_runs_nothing(tmp_path):
     assert not marker.exists()
 
 
+def test_reserved_names_never_reach_the_generated_code(tmp_path):
+    path = planted(tmp_path, "reserved_names.py", tmp_path / "marker")
+    from kernels.derived.codegen import module_text
+    from kernels.sources.loader import load_plan
+
+    plan = load_plan(file_request(path, "cpu"))
+    assert plan.module.imports == ("from numba import cuda",)
+    text, _ = module_text(plan, "cuda", "float32")
+    assert "__builtins__" not in text.text and "int8 as _tm_i64" not in text.text
+    assert "_TM_OPTS = 5" not in text.text
+
+
 def test_a_file_name_with_a_newline_stays_in_a_comment(tmp_path):
     marker = tmp_path / "marker"
     folder = tmp_path / "submissions"
@@ -161,6 +173,9 @@ def test_launches_and_names_are_found_in_linear_time(tmp_path):
     path = tmp_path / "launches.py"
     path.write_text(_kernel("C[0, 0] = A[0, 0] * B[0, 0]") + "def host():\n    g = "
                     + terms + "\n" + "    matmul[g, g]()\n" * 2000)
+    chained = tmp_path / "chained.py"  # (a second review: 2,000 targets took 76 s)
+    chained.write_text("=".join(f"a{q}" for q in range(2000)) + " = " + terms + "\n"
+                       + "".join(f"b{q} = undefined\n" for q in range(5000)) + _kernel())
     many = tmp_path / "names.py"
     many.write_text("from numba import cuda\n\n@cuda.jit\ndef matmul(A, B, C, n):\n"
                     + "".join(f"    a{q} = n + {q}\n" for q in range(580))
@@ -170,6 +185,7 @@ def test_launches_and_names_are_found_in_linear_time(tmp_path):
 
     started = time.monotonic()
     assert kernel_names(path) == ("matmul",)
+    assert kernel_names(chained) == ("matmul",)
     prepare(file_request(many, "cpu").with_(scalars=(("n", 8),)))
     assert time.monotonic() - started < 10
 
@@ -309,6 +325,57 @@ def test_a_scheduler_that_does_not_answer_is_named_in_one_line(tmp_path):
     line, = done.stderr.strip().splitlines()
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9 within 8 s" in line
     assert time.monotonic() - started < 60
+
+
+def test_a_kernel_s_prints_cannot_drive_the_terminal(tmp_path):
+    path = tmp_path / "escapes.py"
+    path.write_text("from numba import cuda\n\n@cuda.jit\ndef matmul(A, B, C):\n"
+                    "    i, j = cuda.grid(2)\n"
+                    "    if i == 0 and j == 0:\n"
+                    "        print('\\x1b[2K\\rPASS other.py\\x1b]0;pwned\\x07')\n"
+                    "    if i < C.shape[0] and j < C.shape[1]:\n"
+                    "        C[i, j] = A[i, 0] * B[0, j]\n")
+    done = command("run", "--kernel-file", str(path), "--shape", "8x1x8", "--grid", "1x1",
+                   "--block", "8x8", "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "| \\x1b[2K\n" in done.stdout  # (the carriage return ends the line)
+    assert "| PASS other.py\\x1b]0;pwned\\x07\n" in done.stdout
+
+
+def test_the_report_keeps_files_apart_and_formulas_inert(tmp_path):
+    submissions = tmp_path / "submissions"
+    for student in ("alice", "mallory"):
+        (submissions / student).mkdir(parents=True)
+        (submissions / student / "matmul.py").write_text(_kernel("open('x')"))
+    formula = submissions / '=HYPERLINK("http:\\evil.example","open me")&".py'
+    formula.write_text(_kernel("open('x')"))
+    out = tmp_path / "report"
+    done = command("check", str(submissions), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    page = (out / "report.html").read_text()
+    assert "alice/matmul.py" in page and "mallory/matmul.py" in page
+    import csv
+    with open(out / "report.csv", newline="") as handle:
+        files = [row["file"] for row in csv.DictReader(handle)]
+    assert not any(name.startswith(("=", "+", "-", "@")) for name in files)
+
+
+def test_a_child_s_message_is_unpickled_through_an_allow_list():
+    import pickle
+
+    from kernels import KernelRuntimeError
+    from kernels.backends.child import child_message
+
+    assert child_message(pickle.dumps(("result", RunRequest(kernel="naive-2d"))))[1].kernel \
+        == "naive-2d"
+
+    class Planted:
+        def __reduce__(self):
+            return (os.system, ("true",))
+
+    with pytest.raises(KernelRuntimeError, match="named posix.system"):
+        child_message(pickle.dumps(("result", Planted())))
 
 
 def test_workers_are_capped_at_the_cores(tmp_path):

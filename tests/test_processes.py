@@ -141,3 +141,23 @@ def test_check_ends_its_pool_and_kernels_within_two_seconds(tmp_path, signum, st
     finally:
         command.kill()
         command.communicate()
+
+
+def test_check_s_workers_die_with_it_when_it_is_killed_outright(tmp_path):
+    # (a review: after kill -9, the workers went on with their cases, then
+    # printed tracebacks)
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    for name in ("a", "b"):
+        (submissions / f"{name}.py").write_text(HANGS)
+    command = start("check", str(submissions), "--shapes", "8x8x8", "--launches", "1:32",
+                    "--workers", "2", "--out", str(tmp_path / "report"))
+    try:
+        assert wait_for(lambda: kernel_children(command.pid), 60), "no kernel started"
+        everything = descendants(command.pid)
+        command.kill()
+        command.communicate(timeout=10)
+        assert wait_for(lambda: not any(alive(p) for p in everything), 2.0)
+    finally:
+        command.kill()
+        command.communicate()

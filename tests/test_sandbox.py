@@ -46,7 +46,7 @@ PROBE = textwrap.dedent('''
     from kernels.backends import sandbox
 
     inside, outside = Path(sys.argv[1]), Path(sys.argv[2])
-    applied = sandbox.enter([inside])
+    applied = sandbox.enter([inside], simulator=True)
     print("limits", ",".join(applied["limits"]))
     print("landlock", applied["landlock"])
     for target in (inside / "ok", outside / "escaped"):

@@ -15,7 +15,10 @@ at the terminal reaches the command, which ends it), and dies with its parent
 from __future__ import annotations
 
 import atexit
+import dataclasses
+import io
 import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -130,11 +133,14 @@ class ChildRunner:
                                       "and was ended (a kernel that never finishes?)")
                 if self._from_child.poll(0.05):
                     try:
-                        message = self._from_child.recv()
+                        message = child_message(self._from_child.recv_bytes())
                     except (EOFError, OSError):
                         code = self._process.wait() if self._process else None
                         self.stop()
                         raise KernelRuntimeError(_ended_how(code)) from None
+                    except KernelRuntimeError:
+                        self.stop()
+                        raise
                     kind = message[0]
                     if kind == "ready":
                         start_up = time.monotonic() - started if fresh else None
@@ -165,6 +171,43 @@ class ChildRunner:
                 f"({self.sandbox.get('landlock_missing')}): see the README, Untrusted kernel "
                 "files",))
         return result
+
+
+#: What a child's messages may name besides ThreadMap's own dataclasses and
+#: errors: numpy's arrays and scalars, and a few plain builtins.
+_PLAIN_GLOBALS = frozenset({
+    ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "scalar"),
+    ("numpy.core.multiarray", "scalar"), ("builtins", "complex"), ("builtins", "set"),
+    ("builtins", "frozenset"), ("builtins", "slice"), ("collections", "OrderedDict"),
+})
+
+
+class _ChildUnpickler(pickle.Unpickler):
+    """Unpickling of a sandboxed child's messages, by an allow-list: a pickle
+    names functions to call, and a child that a kernel had taken over would
+    otherwise run code in this, unsandboxed, process with its next message."""
+
+    def find_class(self, module: str, name: str):
+        if (module, name) in _PLAIN_GLOBALS:
+            return super().find_class(module, name)
+        if module.startswith("kernels.") and "." not in name:
+            found = super().find_class(module, name)
+            if isinstance(found, type) and (dataclasses.is_dataclass(found)
+                                            or issubclass(found, ThreadMapError)):
+                return found
+        raise pickle.UnpicklingError(f"a child's message named {module}.{name}, which no "
+                                     "message of ThreadMap's holds")
+
+
+def child_message(data: bytes):
+    """A message from a child, unpickled through :class:`_ChildUnpickler`."""
+    try:
+        return _ChildUnpickler(io.BytesIO(data)).load()
+    except (pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError,
+            EOFError) as exc:
+        raise KernelRuntimeError(f"the kernel's process sent a message ThreadMap does not "
+                                 f"accept ({exc}); it was ended") from None
 
 
 def _cache_key(request) -> str:

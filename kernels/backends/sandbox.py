@@ -6,8 +6,9 @@ that compiles and runs the kernel can do little:
 
 * it runs in an empty temporary folder of its own, with ``HOME`` and
   ``TMPDIR`` pointing into it (:func:`make_workdir`, :func:`child_environment`);
-* resource limits: address space, file size, processes, CPU time per run,
-  no core files (:func:`limit_resources`, :func:`limit_cpu`);
+* resource limits: file size, processes, CPU time per run, no core files,
+  and in the simulator (which runs a kernel's body as Python) address space
+  (:func:`limit_resources`, :func:`limit_cpu`);
 * on Linux 5.13 and later, Landlock (through ``landlockpy``): no file
   written, created or removed outside that folder and the cache of generated
   kernels, no program executed, no network, no signal sent outside the
@@ -61,24 +62,41 @@ def child_environment(workdir: Path, cache: Path) -> dict[str, str]:
     return env
 
 
+#: Stack of each of the simulator's threads (one per CUDA thread: 1,024 in a
+#: block) instead of the default 8 MiB, so that their reservations fit the
+#: address-space limit; Python 3.11 calls Python without using the C stack.
+SIMULATOR_THREAD_STACK = 4 * 2**20
+
+
 def address_space_limit() -> int:
-    """Bytes of address space the child may map: twice the machine's memory,
-    at least 16 GiB (virtual reservations, thread stacks among them, count
-    too; the point is to stop a run that would allocate exabytes)."""
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        physical = 16 * 2**30
-    return max(2 * physical, 16 * 2**30)
+    """Bytes of address space the simulator's child may map: most of the
+    memory available now, and 4 GiB for libraries and thread stacks.  The
+    simulator runs a kernel's body as Python, where ``(0.0,) * 3e9`` would
+    take the machine's memory; the CPU emulation (compiled, allocation-free)
+    and a GPU (whose driver reserves vast virtual ranges) are not limited so."""
+    from ..request import available_memory
+
+    available = available_memory()
+    if available is None:
+        try:
+            available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            available = 8 * 2**30
+    return max(int(0.8 * available) + 4 * 2**30, 6 * 2**30)
 
 
-def limit_resources() -> list[str]:
-    """Address space, file size, processes, core files: what was applied."""
+def limit_resources(simulator: bool = False) -> list[str]:
+    """File size, processes, core files, and for the simulator address
+    space: what was applied."""
     applied = []
-    for name, limit, what in (("RLIMIT_AS", address_space_limit(), "address space"),
-                              ("RLIMIT_FSIZE", MAX_FILE_BYTES, "file size"),
-                              ("RLIMIT_NPROC", MAX_PROCESSES, "processes"),
-                              ("RLIMIT_CORE", 0, "core files")):
+    limits = [("RLIMIT_FSIZE", MAX_FILE_BYTES, "file size"),
+              ("RLIMIT_NPROC", MAX_PROCESSES, "processes"), ("RLIMIT_CORE", 0, "core files")]
+    if simulator:
+        import threading
+
+        threading.stack_size(SIMULATOR_THREAD_STACK)
+        limits.insert(0, ("RLIMIT_AS", address_space_limit(), "address space"))
+    for name, limit, what in limits:
         kind = getattr(resource, name, None)
         if kind is None:
             continue
@@ -161,9 +179,9 @@ def restrict_filesystem(writable: list[Path]) -> str | None:
     return None
 
 
-def enter(writable: list[Path]) -> dict:
+def enter(writable: list[Path], simulator: bool = False) -> dict:
     """Apply the resource limits and Landlock to this process (a child, at its
     start); what was applied, and why Landlock was not where it was not."""
-    limits = limit_resources()
+    limits = limit_resources(simulator)
     why_not = restrict_filesystem(writable)
     return {"limits": limits, "landlock": why_not is None, "landlock_missing": why_not}

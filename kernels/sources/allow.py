@@ -138,7 +138,18 @@ MAX_TUPLE_LENGTH = 64
 
 
 class NotConstant(ValueError):
-    """An expression that is not a constant ThreadMap evaluates; the message says why."""
+    """An expression that is not a constant ThreadMap evaluates; the message
+    says why (``name``: the name that is not a constant, when that is why)."""
+
+    def __init__(self, message: str, name: str | None = None):
+        super().__init__(message)
+        self.name = name
+
+
+def reserved(name: str) -> bool:
+    """Names a kernel file may not bind: ThreadMap's own (``_tm_``, ``_TM_``, in
+    any case: the generated code's) and Python's dunders (``__builtins__``)."""
+    return name.lower().startswith("_tm_") or (name.startswith("__") and name.endswith("__"))
 
 
 _BINARY = {
@@ -173,7 +184,7 @@ def evaluate(node: ast.expr, constants: dict[str, object], resolve) -> object:
     if isinstance(node, ast.Name):
         if node.id in constants:
             return constants[node.id]
-        raise NotConstant(f"{node.id!r} is not a constant")
+        raise NotConstant(f"{node.id!r} is not a constant", node.id)
     if isinstance(node, ast.Attribute):
         qualified = resolve(node)
         if qualified in NUMERIC_CONSTANTS:

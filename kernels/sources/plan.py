@@ -50,7 +50,7 @@ ALLOWED_NODES = (
     ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.While, ast.If, ast.Break,
     ast.Continue, ast.Return, ast.Pass, ast.Expr,
     ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.IfExp, ast.Attribute,
-    ast.Subscript, ast.Slice, ast.Name, ast.Constant, ast.Tuple, ast.List, ast.keyword,
+    ast.Subscript, ast.Slice, ast.Name, ast.Constant, ast.Tuple, ast.keyword,
     ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop,
 )
 _UNSUPPORTED_STATEMENTS = {
@@ -66,7 +66,7 @@ _UNSUPPORTED_EXPRESSIONS = {
     ast.ListComp: "list comprehensions", ast.SetComp: "set comprehensions",
     ast.DictComp: "dict comprehensions", ast.GeneratorExp: "generator expressions",
     ast.Starred: "starred expressions", ast.JoinedStr: "f-strings", ast.Dict: "dicts",
-    ast.Set: "sets",
+    ast.Set: "sets", ast.List: "lists (numba's CUDA kernels have none)",
 }
 
 
@@ -252,9 +252,19 @@ class _Planner:
                 raise self.fail(f"{type(node).__name__} is not syntax a kernel may use "
                                 "(ThreadMap reads statements, expressions, calls and "
                                 "subscripts)", node)
-            if isinstance(node, ast.Name) and node.id.startswith("_tm_"):
+            if isinstance(node, ast.Name) and node.id.lower().startswith("_tm_"):
                 raise self.fail(f"names starting with '_tm_' are reserved for ThreadMap "
                                 f"({node.id!r})", node)
+            if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+                raise self.fail(f"{ast.unparse(node)!r} is assigned to: a kernel stores into "
+                                "arrays and its own names, never into an attribute (it would "
+                                "change numba's or ThreadMap's own objects)", node)
+            if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
+                root, _, _ = subscript_chain(node)
+                if not isinstance(root, ast.Name) or (root.id in self.aliases
+                                                      and root.id not in self.params):
+                    raise self.fail(f"{ast.unparse(node)!r} is stored into: a kernel stores "
+                                    "into its arrays only", node)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) \
                     and node.id in self.params:
                 raise self.fail(f"parameter {node.id!r} is reassigned; ThreadMap needs each "

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import KernelSourceError
-from .allow import ALLOWED_NAMES, NotConstant, allowed_import, evaluate
+from .allow import ALLOWED_NAMES, NotConstant, allowed_import, evaluate, reserved
 from .limits import MAX_KERNELS, parse, read_source
 
 _JIT_NAMES = frozenset({"numba.cuda.jit"})
@@ -204,9 +204,13 @@ def _import_lines(aliases: dict[str, str]) -> tuple[str, ...]:
 
 
 def allowed_aliases(aliases: dict[str, str]) -> dict[str, str]:
-    """The names of the file's imports that a kernel may use, and what they refer to."""
+    """The names of the file's imports that a kernel may use, and what they
+    refer to (never bound to a name reserved for ThreadMap or Python:
+    ``import numpy as _tm_i64`` or ``as __builtins__`` would rebind the
+    generated code's own names)."""
     return {local: qualified for local, qualified in aliases.items()
-            if allowed_import(qualified) or qualified in _ALLOWED_PREFIXES}
+            if (allowed_import(qualified) or qualified in _ALLOWED_PREFIXES)
+            and not reserved(local)}
 
 
 #: Objects on the way to an allowed name (``numba.cuda.threadIdx`` for
@@ -221,28 +225,32 @@ def _record_constant(node: ast.Assign | ast.AnnAssign, aliases: dict[str, str],
                      refused: dict[str, tuple[str, int]]) -> None:
     """A module-level assignment: a constant when :func:`allow.evaluate` takes
     its value (the value is kept; the expression only for its line and text)."""
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    targets = [t for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+               if isinstance(t, ast.Name)]
     value = node.value
+    if not targets or value is None:
+        for target in targets:
+            constants.pop(target.id, None)
+            values.pop(target.id, None)
+        return
+    # Evaluated once for all its targets (a = b = ... = expr).
+    try:
+        result = evaluate(value, values, lambda n: qualified_name(n, aliases))
+        why = None
+    except NotConstant as exc:
+        why = str(exc)
+        if exc.name in refused:
+            why += f" (line {refused[exc.name][1]}: {refused[exc.name][0]})"
     for target in targets:
-        if not isinstance(target, ast.Name):
-            continue
         constants.pop(target.id, None)
         values.pop(target.id, None)
         refused.pop(target.id, None)
-        if value is None:
-            continue
-        try:
-            values[target.id] = evaluate(value, values,
-                                         lambda n: qualified_name(n, aliases))
-        except NotConstant as exc:
-            # Rebound to something that is not a constant: no longer usable.
-            why = str(exc)
-            for name, (earlier, line) in refused.items():
-                if why == f"{name!r} is not a constant":
-                    why += f" (line {line}: {earlier})"
-                    break
-            refused[target.id] = (why, node.lineno)
+        if why is not None:
+            refused[target.id] = (why, node.lineno)  # (rebound: no longer usable)
+        elif reserved(target.id):
+            refused[target.id] = ("a name reserved for ThreadMap or Python", node.lineno)
         else:
+            values[target.id] = result
             constants[target.id] = (value, node.lineno)
 
 
