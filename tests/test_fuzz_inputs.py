@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

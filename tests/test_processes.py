@@ -3,7 +3,6 @@ children and pool workers within 2 s with one line; children die with their
 parent even when it is killed outright."""
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import re
 from dataclasses import dataclass
 
 from ..errors import UnsupportedConstruct
