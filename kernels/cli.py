@@ -545,6 +545,13 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     print(f"{directory}: {len(entries):,} generated module{'s' if len(entries) != 1 else ''}, "
           f"{format_bytes(size)} "
           f"(kept to {format_bytes(CACHE_LIMIT_BYTES)}, least recently used removed first)")
+    sandboxes = directory.parent / "sandboxed"
+    if sandboxes.is_dir():
+        folders = [f for f in sandboxes.iterdir() if f.is_dir()]
+        used = sum(f.stat().st_size for folder in folders for f in folder.rglob("*")
+                   if f.is_file() and not f.is_symlink())
+        print(f"{sandboxes}: {len(folders):,} sandboxed kernel{'s' if len(folders) != 1 else ''}"
+              f" (each its own folder), {format_bytes(used)}")
     return 0
 
 
