@@ -300,29 +300,38 @@ def _folder_bytes(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
 
 
+def _whole_commands(arguments: list[str], trees: list[tuple[str, Path]],
+                    rounds: int) -> tuple[dict, dict]:
+    """``threadmap ARGUMENTS --out TMP`` in a new process per tree, alternating,
+    ``rounds`` times after one unmeasured round (it warms numba's cache):
+    the sorted wall times and the bytes written, by tree."""
+    samples: dict = {label: [] for label, _ in trees}
+    sizes: dict = {}
+    for round_ in range(rounds + 1):
+        for label, root in trees:
+            with tempfile.TemporaryDirectory() as out:
+                command = [sys.executable, "-m", "app.launcher", *arguments, "--out", out]
+                started = time.perf_counter()
+                proc = subprocess.run(command, cwd=root, capture_output=True, text=True,
+                                      env=dict(os.environ, PYTHONPATH=str(root)))
+                wall = time.perf_counter() - started
+                if proc.returncode != 0:
+                    raise RuntimeError(f"{label}: {proc.stderr[-2000:]}")
+                if round_:
+                    samples[label].append(wall)
+                    sizes[label] = _folder_bytes(Path(out))
+    return {label: sorted(values) for label, values in samples.items()}, sizes
+
+
 def lean_commands(baseline: Path | None, rounds: int = 3) -> dict:
     """Whole commands, new process each, cache warm (one unmeasured run first)."""
     trees = [("this", ROOT)] + ([("baseline", baseline)] if baseline else [])
     figures: dict = {}
     for name, arguments in (("run 4096x16x4096 2048x256", LEAN_RUN),
                             ("sweep 512x64x512 8x8", LEAN_SWEEP)):
-        samples: dict = {label: [] for label, _ in trees}
-        sizes: dict = {}
-        for round_ in range(rounds + 1):
-            for label, root in trees:
-                with tempfile.TemporaryDirectory() as out:
-                    command = [sys.executable, "-m", "app.launcher", *arguments, "--out", out]
-                    started = time.perf_counter()
-                    proc = subprocess.run(command, cwd=root, capture_output=True, text=True,
-                                          env=dict(os.environ, PYTHONPATH=str(root)))
-                    wall = time.perf_counter() - started
-                    if proc.returncode != 0:
-                        raise RuntimeError(f"{label}: {proc.stderr[-2000:]}")
-                    if round_:  # the first round warms numba's cache
-                        samples[label].append(wall)
-                        sizes[label] = _folder_bytes(Path(out))
-        row = {label: {"wall_s": sorted(values), "bytes": sizes[label]}
-               for label, values in samples.items()}
+        walls, sizes = _whole_commands(arguments, trees, rounds)
+        row = {label: {"wall_s": values, "bytes": sizes[label]}
+               for label, values in walls.items()}
         text = (f"  {name}: {fmt(row['this']['wall_s'])} s, "
                 f"{row['this']['bytes'] / 1e6:.0f} MB written")
         if baseline:
@@ -361,21 +370,7 @@ def trust_costs(baseline: Path | None, rounds: int = 3) -> dict:
             # (the earlier tree runs some of the corpus's code, and hangs on its chained
             # constants: the check is timed in this tree alone)
             here = trees if arguments[0] == "run" else trees[:1]
-            samples: dict = {label: [] for label, _ in here}
-            for round_ in range(rounds + 1):
-                for label, root in here:
-                    with tempfile.TemporaryDirectory() as out:
-                        started = time.perf_counter()
-                        proc = subprocess.run(
-                            [sys.executable, "-m", "app.launcher", *arguments, "--out", out],
-                            cwd=root, capture_output=True, text=True,
-                            env=dict(os.environ, PYTHONPATH=str(root)))
-                        wall = time.perf_counter() - started
-                        if proc.returncode != 0:
-                            raise RuntimeError(f"{label}: {proc.stderr[-2000:]}")
-                        if round_:
-                            samples[label].append(wall)
-            row = {label: sorted(values) for label, values in samples.items()}
+            row, _ = _whole_commands(arguments, here, rounds)
             text = f"  {name}: {fmt(row['this'])} s"
             if "baseline" in row:
                 row["ratio_of_medians"] = row["this"][rounds // 2] / row["baseline"][rounds // 2]
@@ -456,15 +451,13 @@ def main() -> int:
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
     figures = {}
-    if args.trust:
-        print("9. what trust costs", flush=True)
-        figures["trust"] = trust_costs(args.baseline)
-        if args.json:
-            Path(args.json).write_text(json.dumps(figures, indent=2))
-        return 0
-    if args.lean:
-        print("8. lean runs: whole commands", flush=True)
-        figures["lean"] = lean_commands(args.baseline)
+    alone = [(key, title, section) for wanted, key, title, section in (
+        (args.lean, "lean", "8. lean runs: whole commands", lean_commands),
+        (args.trust, "trust", "9. what trust costs", trust_costs)) if wanted]
+    if alone:
+        for key, title, section in alone:
+            print(title, flush=True)
+            figures[key] = section(args.baseline)
         if args.json:
             Path(args.json).write_text(json.dumps(figures, indent=2))
         return 0

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import EmulationUnsupported, KernelCompileError, UnsupportedConstruct
-from ..sources.allow import NUMBA_TYPES, NUMPY_TYPES, NotConstant, evaluate
+from ..sources.allow import NUMPY_TYPES, NotConstant, evaluate, numba_type_name
 from ..sources.plan import KernelPlan, cuda_attribute
 from ..sources.source import allowed_aliases, qualified_name
 from .transform import COORDINATE_PARAMS, CoordinateRewriter
@@ -315,10 +315,10 @@ def _element_type(plan: KernelPlan, node: ast.expr, dtype: str, fail) -> str:
             and isinstance(node.value, ast.Name) and node.value.id in plan.arrays:
         return dtype
     qualified = qualified_name(node, plan.module.aliases) or ""
-    module, _, name = qualified.rpartition(".")
-    if module in ("numba", "numba.types", "numba.cuda") and name in NUMBA_TYPES \
-            and name not in ("void", "none"):
+    name = numba_type_name(qualified)
+    if name and name not in ("void", "none"):
         return str(as_dtype(getattr(types, name)))
+    module, _, name = qualified.rpartition(".")
     if module == "numpy" and name in NUMPY_TYPES:
         return str(np.dtype(getattr(np, name)))
     raise fail(f"its dtype must be one of numba's or numpy's scalar types (float32, "

@@ -118,6 +118,17 @@ VALUE_ATTRIBUTES = frozenset({"shape", "size", "ndim", "dtype", "itemsize", "str
                               "real", "imag"})
 
 
+#: Modules whose attributes are numba's types (``numba.float32``, ``types.f8``).
+NUMBA_TYPE_MODULES = ("numba", "numba.types", "numba.cuda", "numba.core.types")
+
+
+def numba_type_name(qualified: str) -> str | None:
+    """``"float32"`` for ``numba.float32`` (or ``numba.types.f4``...: the
+    name), None for anything that is not one of numba's types."""
+    module, _, name = qualified.rpartition(".")
+    return name if module in NUMBA_TYPE_MODULES and name in NUMBA_TYPES else None
+
+
 def allowed_name(qualified: str) -> bool:
     """Whether a kernel may use ``qualified`` (``numba.cuda.threadIdx.x``)."""
     return qualified in ALLOWED_NAMES or qualified in ALLOWED_MODULES

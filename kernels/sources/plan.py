@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 from dataclasses import dataclass
 
 from ..errors import UnsupportedConstruct
@@ -186,6 +187,19 @@ class _Planner:
         for stmt in self.node.body:
             yield from ast.walk(stmt)
 
+    @functools.cached_property
+    def _bound(self) -> frozenset[str]:
+        """Names the kernel binds itself: its parameters and its locals."""
+        return frozenset(self.params) | {n.id for n in self._walk()
+                                         if isinstance(n, ast.Name)
+                                         and isinstance(n.ctx, ast.Store)}
+
+    @functools.cached_property
+    def _parents(self) -> dict[int, ast.AST]:
+        """Each node of the body's parent, by the node's id."""
+        return {id(child): parent for parent in self._walk()
+                for child in ast.iter_child_nodes(parent)}
+
     def fail(self, message: str, node: ast.AST) -> UnsupportedConstruct:
         return UnsupportedConstruct(f"kernel {self.kernel.name!r}: {message}", self.module.path,
                                     getattr(node, "lineno", self.kernel.lineno),
@@ -274,8 +288,7 @@ class _Planner:
     def _check_builtins(self) -> None:
         """Python's builtins a kernel cannot use, named with their line (a
         local or a module constant of the same name is the kernel's own)."""
-        assigned = set(self.params) | set(self.module.constants) | set(self.aliases) | {
-            n.id for n in self._walk() if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        assigned = self._bound | set(self.module.constants) | set(self.aliases)
         for node in self._walk():
             if isinstance(node, ast.Name) and node.id in _BUILTIN_NAMES \
                     and node.id not in KERNEL_BUILTINS and node.id not in assigned:
@@ -288,10 +301,8 @@ class _Planner:
     def _free_names(self) -> set[str]:
         """Names the kernel reads that it does not bind itself: the file's imports,
         its constants, builtins."""
-        bound = set(self.params) | {n.id for n in self._walk()
-                                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         return {n.id for n in self._walk() if isinstance(n, ast.Name)
-                and isinstance(n.ctx, ast.Load) and n.id not in bound}
+                and isinstance(n.ctx, ast.Load) and n.id not in self._bound}
 
     def _check_bindings(self) -> None:
         """A name the kernel (or its decorator) takes from the file must have one
@@ -318,15 +329,12 @@ class _Planner:
         """Every name the kernel reaches through the file's imports must be on the
         allow-list (allow.py): numba.cuda's kernel API, math, cmath, numpy's
         scalar types and math functions, numba's types.  Attributes of its own
-        values are limited to shape, size, ndim, dtype, real and imag."""
-        locals_ = set(self.params) | {n.id for n in self._walk()
-                                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        parents = {id(child): parent for parent in self._walk()
-                   for child in ast.iter_child_nodes(parent)}
+        values are limited to allow.VALUE_ATTRIBUTES."""
+        locals_ = self._bound
         for node in self._walk():
             if not isinstance(node, (ast.Attribute, ast.Name)):
                 continue
-            if isinstance(parents.get(id(node)), ast.Attribute):
+            if isinstance(self._parents.get(id(node)), ast.Attribute):
                 continue  # part of a longer chain: judged as the whole chain
             chain = [node.attr] if isinstance(node, ast.Attribute) else []
             root = node.value if isinstance(node, ast.Attribute) else node
@@ -408,11 +416,7 @@ class _Planner:
         """Every name the kernel reads must exist: a parameter, a local, a kept
         import, a simple module constant or a builtin.  (numba would say only
         "name is not defined", without a line.)"""
-        assigned = set(self.params)
-        for node in self._walk():
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                assigned.add(node.id)
-        known = assigned | set(self.aliases) | set(self.module.constants) | _BUILTIN_NAMES
+        known = self._bound | set(self.aliases) | set(self.module.constants) | _BUILTIN_NAMES
         for node in self._walk():
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
                     and node.id not in known:
@@ -581,12 +585,10 @@ class _Planner:
 
     def _used_constants(self) -> tuple[str, ...]:
         constants = self.module.constants
-        assigned = {n.id for n in self._walk()
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         needed: set[str] = set()
         todo = [n.id for n in self._walk()
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-                and n.id in constants and n.id not in assigned and n.id not in self.params]
+                and n.id in constants and n.id not in self._bound]
         while todo:
             name = todo.pop()
             if name in needed:
@@ -662,12 +664,10 @@ class _Planner:
         return found
 
     def _cuda_uses(self) -> tuple[tuple[str, int], ...]:
-        parents = {id(child): parent for parent in self._walk()
-                   for child in ast.iter_child_nodes(parent)}
         uses = []
         for node in self._walk():
             if isinstance(node, (ast.Attribute, ast.Name)) \
-                    and not isinstance(parents.get(id(node)), ast.Attribute):
+                    and not isinstance(self._parents.get(id(node)), ast.Attribute):
                 what = cuda_attribute(node, self.aliases)
                 if what:
                     uses.append((what, node.lineno))
@@ -692,8 +692,7 @@ class _Planner:
         """(what, line) of everything the lockstep emulation cannot run: CUDA
         calls outside its allow-list, and barriers or loops it cannot place
         soundly.  Such kernels run in the simulator instead."""
-        parents = {id(child): parent for parent in self._walk()
-                   for child in ast.iter_child_nodes(parent)}
+        parents = self._parents
         block_arrays = {local.name for local in self._local_arrays()}
         blockers = []
         for node in self._walk():

@@ -14,12 +14,11 @@ import ast
 from dataclasses import dataclass
 
 from ..errors import UnsupportedConstruct
-from .allow import NUMBA_TYPES
+from .allow import numba_type_name
 
 #: Options of ``cuda.jit`` a kernel may give, as literals.
 JIT_OPTIONS = frozenset({"device", "inline", "forceinline", "fastmath", "debug", "opt",
                          "lineinfo", "cache", "max_registers", "launch_bounds", "lto"})
-_TYPE_MODULES = ("numba", "numba.types", "numba.cuda", "numba.core.types")
 _FLOATS = {"float32": "float32", "f4": "float32", "float64": "float64", "f8": "float64",
            "double": "float64"}
 _SCALARS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "intp",
@@ -137,9 +136,7 @@ def _bare_name(node: ast.expr) -> str | None:
 
 
 def _type_name(node: ast.expr, names) -> str | None:
-    qualified = names(node) or ""
-    module, _, name = qualified.rpartition(".")
-    return name if module in _TYPE_MODULES and name in NUMBA_TYPES else None
+    return numba_type_name(names(node) or "")
 
 
 def _signature_arguments(node: ast.expr, names, fail, shown: str) -> list[ParamType]:
