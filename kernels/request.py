@@ -11,6 +11,9 @@ from .records import record_nbytes
 DTYPES = ("float32", "float64")
 PATTERNS = ("random", "ones", "identity", "arange")
 BACKENDS = ("auto", "gpu", "sim", "cpu")
+#: Tiers of the CPU emulation: "instant" (numpy, no compile), "compiled"
+#: (numba), or "auto" (chosen by the estimated work: backends/tiers.py).
+TIERS = ("auto", "instant", "compiled")
 
 # CUDA's launch limits (compute capability 3.0 and later).
 MAX_THREADS_PER_BLOCK = 1024
@@ -51,6 +54,8 @@ class RunRequest:
     launch_source: str = "given"
     #: set when the kernel's own signature changed the dtype asked for
     dtype_note: str = ""
+    #: the CPU emulation's tier (TIERS); other backends ignore it
+    tier: str = "auto"
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -146,6 +151,8 @@ def check_request(request: RunRequest) -> None:
     if request.backend not in BACKENDS:
         raise RequestError(f"backend must be one of {', '.join(BACKENDS)}, "
                            f"not {request.backend!r}")
+    if request.tier not in TIERS:
+        raise RequestError(f"tier must be one of {', '.join(TIERS)}, not {request.tier!r}")
     if not isinstance(request.seed, int) or isinstance(request.seed, bool) or request.seed < 0:
         raise RequestError(f"seed must be a whole number >= 0, got {request.seed!r}")
     if not isinstance(request.repeats, int) or isinstance(request.repeats, bool) \

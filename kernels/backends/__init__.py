@@ -36,9 +36,9 @@ class CpuEmulation:
         return True
 
     def run(self, job: KernelJob) -> BackendOutput:
-        from .cpu import run_cpu
+        from .tiers import run_emulation
 
-        return run_cpu(job)
+        return run_emulation(job)
 
 
 class CudaSimulator:

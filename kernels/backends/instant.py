@@ -1,0 +1,731 @@
+"""The instant tier of the CPU emulation: block lockstep in numpy, no compile.
+
+``derived/vector.py`` writes the unit function from the kernel; this module
+runs it and is its runtime: the vector forms of the compiled tier's helpers
+(``derived/helper_library.py``).  Each records what its compiled twin records,
+into the same arrays (``records.py``), so that ``read_back`` and
+``read_analysis`` read both tiers alike and the tests can compare them element
+by element:
+
+* every access: bounds (out-of-bounds accesses counted per array, direction
+  and thread, each thread's first kept), the output's write counts, writers
+  and store numbers, the inputs' read counts;
+* each warp's request at each site, per statement: distinct 32-byte sectors
+  against the fewest its elements could fill (global memory), passes of the
+  32 banks (shared memory);
+* branches per warp, barriers a block's threads do not all reach, and the
+  shared-memory shadow: races within a barrier interval, reads of elements the
+  block has not written.
+
+Units run in the compiled tier's order: blocks one after another when a block
+has barriers or shared memory; otherwise its warps are independent, and all
+warps of a chunk of blocks run as one vector (far fewer numpy calls).  Then a
+later statement of an earlier warp may run after a later warp's store; the
+output keeps, per element, the write of the latest warp (``_store_keyed``), as
+the compiled tier's sequential order would.  A kernel whose warps can see each
+other's writes (it reads its output, stores into an input or updates
+atomically) runs warp by warp instead.
+"""
+from __future__ import annotations
+
+import ast
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..derived.local_types import kernel_types
+from ..derived.transform import array_slots
+from ..derived.vector import VectorCode, vector_code
+from ..errors import KernelRuntimeError, RunCancelled
+from ..records import (
+    ATOMICS,
+    COUNT,
+    DIVZ,
+    DIVZ_THREAD,
+    INT32_MAX,
+    ITERATION,
+    MAX_WRITER,
+    MIN_WRITER,
+    OOB,
+    OOB_FIRST,
+    OOB_MIN_THREAD,
+    OOB_THREAD,
+    READS,
+    STORES,
+    allocate_lockstep_records,
+    decode_writers,
+)
+from ..result import Timing
+from .common import BackendOutput, KernelJob
+from .cpu import RACED_NOTE
+
+WARP = 32
+#: Lanes run as one vector when warps are independent (a chunk of whole blocks).
+CHUNK_LANES = 1 << 16
+#: How the instant tier's times are labelled: they are neither a GPU's nor
+#: the compiled emulation's.
+INSTANT_METHOD = ("numpy lockstep interpreter (instant tier, no compile): wall clock of the "
+                  "instrumented run; not a GPU time, and not the compiled emulation's")
+TIER_LABEL = "CPU emulation, numpy lockstep: no compile"
+
+
+def _program(plan, dtype: str, scalar_types: tuple[str, ...]) -> tuple[VectorCode, object]:
+    """The unit function of ``plan`` (derived and made once per kernel text)."""
+    key = (plan.module.path, plan.module.text, plan.name, dtype, scalar_types)
+    found = _PROGRAMS.get(key)
+    if found is None:
+        types = kernel_types(plan, dtype, scalar_types)
+        code = vector_code(plan, types)
+        # The source is ThreadMap's own, written from the kernel's allow-listed
+        # tree (constants as their checked values): only numpy and the
+        # runtime are in its namespace, and no builtins.
+        namespace = {"_tm_np": np, "__builtins__": {"range": range, "int": int}}
+        namespace.update(code.constants)
+        exec(compile(code.source, f"<instant tier of {plan.name}>", "exec"), namespace)
+        found = _PROGRAMS[key] = (code, namespace["_tm_unit"])
+        if len(_PROGRAMS) > 64:
+            _PROGRAMS.pop(next(iter(_PROGRAMS)))
+    return found
+
+
+_PROGRAMS: dict[tuple, tuple[VectorCode, object]] = {}
+
+
+def check_instant(plan, request, scalar_types: tuple[str, ...]) -> None:
+    """Raise EmulationUnsupported (with the line) if the instant tier cannot
+    run ``plan``; derives and keeps its program (milliseconds)."""
+    _program(plan, request.dtype, scalar_types)
+
+
+@dataclass(frozen=True)
+class _Slot:
+    name: str
+    role: str  # "in", "out", "sh", "lc"
+    ndim: int
+
+
+class VectorRuntime:
+    """What the unit function calls: accesses, flushes, branches, barriers."""
+
+    def __init__(self, job: KernelJob, code: VectorCode, records: list[np.ndarray],
+                 lockstep: dict[str, np.ndarray], keyed: bool, c: np.ndarray):
+        self.job = job
+        self.layout = code.layout
+        self.records = records
+        self.flat = {index: r.reshape(-1) for index, r in enumerate(records)
+                     if index in (COUNT, ATOMICS, MIN_WRITER, MAX_WRITER, ITERATION)}
+        self.reads = [records[READS + i].reshape(-1) for i in range(2)]
+        self.req = lockstep["_tm_req"]
+        self.accw = lockstep["_tm_accw"]
+        self.br = lockstep["_tm_br"]
+        self.brw = lockstep["_tm_brw"]
+        self.bar = lockstep["_tm_bar"]
+        self.race = lockstep["_tm_race"]
+        self.uninit = lockstep["_tm_uninit"]
+        self.slots = [_Slot(s.name, s.role, s.ndim) for s in array_slots(job.plan)]
+        self.sites = self.layout.sites
+        self.item = {a.name: np.dtype(a.dtype).itemsize for a in self.layout.block_arrays}
+        self.global_item = np.dtype(job.request.dtype).itemsize
+        self.shadows = {a.name: np.full((int(np.prod(a.shape)), 8), -1, np.int64)
+                        for a in self.layout.block_arrays if a.kind == "shared"}
+        self.writer_max = np.iinfo(records[MIN_WRITER].dtype).max
+        self.keyed = keyed
+        self.output_flat = c.reshape(-1)
+        self.output_key = np.full(c.size, -1, np.int64) if keyed else None
+        self.epoch = 0
+        self.epoch0 = 0
+        self.block = 0
+        self.notes: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+        self.hits: dict[str, list[tuple[int, int, tuple]]] = {"race": [], "uninit": []}
+        self.calls = 0
+        self.ticks = 0
+        self.singles = np.arange(1, dtype=np.int64)
+        self.last_check = time.perf_counter()
+        self.progress_note = ""
+
+    # -- the unit -------------------------------------------------------------------------
+
+    def set_unit(self, gtid: np.ndarray, warps: np.ndarray, lanes: np.ndarray,
+                 block: int) -> None:
+        """The lanes of the next unit: global thread ids, global warps, lanes
+        within their block, and the block (units with shared memory are one
+        block)."""
+        self.G = gtid
+        self.W = warps
+        self.LANE = lanes
+        self.block = block
+        self.singles = np.arange(len(gtid), dtype=np.int64)
+
+    def one_lane(self, lane) -> np.ndarray:
+        return self.singles[lane:lane + 1]
+
+    def tick(self) -> None:
+        """Once per loop test: honour cancel (and a time limit's end) within a
+        long unit, every ~50 ms."""
+        self.ticks += 1
+        if self.ticks & 63:
+            return
+        now = time.perf_counter()
+        if now - self.last_check > 0.05:
+            self.last_check = now
+            if self.job.cancel():
+                raise RunCancelled("run cancelled")
+
+    # -- values ---------------------------------------------------------------------------
+
+    @staticmethod
+    def truth(value, lanes: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(np.asarray(value) != 0, (len(lanes),))
+
+    def _combine(self, first, lanes: np.ndarray, chosen: np.ndarray, then) -> np.ndarray:
+        out = np.array(np.broadcast_to(np.asarray(first), (len(lanes),)))
+        if chosen.any():
+            part = np.asarray(then(lanes[chosen]))
+            out = out.astype(np.result_type(out, part), copy=False)
+            out[chosen] = part
+        return out
+
+    def and_(self, first, lanes, then):
+        return self._combine(first, lanes, self.truth(first, lanes), then)
+
+    def or_(self, first, lanes, then):
+        return self._combine(first, lanes, ~self.truth(first, lanes), then)
+
+    def ifexp(self, test, lanes, body, orelse):
+        taken = self.truth(test, lanes)
+        parts = []
+        if taken.any():
+            parts.append((taken, np.asarray(body(lanes[taken]))))
+        if not taken.all():
+            parts.append((~taken, np.asarray(orelse(lanes[~taken]))))
+        dtype = np.result_type(*[p for _, p in parts]) if parts else np.float64
+        out = np.zeros(len(lanes), dtype)
+        for where, part in parts:
+            out[where] = part
+        return out
+
+    @staticmethod
+    def not_(value):
+        return np.asarray(value) == 0
+
+    @staticmethod
+    def invert(value):
+        return np.invert(value)
+
+    @staticmethod
+    def f_abs(x):
+        return np.abs(x)
+
+    @staticmethod
+    def f_min(*values):
+        out = values[0]
+        for v in values[1:]:
+            out = np.minimum(out, v)
+        return out
+
+    @staticmethod
+    def f_max(*values):
+        out = values[0]
+        for v in values[1:]:
+            out = np.maximum(out, v)
+        return out
+
+    @staticmethod
+    def f_int(x):
+        return np.asarray(x).astype(np.int64)
+
+    @staticmethod
+    def f_float(x):
+        return np.asarray(x).astype(np.float64)
+
+    @staticmethod
+    def f_bool(x):
+        return np.asarray(x) != 0
+
+    @staticmethod
+    def f_round(x, digits=None):
+        if digits is None:
+            return np.rint(x).astype(np.int64)
+        return np.round(x, int(digits))
+
+    @staticmethod
+    def f_pow(a, b):
+        return np.power(a, b)
+
+    @staticmethod
+    def f_pow_float(a, b):
+        return np.power(np.asarray(a, np.float64), b)
+
+    @staticmethod
+    def ufunc(name, *args):
+        return getattr(np, name)(*args)
+
+    @staticmethod
+    def ufunc_int(name, x):
+        return getattr(np, name)(x).astype(np.int64)
+
+    @staticmethod
+    def cast(name, x):
+        return np.asarray(x).astype(np.dtype(name))
+
+    _NUMBA_DTYPES = {"boolean": "bool", "b1": "bool", "bool_": "bool", "byte": "uint8",
+                     "double": "float64", "int_": "int64", "uint": "uint64"}
+
+    def cast_numba(self, name, x):
+        return np.asarray(x).astype(np.dtype(self._NUMBA_DTYPES.get(name, name)))
+
+    def divide(self, op: str, site: int, a, b, lanes: np.ndarray):
+        """``a op b`` for ``/``, ``//``, ``%``: numpy's values for a division
+        by zero (as a GPU gives), each counted at ``site``."""
+        divisor = np.broadcast_to(np.asarray(b), (len(lanes),))
+        zero = divisor == 0
+        if zero.any():
+            site = min(site, self.records[DIVZ].shape[0] - 1)
+            self.records[DIVZ][site] += int(zero.sum())
+            lowest = int(self.G[lanes[zero]].min())
+            self.records[DIVZ_THREAD][site] = min(self.records[DIVZ_THREAD][site], lowest)
+        function = {"truediv": np.true_divide, "floordiv": np.floor_divide,
+                    "mod": np.remainder}[op]
+        return function(a, b)
+
+    # -- accesses -------------------------------------------------------------------------
+
+    def access(self, op: str, slot: int, site: int, array: np.ndarray, lanes: np.ndarray,
+               indices: tuple, value):
+        """One access site for ``lanes``: ``op`` "ld", "st" or "at<op>"."""
+        info = self.slots[slot]
+        count = len(lanes)
+        self.calls += 1
+        idx = [np.broadcast_to(np.asarray(i), (count,)).astype(np.int64, copy=False)
+               for i in indices]
+        shape = array.shape[1:] if info.role == "lc" else array.shape
+        outside = (idx[0] < 0) | (idx[0] >= shape[0])
+        if info.ndim == 2:
+            outside |= (idx[1] < 0) | (idx[1] >= shape[1])
+        offsets = idx[0] * shape[1] + idx[1] if info.ndim == 2 else idx[0].copy()
+        direction = 0 if op == "ld" else 1
+        if outside.any():
+            self._oob(slot, direction, lanes[outside],
+                      idx[0][outside], idx[1][outside] if info.ndim == 2 else None)
+            inside = ~outside
+            lanes_in, offsets_in = lanes[inside], offsets[inside]
+        else:
+            inside = None
+            lanes_in, offsets_in = lanes, offsets
+        flat = array.reshape(-1)
+        if info.role == "lc":
+            offsets_flat = lanes_in * int(np.prod(shape)) + offsets_in
+        else:
+            offsets_flat = offsets_in
+        if info.role in ("in", "out", "sh") and len(lanes_in):
+            self.notes.setdefault(site, []).append((lanes_in, offsets_in))
+        if info.role == "sh" and len(lanes_in):
+            j = idx[1] if info.ndim == 2 else np.zeros(count, np.int64)
+            i_in = idx[0] if inside is None else idx[0][inside]
+            j_in = j if inside is None else j[inside]
+            shadow = self.shadows[info.name]
+            if op == "ld":
+                self._shared_read(shadow, offsets_in, lanes_in, site, slot, i_in, j_in)
+            elif op == "st":
+                self._shared_write(shadow, offsets_in, lanes_in, site, slot, i_in, j_in)
+            else:
+                self._shared_atomic(shadow, offsets_in, lanes_in, site, slot, i_in, j_in)
+        if op == "ld":
+            out = np.zeros(count, array.dtype)
+            if inside is None:
+                out = flat[offsets_flat]
+            else:
+                out[inside] = flat[offsets_flat]
+            return out
+        values = np.broadcast_to(np.asarray(value), (count,))
+        values_in = values if inside is None else values[inside]
+        if info.role == "out" and len(lanes_in):
+            self._writers(COUNT if op == "st" else ATOMICS, lanes_in, offsets_in)
+        if op == "st":
+            if self.keyed and info.role == "out":
+                self._store_keyed(lanes_in, offsets_flat, values_in)
+            else:
+                flat[offsets_flat] = values_in
+            return None
+        return self._atomic(op[2:], flat, offsets_flat, values_in, count, inside)
+
+    def _atomic(self, op: str, flat, offsets, values, count: int, inside):
+        """A user's atomic update: each lane's old value, lane after lane
+        where lanes share an element (as the compiled tier runs them)."""
+        old = np.zeros(count, flat.dtype)
+        got = np.empty(len(offsets), flat.dtype)
+        combine = {"add": np.add, "sub": np.subtract, "max": np.maximum,
+                   "min": np.minimum}[op]
+        if len(np.unique(offsets)) == len(offsets):
+            got[:] = flat[offsets]
+            flat[offsets] = combine(got, values)
+        else:
+            for p in range(len(offsets)):
+                got[p] = flat[offsets[p]]
+                flat[offsets[p]] = combine(got[p], values[p])
+        if inside is None:
+            return got
+        old[inside] = got
+        return old
+
+    def _store_keyed(self, lanes, offsets, values) -> None:
+        """Stores into the output when all warps of a chunk run as one vector:
+        an element keeps the write of the latest warp (ties: the later lane),
+        which the compiled tier's warp-after-warp order would leave."""
+        keys = self.W[lanes]
+        order = np.lexsort((np.arange(len(offsets)), keys, offsets))
+        sorted_offsets = offsets[order]
+        last = np.ones(len(order), bool)
+        last[:-1] = sorted_offsets[1:] != sorted_offsets[:-1]
+        chosen = order[last]
+        offsets, keys = offsets[chosen], keys[chosen]
+        later = keys >= self.output_key[offsets]
+        self.output_flat[offsets[later]] = np.asarray(values)[chosen][later]
+        self.output_key[offsets[later]] = keys[later]
+
+    def _writers(self, which: int, lanes, offsets) -> None:
+        g = self.G[lanes]
+        np.add.at(self.flat[which], offsets, 1)
+        stores = self.records[STORES]
+        s = stores[g]
+        stores[g] = s + 1
+        minw = self.flat[MIN_WRITER]
+        np.maximum.at(minw, offsets, (self.writer_max - g).astype(minw.dtype))
+        np.maximum.at(self.flat[MAX_WRITER], offsets,
+                      (g + 1).astype(self.flat[MAX_WRITER].dtype))
+        np.maximum.at(self.flat[ITERATION], offsets,
+                      (INT32_MAX - s).astype(self.flat[ITERATION].dtype))
+
+    def _oob(self, slot: int, direction: int, lanes, i, j) -> None:
+        g = self.G[lanes]
+        oob = self.records[OOB]
+        oob[slot, direction] += len(g)
+        lowest = int(g.min())
+        self.records[OOB_MIN_THREAD][slot, direction] = min(self.records[OOB_MIN_THREAD][slot, direction], lowest)
+        first = self.records[OOB_FIRST]
+        fresh = first[g, direction, 0] < 0
+        if fresh.any():
+            gf = g[fresh]
+            first[gf, direction, 0] = slot
+            first[gf, direction, 1] = i[fresh]
+            first[gf, direction, 2] = j[fresh] if j is not None else 0
+        self.records[OOB_THREAD][g] += 1
+
+    # -- the shared-memory shadow (see helper_library's _tm_shared_*) ---------------------
+
+    def _hit(self, kind: str, lanes, payloads) -> None:
+        """Hits at one access site: counted now; the first (by lane, then by
+        the order of the statement's accesses) kept when the statement ends."""
+        target = self.race if kind == "race" else self.uninit
+        target[0] += len(lanes)
+        if target[1] < 0:
+            self.hits[kind].append((int(self.LANE[lanes[0]]), self.calls, payloads(0)))
+
+    def _shared_read(self, sh, e, lanes, site, slot, i, j) -> None:
+        lane_ids = self.LANE[lanes]
+        written = sh[e, 0]
+        unwritten = written < self.epoch0
+        if unwritten.any():
+            where = np.flatnonzero(unwritten)
+            self._hit("uninit", lanes[where], lambda p: (
+                self.block, int(lane_ids[where[p]]), slot, int(i[where[p]]), int(j[where[p]]),
+                site))
+        racing = ~unwritten & (written == self.epoch) & (sh[e, 1] != lane_ids)
+        if racing.any():
+            where = np.flatnonzero(racing)
+            self._hit("race", lanes[where], lambda p: (
+                self.block, int(sh[e[where[p]], 1]), int(sh[e[where[p]], 2]),
+                int(lane_ids[where[p]]), site, slot, int(i[where[p]]), int(j[where[p]])))
+        # Readers of each element in this interval: the first, and a second,
+        # different one.  Lanes come in order; group them by element.
+        order = np.argsort(e, kind="stable")
+        es, ls = e[order], lane_ids[order]
+        start = np.ones(len(es), bool)
+        start[1:] = es[1:] != es[:-1]
+        starts = np.flatnonzero(start)
+        sizes = np.diff(np.append(starts, len(es)))
+        elements = es[starts]
+        firsts = ls[starts]
+        seconds = np.where(sizes > 1, ls[np.minimum(starts + 1, len(es) - 1)], -1)
+        noted = sh[elements, 3] == self.epoch
+        fresh = elements[~noted]
+        if len(fresh):
+            sh[fresh, 3] = self.epoch
+            sh[fresh, 4] = firsts[~noted]
+            sh[fresh, 5] = site
+            second = seconds[~noted]
+            sh[fresh, 6] = second
+            has = second >= 0
+            sh[fresh[has], 7] = site
+        old = elements[noted]
+        if len(old):
+            open_ = sh[old, 6] < 0
+            old = old[open_]
+            if len(old):
+                reader = sh[old, 4]
+                f, s = firsts[noted][open_], seconds[noted][open_]
+                other = np.where(f != reader, f, s)
+                has = other >= 0
+                sh[old[has], 6] = other[has]
+                sh[old[has], 7] = site
+
+    def _shared_write(self, sh, e, lanes, site, slot, i, j) -> None:
+        if len(np.unique(e)) != len(e):
+            for p in range(len(e)):
+                self._shared_write(sh, e[p:p + 1], lanes[p:p + 1], site, slot, i[p:p + 1],
+                                   j[p:p + 1])
+            return
+        lane_ids = self.LANE[lanes]
+        same = sh[e, 0] == self.epoch
+        h1 = same & (sh[e, 1] != lane_ids)
+        read = sh[e, 3] == self.epoch
+        h2 = ~h1 & read & (sh[e, 4] != lane_ids)
+        h3 = ~h1 & ~h2 & read & (sh[e, 6] >= 0)
+        hit = h1 | h2 | h3
+        if hit.any():
+            where = np.flatnonzero(hit)
+            other_lane = np.where(h1, sh[e, 1], np.where(h2, sh[e, 4], sh[e, 6]))
+            other_site = np.where(h1, sh[e, 2], np.where(h2, sh[e, 5], sh[e, 7]))
+            self._hit("race", lanes[where], lambda p: (
+                self.block, int(other_lane[where[p]]), int(other_site[where[p]]),
+                int(lane_ids[where[p]]), site, slot, int(i[where[p]]), int(j[where[p]])))
+        sh[e, 0] = self.epoch
+        sh[e, 1] = lane_ids
+        sh[e, 2] = site
+
+    def _shared_atomic(self, sh, e, lanes, site, slot, i, j) -> None:
+        for p in range(len(e)):
+            lane = int(self.LANE[lanes[p]])
+            if sh[e[p], 0] < self.epoch0:
+                self._hit("uninit", lanes[p:p + 1], lambda _: (
+                    self.block, lane, slot, int(i[p]), int(j[p]), site))
+            sh[e[p], 0] = self.epoch
+            sh[e[p], 1] = lane
+            sh[e[p], 2] = site
+
+    # -- the end of a statement: warp requests --------------------------------------------
+
+    def flush(self) -> None:
+        for site, parts in self.notes.items():
+            lanes = np.concatenate([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
+            offsets = np.concatenate([p[1] for p in parts]) if len(parts) > 1 else parts[0][1]
+            info = self.sites[site]
+            if info.space == "shared":
+                self._flush_shared(site, lanes, offsets, self.item[info.array])
+            else:
+                self._flush_global(site, lanes, offsets)
+                if info.kind == "load" and info.role in ("A", "B"):
+                    np.add.at(self.reads["AB".index(info.role)], offsets, 1)
+        self.notes.clear()
+        for kind, found in self.hits.items():
+            if found:
+                target = self.race if kind == "race" else self.uninit
+                if target[1] < 0:
+                    _, _, payload = min(found, key=lambda h: (h[0], h[1]))
+                    target[1:1 + len(payload)] = payload
+                found.clear()
+
+    def _warp_groups(self, lanes, offsets):
+        warps = self.W[lanes]
+        order = np.lexsort((offsets, warps))
+        return warps[order], offsets[order]
+
+    def _done(self, site: int, warps: np.ndarray, cost: np.ndarray, ideal: np.ndarray,
+              active: np.ndarray) -> None:
+        sums = self.req[site]
+        sums[32] += len(warps)
+        sums[33] += int(cost.sum())
+        sums[34] = max(int(sums[34]), int(cost.max()))
+        sums[35] += int(ideal.sum())
+        sums[36] += int(active.sum())
+        self.accw[site, warps, 0] += 1
+        self.accw[site, warps, 1] += cost
+
+    def _flush_global(self, site: int, lanes, offsets) -> None:
+        ws, es = self._warp_groups(lanes, offsets)
+        item = self.global_item
+        new_warp = np.ones(len(ws), bool)
+        new_warp[1:] = ws[1:] != ws[:-1]
+        new_element = new_warp.copy()
+        new_element[1:] |= es[1:] != es[:-1]
+        sectors = (es * item) >> 5
+        new_sector = new_warp.copy()
+        new_sector[1:] |= sectors[1:] != sectors[:-1]
+        group = np.cumsum(new_warp) - 1
+        warps = ws[new_warp]
+        active = np.bincount(group)
+        elements = np.bincount(group, weights=new_element).astype(np.int64)
+        cost = np.bincount(group, weights=new_sector).astype(np.int64)
+        ideal = (elements * item + 31) >> 5
+        self._done(site, warps, cost, ideal, active)
+
+    def _flush_shared(self, site: int, lanes, offsets, item: int) -> None:
+        words = item >> 2 if item >= 4 else 1
+        group_size = 32 // words
+        warps = self.W[lanes]
+        groups = (self.LANE[lanes] & 31) // group_size
+        if item >= 4:
+            word = (offsets[:, None] * words + np.arange(words)[None, :]).reshape(-1)
+            warp_of, group_of = np.repeat(warps, words), np.repeat(groups, words)
+        else:
+            word = (offsets * item) >> 2
+            warp_of, group_of = warps, groups
+        # Distinct words per (warp, lane group), then per bank: a pass per word
+        # of the busiest bank.
+        distinct = np.unique(np.stack([warp_of, group_of, word]), axis=1)
+        banks = np.unique(np.stack([distinct[0], distinct[1], distinct[2] & 31]), axis=1,
+                          return_counts=True)
+        (bw, bg, _), per_bank = banks
+        key = np.stack([bw, bg])
+        pairs, inverse = np.unique(key, axis=1, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        ways = np.zeros(pairs.shape[1], np.int64)
+        np.maximum.at(ways, inverse, per_bank)
+        unique_warps, warp_index = np.unique(pairs[0], return_inverse=True)
+        warp_index = warp_index.reshape(-1)
+        passes = np.bincount(warp_index, weights=ways).astype(np.int64)
+        group_count = np.bincount(warp_index).astype(np.int64)
+        lane_warps, lane_count = np.unique(warps, return_counts=True)
+        self._done(site, unique_warps, passes, group_count, lane_count)
+
+    # -- branches and barriers ------------------------------------------------------------
+
+    def branch(self, site: int, lanes, taken) -> None:
+        """Warps at a branch: their arrived lanes, and those taking it."""
+        if not len(lanes):
+            return
+        warps = self.W[lanes]
+        unique, index = np.unique(warps, return_inverse=True)
+        index = index.reshape(-1)
+        arrived = np.bincount(index, minlength=len(unique))
+        took = np.bincount(index, weights=np.asarray(taken, np.int64),
+                           minlength=len(unique)).astype(np.int64)
+        br = self.br[site]
+        br[0] += len(unique)
+        going = took > 0
+        if going.any():
+            br[1] += int(going.sum())
+            br[2] += int(took.sum())
+            br[3] = min(int(br[3]), int(took[going].min()))
+            self.brw[site, unique[going], 0] += 1
+            self.brw[site, unique[going], 1] += took[going]
+            br[4] += int((going & (took < arrived)).sum())
+
+    def branch_masks(self, site: int, arrived, taken) -> None:
+        lanes = np.flatnonzero(arrived)
+        self.branch(site, lanes, taken[lanes])
+
+    def barrier(self, site: int, mask) -> int:
+        arrived = int(mask.sum())
+        threads = len(mask)
+        if 0 < arrived < threads:
+            bar = self.bar[site]
+            bar[0] += 1
+            if bar[2] != self.block:
+                bar[1] += 1
+                bar[2] = self.block
+            if bar[3] < 0:
+                bar[3] = self.block
+                bar[4] = arrived
+                bar[5] = threads - arrived
+                bar[6] = int(np.flatnonzero(~mask)[0])
+        self.epoch += 1
+        return arrived
+
+
+def _order_matters(plan) -> bool:
+    """Whether warps may see each other's writes: then they run one after another."""
+    from .common import updates_output_atomically
+
+    atomics = any(isinstance(n, ast.Call) and "atomic" in ast.unparse(n.func)
+                  for n in ast.walk(plan.kernel.node))
+    return bool(plan.reads_output or set(plan.stored_arrays) - {plan.output}
+                or updates_output_atomically(plan) or atomics)
+
+
+def run_instant(job: KernelJob) -> BackendOutput:
+    """Run the recording emulation in numpy (the instant tier)."""
+    request = job.request
+    plan = job.plan
+    began = time.perf_counter()
+    code, unit = _program(plan, request.dtype, job.scalar_types)
+    derive_seconds = time.perf_counter() - began
+    layout = code.layout
+    records = job.fresh_records(encoded=True)
+    c = job.fresh_output()
+    tpb = request.threads_per_block
+    nw = -(-tpb // WARP)
+    lockstep = allocate_lockstep_records(len(layout.sites), len(layout.branches),
+                                         len(layout.barriers), request.blocks * nw)
+    grid_wide = layout.warpwise and not _order_matters(plan)
+    runtime = VectorRuntime(job, code, records, lockstep, keyed=grid_wide, c=c)
+    gdx, gdy = request.grid2
+    bdx, bdy = request.block2
+    arguments = [_scalar(a) for a in job.arguments(c)]
+    blocks = request.blocks
+    if grid_wide:
+        per_chunk = max(1, CHUNK_LANES // tpb)
+        units = [(b, min(b + per_chunk, blocks), 0, tpb) for b in range(0, blocks, per_chunk)]
+    elif layout.warpwise:
+        units = [(b, b + 1, w * WARP, min(w * WARP + WARP, tpb))
+                 for b in range(blocks) for w in range(nw)]
+    else:
+        units = [(b, b + 1, 0, tpb) for b in range(blocks)]
+    block_arrays = []
+    for array in layout.block_arrays:
+        shape = array.shape if array.kind == "shared" else (tpb,) + array.shape
+        block_arrays.append((array, np.zeros(shape, array.dtype)))
+    start = time.perf_counter()
+    last_report = start
+    with np.errstate(all="ignore"):
+        for number, (b0, b1, lane0, lane1) in enumerate(units):
+            lanes_in_block = np.arange(lane0, lane1, dtype=np.int64)
+            block_ids = np.repeat(np.arange(b0, b1, dtype=np.int64), len(lanes_in_block))
+            lane = np.tile(lanes_in_block, b1 - b0)
+            gtid = block_ids * tpb + lane
+            warps = block_ids * nw + lane // WARP
+            runtime.set_unit(gtid, warps, lane, b0)
+            runtime.epoch0 = runtime.epoch
+            arrays = []
+            for array, values in block_arrays:
+                values.fill(np.nan if np.dtype(array.dtype).kind in "fc" else 0)
+                arrays.append(values if array.kind == "shared" else values[lane0:lane1])
+            try:
+                unit(*arguments, runtime, lane % bdx, lane // bdx, block_ids % gdx,
+                     block_ids // gdx, gtid, len(lane), bdx, bdy, gdx, gdy, *arrays)
+            except (RunCancelled, MemoryError):
+                raise
+            except (IndexError, ValueError, TypeError, ZeroDivisionError, OverflowError) as exc:
+                raise KernelRuntimeError(
+                    f"{plan.name!r} raised in the instant tier of the emulation: {exc}") from None
+            runtime.epoch += 1
+            now = time.perf_counter()
+            if now - last_report > 0.05:
+                last_report = now
+                job.check_cancel()
+                job.progress(0.05 + 0.9 * (number + 1) / len(units),
+                             f"instant tier: {b1:,} of {blocks:,} blocks")
+    spent = time.perf_counter() - start
+    decode_writers(records)
+    timings = [
+        Timing("derive", "cpu", derive_seconds,
+               "writing the instant tier's numpy form of the kernel (no compile)"),
+        Timing("instrumented kernel", "cpu", spent, INSTANT_METHOD, 1, job.flops),
+    ]
+    notes = [RACED_NOTE] if lockstep["_tm_race"][0] else []
+    return BackendOutput(c, records, None, timings, notes, lockstep=lockstep, layout=layout,
+                         prints=None)
+
+
+def _scalar(value):
+    """A kernel argument as numba types it (a Python int is int64)."""
+    if isinstance(value, bool) or isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, int):
+        return np.int64(value)
+    if isinstance(value, float):
+        return np.float64(value)
+    return value
+
+
