@@ -26,9 +26,6 @@ from .errors import ThreadMapError
 
 #: seconds one case may take (a kernel past it is one failed row)
 CASE_LIMIT = 30.0
-#: a kernel's first case may take this many times as long: it compiles the
-#: kernel first (~8 s on 2 cores), which is not its run
-FIRST_CASE_FACTOR = 3.0
 #: seconds to reach a scheduler
 CONNECT_SECONDS = 8.0
 
@@ -112,7 +109,7 @@ def tasks(files: list[Path]) -> list[tuple[str, str | None, str | None]]:
 
 def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
                  dtype: str = "float32", seed: int = 0, backend: str = "auto",
-                 case_limit: float = CASE_LIMIT) -> list[dict]:
+                 case_limit: float = CASE_LIMIT, tier: str = "auto") -> list[dict]:
     """Every case of one kernel, as report rows (runs in a pool worker or on a
     Dask worker: plain data in, plain data out)."""
     from .engine import run
@@ -137,7 +134,7 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
                 continue
             try:
                 request = RunRequest(kernel=kernel, kernel_file=path, m=m, k=k, n=n,
-                                     dtype=dtype, seed=seed, backend=backend)
+                                     dtype=dtype, seed=seed, backend=backend, tier=tier)
                 if launch.grid is None:
                     request = default_launch(request)
                     row["launch"] = (f"file: {'x'.join(map(str, request.grid))}:"
@@ -145,12 +142,13 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
                 else:
                     request = request.with_(grid=launch.grid, block=launch.block)
                 check_request(request)
-                first = not any(r["seconds"] is not None for r in rows)
-                result = run(request, isolate=True,
-                             time_limit=case_limit * (FIRST_CASE_FACTOR if first else 1.0))
+                # (The limit counts the run: never the child's start-up or
+                # numba's compile, which the child reports.)
+                result = run(request, isolate=True, time_limit=case_limit)
             except RunTimedOut as exc:
                 row["reasons"] = str(exc)
-                hung = f"the case {m}x{k}x{n} {launch.text} did not finish in time"
+                if exc.kernel_hung:  # (a slow compile or start-up is not the kernel's)
+                    hung = f"the case {m}x{k}x{n} {launch.text} did not finish in time"
                 continue
             except ThreadMapError as exc:
                 row["reasons"] = str(exc)
@@ -169,7 +167,7 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
 def run_check(paths, shapes, launches, dtype: str = "float32", seed: int = 0,
               backend: str = "auto", scheduler: str | None = None,
               workers: int | None = None, progress=None,
-              case_limit: float = CASE_LIMIT) -> list[dict]:
+              case_limit: float = CASE_LIMIT, tier: str = "auto") -> list[dict]:
     """Every row of the report, in file, kernel, shape, launch order."""
     files = kernel_files(paths)
     if not files:
@@ -181,7 +179,7 @@ def run_check(paths, shapes, launches, dtype: str = "float32", seed: int = 0,
                         "@cuda.jit kernel")
     progress = progress or (lambda done, total: None)
     arguments = dict(shapes=shapes, launches=launches, dtype=dtype, seed=seed, backend=backend,
-                     case_limit=case_limit)
+                     case_limit=case_limit, tier=tier)
     if scheduler:
         results = _on_dask(scheduler, work, arguments, progress)
     else:

@@ -24,7 +24,7 @@ from .errors import (
 )
 from .outputs import OutputFolder
 from .presets import default_launch
-from .request import BACKENDS, DTYPES, PATTERNS, RunRequest, parse_dims, parse_shape
+from .request import BACKENDS, DTYPES, PATTERNS, TIERS, RunRequest, parse_dims, parse_shape
 from .sources.catalogue import CATALOGUE
 
 #: Called with (result, png_path, svg_path) to export heatmap images.
@@ -44,6 +44,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="input values (default random: all-ones hides index bugs)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--backend", choices=BACKENDS, default="auto")
+    add_tier_option(parser)
     parser.add_argument("--scalar", action="append", default=[], metavar="NAME=VALUE",
                         help="value of a kernel's scalar parameter (repeatable)")
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
@@ -57,6 +58,13 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--registers", type=int, default=None,
                         help="registers per thread to assume when neither a GPU nor ptxas "
                              "can measure them (default 32)")
+
+
+def add_tier_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tier", choices=TIERS, default="auto",
+                        help="the CPU emulation's tier: instant (numpy, no compile), compiled "
+                             "(numba: seconds to compile a new kernel, then ~100x faster), or "
+                             "auto (by the estimated work; default)")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -119,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
                              help="where cases run (default auto: a GPU if there is one, else "
                                   "the CPU emulation, else the simulator; cpu never runs "
                                   "elsewhere)")
+    add_tier_option(hunt_parser)
     hunt_parser.add_argument("--dtype", choices=DTYPES, default="float32")
     hunt_parser.add_argument("--seed", type=int, default=0)
     hunt_parser.add_argument("--scalar", action="append", default=[], metavar="NAME=VALUE",
@@ -139,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
                               help="where cases run (default auto: a GPU if there is one, else "
                                    "the CPU emulation, else the simulator; cpu never runs "
                                    "elsewhere)")
+    add_tier_option(check_parser)
     check_parser.add_argument("--dtype", choices=DTYPES, default="float32")
     check_parser.add_argument("--seed", type=int, default=0)
     check_parser.add_argument("--workers", type=int, default=None,
@@ -180,7 +190,8 @@ def request_from_args(args: argparse.Namespace, grid: str | None,
     kernel = args.kernel if args.kernel or args.kernel_file else "grid-stride"
     request = RunRequest(kernel=kernel, kernel_file=args.kernel_file, m=m, k=k, n=n,
                          dtype=args.dtype, pattern=args.pattern, seed=args.seed,
-                         backend=args.backend, scalars=parse_scalars(args.scalar))
+                         backend=args.backend, scalars=parse_scalars(args.scalar),
+                         tier=args.tier)
     if grid or block:
         default = default_launch(request) if not (grid and block) else request
         return request.with_(grid=parse_dims(grid, "--grid") if grid else default.grid,
@@ -562,7 +573,8 @@ def _cmd_hunt(args: argparse.Namespace) -> int:
     check_numbers(args)
     check_output_path("--out", args.out, folder=True)
     base = RunRequest(kernel=args.kernel, kernel_file=args.kernel_file, dtype=args.dtype,
-                      seed=args.seed, backend=args.backend, scalars=parse_scalars(args.scalar))
+                      seed=args.seed, backend=args.backend, scalars=parse_scalars(args.scalar),
+                      tier=args.tier)
     from .sources.loader import load_plan
 
     base = base.with_(kernel=load_plan(base).name)  # a file that does not parse stops here
@@ -603,7 +615,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     with OutputFolder(out, files=("report.csv", "report.json", "report.html")) as folder:
         try:
             rows = run_check(args.paths, shapes, launches, dtype=args.dtype, seed=args.seed,
-                             backend=args.backend, scheduler=args.scheduler,
+                             backend=args.backend, scheduler=args.scheduler, tier=args.tier,
                              workers=workers, progress=progress,
                              case_limit=args.time_limit)
         except NoKernels:

@@ -225,6 +225,8 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
     job = KernelJob(request, plan, a, b, scalars, zero_output=plan.reads_output,
                     progress=progress, cancel=cancel)
     output = backend_named(request.backend).run(job)
+    if output.tier:
+        backend_note = f"{backend_note}; {output.tier}"
     if cancel():
         raise RunCancelled("run cancelled")
     m, k, n = request.shape

@@ -65,7 +65,16 @@ class RunCancelled(ThreadMapError):
 
 
 class RunTimedOut(ThreadMapError):
-    """The run went past its time limit and was ended."""
+    """The run went past its time limit and was ended.  ``kernel_hung`` is
+    False when what was slow was not the kernel: numba's compile, or the
+    start of the child process (neither counts in a run's time limit)."""
+
+    def __init__(self, message: str, kernel_hung: bool = True):
+        super().__init__(message)
+        self.kernel_hung = kernel_hung
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.kernel_hung))
 
 
 class BackendUnavailable(RequestError):

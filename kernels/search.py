@@ -208,6 +208,9 @@ def hunt(base: RunRequest, budget: float = 60.0,
                 case.verdict, case.reasons = "skipped", [f"the budget ran out: {exc}"]
                 stopped = f"the budget of {budget:.0f} s ran out during case {index + 1}"
                 break
+            if not exc.kernel_hung:  # a slow compile or start-up: not the kernel's doing
+                case.verdict, case.reasons = "skipped", [str(exc)]
+                continue
             case.verdict, case.reasons = "FAIL", [f"did not finish: {exc}"]
             return _report(base, tried, case, None, budget, started)
         except (KernelCompileError, KernelRuntimeError) as exc:

@@ -150,7 +150,7 @@ def test_a_cache_folder_that_cannot_be_trusted_is_an_error_that_names_it(tmp_pat
 def test_a_garbled_numba_cache_is_compiled_afresh(tmp_path):
     env = dict(os.environ, THREADMAP_CACHE_DIR=str(tmp_path / "cache"))
     args = [sys.executable, "-m", "app.launcher", "run", "--kernel", "naive-2d", "--shape",
-            "16x8x16", "--backend", "cpu", "--out", str(tmp_path / "out")]
+            "16x8x16", "--backend", "cpu", "--tier", "compiled", "--out", str(tmp_path / "out")]
     first = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True,
                            timeout=300)
     assert first.returncode == 0, first.stderr

@@ -123,14 +123,16 @@ class ChildRunner:
                 self._to_child.send(("run", request, backend_note,
                                      sandbox.cpu_budget(time_limit)))
             start_up: float | None = None
+            clock = _RunClock(started, fresh)
             while True:
                 if cancel():
                     self.stop()
                     raise RunCancelled("run cancelled")
-                if time_limit is not None and time.monotonic() - started > time_limit:
-                    self.stop()
-                    raise RunTimedOut(f"the run went past its time limit of {time_limit:g} s "
-                                      "and was ended (a kernel that never finishes?)")
+                if time_limit is not None:
+                    timed_out = clock.past(time_limit)
+                    if timed_out:
+                        self.stop()
+                        raise RunTimedOut(*timed_out)
                 if self._from_child.poll(0.05):
                     try:
                         message = child_message(self._from_child.recv_bytes())
@@ -144,6 +146,9 @@ class ChildRunner:
                     kind = message[0]
                     if kind == "ready":
                         start_up = time.monotonic() - started if fresh else None
+                        clock.ready()
+                    elif kind == "compiling":
+                        clock.compiling(bool(message[1]))
                         self.sandbox = message[1] if len(message) > 1 else None
                     elif kind == "progress":
                         progress(message[1], message[2])
@@ -181,6 +186,61 @@ _PLAIN_GLOBALS = frozenset({
     ("numpy.core.multiarray", "scalar"), ("builtins", "complex"), ("builtins", "set"),
     ("builtins", "frozenset"), ("builtins", "slice"), ("collections", "OrderedDict"),
 })
+
+
+#: How long numba may compile one kernel's emulation before the run is ended
+#: (tens of seconds on a busy machine; a compile is never the kernel's fault,
+#: so it is not counted in the run's own limit).
+COMPILE_TIME_LIMIT = 600.0
+#: How long a child may take to start (imports, sandbox) before it is ended.
+START_UP_TIME_LIMIT = 120.0
+
+
+class _RunClock:
+    """The time a run has had in its child: wall time less the child's
+    start-up and numba's compiles (which the child announces)."""
+
+    def __init__(self, started: float, fresh: bool):
+        self.started = started
+        self.waiting_for_start = fresh
+        self.excluded = 0.0
+        self.compile_since: float | None = None
+
+    def ready(self) -> None:
+        if self.waiting_for_start:
+            self.excluded += time.monotonic() - self.started
+            self.waiting_for_start = False
+
+    def compiling(self, started: bool) -> None:
+        now = time.monotonic()
+        if started:
+            self.compile_since = now
+        elif self.compile_since is not None:
+            self.excluded += now - self.compile_since
+            self.compile_since = None
+
+    def past(self, time_limit: float) -> tuple[str, bool] | None:
+        """Why the run is over its limit, in words, and whether the kernel's
+        own run was (not a start-up or compile); None while it is not."""
+        now = time.monotonic()
+        if self.waiting_for_start:
+            if now - self.started > max(time_limit, START_UP_TIME_LIMIT):
+                return (f"the child process did not start within "
+                        f"{max(time_limit, START_UP_TIME_LIMIT):g} s (a busy machine?); "
+                        "the kernel never ran", False)
+            return None
+        if self.compile_since is not None:
+            if now - self.compile_since > max(time_limit, COMPILE_TIME_LIMIT):
+                return (f"numba's compile of the emulation went past "
+                        f"{max(time_limit, COMPILE_TIME_LIMIT):g} s and was ended: the "
+                        "compile was slow, the kernel never ran (try --tier instant)", False)
+            return None
+        if now - self.started - self.excluded > time_limit:
+            excluded = f" (not counting {self.excluded:.1f} s of start-up and compile)" \
+                if self.excluded >= 0.05 else ""
+            return (f"the run went past its time limit of {time_limit:g} s{excluded} "
+                    "and was ended (a kernel that never finishes?)", True)
+        return None
 
 
 class _ChildUnpickler(pickle.Unpickler):

@@ -47,6 +47,29 @@ def main(argv: list[str]) -> int:
 
     send(("ready", applied))
 
+    from . import phases, tiers
+
+    # The parent's clock stops while numba compiles (a time limit counts the
+    # run, never the compile), and so does the CPU limit: a compile's CPU
+    # seconds are given back to the run when it ends.
+    compile_began: list[float] = []
+
+    def on_compile(started: bool) -> None:
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return  # a compile in the background, between runs
+        send(("compiling", started))
+        if started:
+            compile_began.append(sandbox.cpu_seconds_used())
+        elif compile_began:
+            sandbox.extend_cpu(sandbox.cpu_seconds_used() - compile_began.pop())
+
+    phases.listen(on_compile)
+    # After an instant-tier run, the compiled tier compiles in a thread of this
+    # child, so that the next larger run of the kernel finds it ready.
+    tiers.BACKGROUND_COMPILE = True
+
     def progress(fraction: float, message: str) -> None:
         send(("progress", fraction, message))
 

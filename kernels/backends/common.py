@@ -143,6 +143,8 @@ class BackendOutput:
     layout: object = None
     #: what the kernel printed in its instrumented launch (kernel_output.py)
     prints: object = None
+    #: the CPU emulation's tier, in words ("" for other backends)
+    tier: str = ""
 
 
 _NOISE = ("During:", "This error may have been", "For more information", "- Resolution failure",

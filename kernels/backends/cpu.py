@@ -17,18 +17,27 @@ polls a control word, so a cancel also stops a single long block.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from ..derived.codegen import GeneratedModule, damaged_cache, load_module, purge_compiled
+from ..cache import GENERATED_PREFIX, cache_dir
+from ..derived.codegen import (
+    GeneratedModule,
+    damaged_cache,
+    load_module,
+    module_text,
+    purge_compiled,
+)
 from ..derived.local_types import kernel_types
 from ..derived.lockstep import ROUNDS, LockstepLayout, lockstep_code
 from ..derived.transform import shadow_param
-from ..errors import KernelCompileError, KernelRuntimeError, RunCancelled
+from ..errors import KernelCompileError, KernelRuntimeError, RunCancelled, ThreadMapError
 from ..records import (
     ATOMICS,
     COUNT,
@@ -58,6 +67,7 @@ from .common import (
     shorten_numba_error,
 )
 from .kernel_output import KernelPrints, kernel_prints, kernel_warnings
+from .phases import compiling
 
 CHUNK_SECONDS = 0.05
 #: Why C comes from the instrumented run of a kernel with a shared-memory race.
@@ -120,6 +130,54 @@ def check_emulation(plan: KernelPlan, request: RunRequest) -> None:
 
 #: Kernels (by source text, dtype and scalar types) the emulation can run.
 _CHECKED: set[tuple] = set()
+#: Kernels whose compiled tier this process has compiled (or loaded).
+_COMPILED: set[tuple] = set()
+
+
+def _kernel_key(plan: KernelPlan, request: RunRequest) -> tuple:
+    return (plan.module.path, plan.module.text, plan.name, request.dtype,
+            scalar_types(scalar_arguments(plan, request)), str(cache_dir()))
+
+
+def compiled_ready(plan: KernelPlan, request: RunRequest) -> bool:
+    """Whether the compiled tier of ``plan`` runs without a compile: compiled
+    in this process, or in numba's cache on disk (its index file beside the
+    generated module, or under $NUMBA_CACHE_DIR)."""
+    key = _kernel_key(plan, request)
+    if key in _COMPILED:
+        return True
+    try:
+        types = kernel_types(plan, request.dtype, key[4])
+        text, _ = module_text(plan, "cpu", request.dtype, types)
+    except ThreadMapError:
+        return False
+    digest = hashlib.sha256(text.text.encode()).hexdigest()[:20]
+    name = f"{GENERATED_PREFIX}cpu_{digest}"
+    pattern = f"{name}._tm_run_record*.nbi"
+    places = [cache_dir() / "__pycache__"]
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        places.append(Path(os.environ["NUMBA_CACHE_DIR"]))
+    for place in places:
+        if place.is_dir() and any(place.rglob(pattern)):
+            return True
+    return False
+
+
+def compile_emulation(job: KernelJob) -> float:
+    """Compile (or load from numba's cache) the compiled tier of ``job``'s
+    kernel, on a launch of one thread (the code depends on the types only);
+    the seconds it took."""
+    request = job.request.with_(m=1, k=1, n=1, grid=(1,), block=(1,))
+    tiny = KernelJob(request, job.plan, np.zeros((1, 1), request.dtype),
+                     np.zeros((1, 1), request.dtype), job.scalars, job.zero_output)
+    gen = load_emulation(tiny)
+    control = np.zeros(2, np.int64)
+    records = tiny.fresh_records(encoded=True)
+    workers = {"record": _make_worker(gen, tiny, control, True, records,
+                                      _lockstep_records(gen.layout, tiny)),
+               "plain": _make_worker(gen, tiny, control, False, None, None)}
+    with kernel_prints(None):
+        return _compile(gen, tiny, workers)
 
 
 @dataclass
@@ -163,7 +221,13 @@ def _workspace(layout: LockstepLayout, job: KernelJob, control: np.ndarray,
 
 
 def _compile(gen: GeneratedModule, job: KernelJob, workers: dict[str, _Worker]) -> float:
-    """Compile both drivers by running them on zero blocks; return the seconds."""
+    """Compile both drivers by running them on zero blocks; return the seconds.
+    A time limit does not count them (``phases.compiling``)."""
+    with compiling():
+        return _compile_now(gen, job, workers)
+
+
+def _compile_now(gen: GeneratedModule, job: KernelJob, workers: dict[str, _Worker]) -> float:
     start = time.perf_counter()
     try:
         try:
@@ -185,6 +249,7 @@ def _compile(gen: GeneratedModule, job: KernelJob, workers: dict[str, _Worker]) 
                 f"numba could not compile {job.plan.name!r} for the CPU emulation:\n"
                 + shorten_numba_error(str(exc), gen.relocate)) from None
         raise
+    _COMPILED.add(_kernel_key(job.plan, job.request))
     return time.perf_counter() - start
 
 

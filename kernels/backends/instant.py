@@ -31,6 +31,7 @@ from __future__ import annotations
 import ast
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -82,7 +83,7 @@ def _program(plan, dtype: str, scalar_types: tuple[str, ...]) -> tuple[VectorCod
         # runtime are in its namespace, and no builtins.
         namespace = {"_tm_np": np, "__builtins__": {"range": range, "int": int}}
         namespace.update(code.constants)
-        exec(compile(code.source, f"<instant tier of {plan.name}>", "exec"), namespace)
+        exec(compile(code.source, f"<instant tier of {plan.name}>", "exec"), namespace)  # noqa: S102
         found = _PROGRAMS[key] = (code, namespace["_tm_unit"])
         if len(_PROGRAMS) > 64:
             _PROGRAMS.pop(next(iter(_PROGRAMS)))
@@ -269,7 +270,7 @@ class VectorRuntime:
     def cast(name, x):
         return np.asarray(x).astype(np.dtype(name))
 
-    _NUMBA_DTYPES = {"boolean": "bool", "b1": "bool", "bool_": "bool", "byte": "uint8",
+    _NUMBA_DTYPES: ClassVar[dict[str, str]] = {"boolean": "bool", "b1": "bool", "bool_": "bool", "byte": "uint8",
                      "double": "float64", "int_": "int64", "uint": "uint64"}
 
     def cast_numba(self, name, x):
@@ -498,7 +499,7 @@ class VectorRuntime:
         for p in range(len(e)):
             lane = int(self.LANE[lanes[p]])
             if sh[e[p], 0] < self.epoch0:
-                self._hit("uninit", lanes[p:p + 1], lambda _: (
+                self._hit("uninit", lanes[p:p + 1], lambda _, lane=lane, p=p: (
                     self.block, lane, slot, int(i[p]), int(j[p]), site))
             sh[e[p], 0] = self.epoch
             sh[e[p], 1] = lane
@@ -561,33 +562,41 @@ class VectorRuntime:
         self._done(site, warps, cost, ideal, active)
 
     def _flush_shared(self, site: int, lanes, offsets, item: int) -> None:
+        """Passes of the 32 banks per warp request: lanes are served in groups
+        (a half-warp for 8-byte elements); a group takes as many passes as the
+        most distinct words one bank must deliver (lanes on one word share it)."""
+        if len(lanes) > 1 and (np.diff(lanes) < 0).any():
+            order = np.argsort(lanes, kind="stable")
+            lanes, offsets = lanes[order], offsets[order]
         words = item >> 2 if item >= 4 else 1
         group_size = 32 // words
-        warps = self.W[lanes]
-        groups = (self.LANE[lanes] & 31) // group_size
+        lane_ids = self.LANE[lanes]
+        # (warp, lane group) of each lane, in lane order: non-decreasing.
+        segment_key = self.W[lanes] * words + (lane_ids & 31) // group_size
         if item >= 4:
             word = (offsets[:, None] * words + np.arange(words)[None, :]).reshape(-1)
-            warp_of, group_of = np.repeat(warps, words), np.repeat(groups, words)
+            segment_key = np.repeat(segment_key, words)
         else:
             word = (offsets * item) >> 2
-            warp_of, group_of = warps, groups
-        # Distinct words per (warp, lane group), then per bank: a pass per word
-        # of the busiest bank.
-        distinct = np.unique(np.stack([warp_of, group_of, word]), axis=1)
-        banks = np.unique(np.stack([distinct[0], distinct[1], distinct[2] & 31]), axis=1,
-                          return_counts=True)
-        (bw, bg, _), per_bank = banks
-        key = np.stack([bw, bg])
-        pairs, inverse = np.unique(key, axis=1, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        ways = np.zeros(pairs.shape[1], np.int64)
-        np.maximum.at(ways, inverse, per_bank)
-        unique_warps, warp_index = np.unique(pairs[0], return_inverse=True)
-        warp_index = warp_index.reshape(-1)
-        passes = np.bincount(warp_index, weights=ways).astype(np.int64)
-        group_count = np.bincount(warp_index).astype(np.int64)
-        lane_warps, lane_count = np.unique(warps, return_counts=True)
-        self._done(site, unique_warps, passes, group_count, lane_count)
+        starts = _starts(segment_key)
+        low = np.minimum.reduceat(word, starts)
+        high = np.maximum.reduceat(word, starts)
+        ways = np.ones(len(starts), np.int64)
+        wide = np.flatnonzero(high - low >= 32)  # words in one span of 32: distinct banks
+        if len(wide):
+            segment = np.repeat(np.arange(len(starts)), _lengths(starts, len(word)))
+            pick = np.isin(segment, wide)
+            distinct = np.unique(segment[pick] * (1 << 40) + word[pick])
+            seg, bank = distinct >> 40, (distinct & ((1 << 40) - 1)) & 31
+            per_bank = np.bincount(seg * 32 + bank, minlength=len(starts) * 32)
+            ways[wide] = per_bank.reshape(len(starts), 32)[wide].max(axis=1)
+        segment_warps = segment_key[starts] // words
+        warp_starts = _starts(segment_warps)
+        warps = segment_warps[warp_starts]
+        passes = np.add.reduceat(ways, warp_starts)
+        groups = _lengths(warp_starts, len(starts))
+        active = _lengths(_starts(self.W[lanes]), len(lanes))
+        self._done(site, warps, passes, groups, active)
 
     # -- branches and barriers ------------------------------------------------------------
 
@@ -632,6 +641,19 @@ class VectorRuntime:
                 bar[6] = int(np.flatnonzero(~mask)[0])
         self.epoch += 1
         return arrived
+
+
+def _starts(sorted_keys: np.ndarray) -> np.ndarray:
+    """Where each run of equal keys begins."""
+    change = np.empty(len(sorted_keys), bool)
+    change[0] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=change[1:])
+    return np.flatnonzero(change)
+
+
+def _lengths(starts: np.ndarray, total: int) -> np.ndarray:
+    """Lengths of the runs beginning at ``starts``."""
+    return np.diff(starts, append=total)
 
 
 def _order_matters(plan) -> bool:
@@ -720,7 +742,7 @@ def run_instant(job: KernelJob) -> BackendOutput:
 
 def _scalar(value):
     """A kernel argument as numba types it (a Python int is int64)."""
-    if isinstance(value, bool) or isinstance(value, np.ndarray):
+    if isinstance(value, (bool, np.ndarray)):
         return value
     if isinstance(value, int):
         return np.int64(value)

@@ -113,6 +113,26 @@ def limit_resources(simulator: bool = False) -> list[str]:
     return applied
 
 
+def cpu_seconds_used() -> float:
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return used.ru_utime + used.ru_stime
+
+
+def extend_cpu(seconds: float) -> None:
+    """Raise this process's CPU limit by ``seconds`` (a compile's, given back
+    to the run it interrupted)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if soft == resource.RLIM_INFINITY or seconds <= 0:
+        return
+    target = soft + int(seconds) + 1
+    if hard != resource.RLIM_INFINITY:
+        target = min(target, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (target, hard))
+    except (ValueError, OSError, OverflowError):
+        pass
+
+
 def limit_cpu(seconds: float | None) -> None:
     """Let the next run use ``seconds`` more of CPU time (None: no limit),
     counted from what this process has used so far (it runs many requests).

@@ -1,15 +1,135 @@
-"""Which tier of the CPU emulation runs a job: instant (numpy) or compiled (numba)."""
+"""Which tier of the CPU emulation runs a job: instant (numpy) or compiled (numba).
+
+Engines that must both answer at once and run fast are tiered (V8's Ignition
+and TurboFan, PyPy, LuaJIT): an interpreter answers while the optimising
+compiler is not ready, and the compiled code takes over the work where it
+pays.  Here the instant tier (``instant.py``) costs ~0.35 ms per statement it
+runs over a vector of lanes and nothing to start; the compiled tier costs
+seconds of numba compile per kernel (once: numba caches it on disk) and then
+runs ~100x faster.  ``auto`` takes the compiled tier when its code is ready
+(compiled in this process, or in numba's cache), else whichever the estimates
+say finishes first, compile included.  After an instant run,
+:func:`compile_in_background` can compile the kernel in a thread, so that
+the next, larger run finds it ready (the app and the Python API do).
+"""
 from __future__ import annotations
 
+import threading
+
+from ..errors import EmulationUnsupported, ThreadMapError
 from .common import BackendOutput, KernelJob
+
+#: Instant tier: seconds per statement run over a vector of lanes, and per
+#: lane and inner iteration (fitted on naive-2d and tiled, 64^3 to
+#: 128 x 256 x 128, on 2 cores: benchmarks/bench_edit_loop.py).
+INSTANT_SECONDS_PER_VECTOR_STEP = 0.35e-3
+INSTANT_SECONDS_PER_LANE_STEP = 60e-9
+#: Compiled tier: numba's compile of a new kernel's emulation (cold cache, 2
+#: cores: 5.7-6.8 s for the simple built-in kernels, 10.4 s for tiled;
+#: benchmarks/results/engine.txt), when its code is not ready.
+COMPILE_SECONDS = 6.0
+COMPILE_SECONDS_WITH_BARRIERS = 10.0
+
+#: Whether an instant-tier run starts the compiled tier's compile in the
+#: background (set in the child process that runs kernel files: child_main.py).
+BACKGROUND_COMPILE = False
+
+TIER_WORDS = {
+    "instant": "CPU emulation, numpy lockstep: no compile",
+    "compiled": "CPU emulation, compiled lockstep (numba)",
+}
+
+
+def instant_seconds(request, plan) -> float:
+    """Rough time of the instant tier on ``request`` (a correct matmul's work:
+    M x N x K multiply-adds), from its cost per vector step."""
+    from .instant import CHUNK_LANES
+
+    work = request.m * request.n * request.k
+    tpb = request.threads_per_block
+    blockwise = bool(plan.barrier_lines or plan.local_arrays)
+    lanes = tpb if blockwise else min(request.total_threads, max(tpb, CHUNK_LANES))
+    if not blockwise and (plan.reads_output or set(plan.stored_arrays) - {plan.output}):
+        lanes = min(tpb, 32)  # warp after warp
+    steps = work / max(1, min(lanes, request.total_threads))
+    return steps * INSTANT_SECONDS_PER_VECTOR_STEP + work * INSTANT_SECONDS_PER_LANE_STEP
+
+
+def compile_seconds(plan) -> float:
+    return COMPILE_SECONDS_WITH_BARRIERS if plan.barrier_lines else COMPILE_SECONDS
+
+
+def choose_tier(request, plan) -> tuple[str, str]:
+    """The tier for ``request`` ("instant" or "compiled") and why, in words."""
+    from ..estimate import emulation_seconds
+    from ..result import format_seconds
+    from .cpu import compiled_ready
+
+    if request.tier != "auto":
+        return request.tier, f"--tier {request.tier}"
+    if compiled_ready(plan, request):
+        return "compiled", "its compiled code is ready"
+    instant = instant_seconds(request, plan)
+    compiled = compile_seconds(plan) + emulation_seconds(request)
+    if instant <= compiled:
+        return "instant", (f"estimated {format_seconds(instant)}, against "
+                           f"{format_seconds(compiled)} with numba's compile")
+    return "compiled", (f"estimated {format_seconds(compiled)} with numba's compile, "
+                        f"against {format_seconds(instant)} without")
 
 
 def run_emulation(job: KernelJob) -> BackendOutput:
-    tier = job.request.tier
+    """Run ``job`` on the CPU emulation's chosen tier.  A kernel the instant
+    tier cannot run goes to the compiled tier, which says why."""
+    tier, why = choose_tier(job.request, job.plan)
+    fallback = ""
     if tier == "instant":
         from .instant import run_instant
 
-        return run_instant(job)
+        try:
+            output = run_instant(job)
+        except EmulationUnsupported as exc:
+            if job.request.tier == "instant":
+                raise ThreadMapError(f"the instant tier cannot run {job.plan.name}: {exc}; "
+                                     "choose --tier compiled or auto") from None
+            fallback = f"; the instant tier cannot run it ({exc})"
+        else:
+            output.tier = f"{TIER_WORDS['instant']} ({why})"
+            if BACKGROUND_COMPILE:
+                compile_in_background(job)
+            return output
     from .cpu import run_cpu
 
-    return run_cpu(job)
+    output = run_cpu(job)
+    output.tier = f"{TIER_WORDS['compiled']} ({why}{fallback})" if not fallback else \
+        f"{TIER_WORDS['compiled']} ({fallback[2:]})"
+    return output
+
+
+_BACKGROUND: dict[tuple, threading.Thread] = {}
+
+
+def compile_in_background(job: KernelJob) -> threading.Thread | None:
+    """Compile the compiled tier of ``job``'s kernel in a daemon thread (numba
+    releases nothing while it compiles, but the instant answer is already
+    shown); the next run of it finds the code ready.  None when it already is."""
+    from .cpu import compile_emulation, compiled_ready
+
+    plan, request = job.plan, job.request
+    if compiled_ready(plan, request):
+        return None
+    key = (plan.module.path, plan.module.text, plan.name, request.dtype, job.scalar_types)
+    running = _BACKGROUND.get(key)
+    if running is not None and running.is_alive():
+        return running
+
+    def work() -> None:
+        try:
+            compile_emulation(job)
+        except Exception:  # noqa: BLE001 - the next run reports a compile error itself
+            pass
+
+    thread = threading.Thread(target=work, name="threadmap-compile", daemon=True)
+    _BACKGROUND[key] = thread
+    thread.start()
+    return thread

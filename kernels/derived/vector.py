@@ -241,8 +241,7 @@ class _VectorExpressions(ast.NodeTransformer):
             return ast.copy_location(_runtime("divide", [
                 ast.Constant(name[4:]), site, self.visit(args[0]), self.visit(args[1]),
                 _name("_tm_L")]), node)
-        parts = name.split("_")  # "", "tm", "<op><nd>", "<role>"
-        op_nd, role = parts[2], parts[3]
+        op_nd = name.split("_")[2]  # _tm_<op><nd>_<role>
         nd = int(op_nd[-1])
         op = op_nd[:-1]
         array = args[0]
