@@ -71,6 +71,19 @@ class RunAction(_Action):
             self.controller.run(request)
 
 
+class FollowFileAction(QtGui.QAction):
+    """Follow the kernel file: run the shown request again when its file is
+    saved in an editor (a toggle, on by default)."""
+
+    def __init__(self, controller: SessionController, parent):
+        super().__init__("&Follow the kernel file", parent)
+        self.setCheckable(True)
+        self.setChecked(controller.follow)
+        self.setToolTip("when the shown kernel file is saved, run it again and add the new "
+                        "result beside the old one")
+        self.toggled.connect(controller.set_follow)
+
+
 class SweepAction(_Action):
     """Run the request in the controls over the sweep tab's lists."""
 

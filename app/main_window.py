@@ -14,6 +14,7 @@ from .actions import (
     ExportReplayAction,
     ExportSweepFolderAction,
     ExportSweepSheetAction,
+    FollowFileAction,
     HuntAction,
     OpenKernelFileAction,
     RunAction,
@@ -121,6 +122,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.sweep_action = SweepAction(c, self.controls, self.sweep_view, self)
         self.cancel_action = CancelAction(c, self)
         self.hunt_action = HuntAction(c, self.controls, self)
+        self.follow_action = FollowFileAction(c, self)
         self.open_action = OpenKernelFileAction(c, self.controls, self.settings, self)
         self.export_action = ExportHeatmapAction(s, self.maps_view, self.settings, self)
         self.export_sheet_action = ExportSweepSheetAction(s, self.sweep_view, self.settings, self)
@@ -140,6 +142,7 @@ class MainWindow(QtWidgets.QMainWindow):
         run_menu.addAction(self.sweep_action)
         run_menu.addAction(self.hunt_action)
         run_menu.addAction(self.cancel_action)
+        run_menu.addAction(self.follow_action)
         run_menu.addSeparator()
         budget = run_menu.addAction("&Memory for results...")
         budget.triggered.connect(self._ask_memory_budget)

@@ -54,6 +54,7 @@ from .stow import Stowage, bytes_in_memory
 from .sweep import SweepCell, parse_list, sweep_requests, write_sweep
 from .thumbnail import MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR
 from .thumbnail import png as encode_png
+from .watch import FileWatcher
 from .words import counted, percent
 
 #: the write-count colours: never written, once, more than once (low, middle, high)
@@ -221,7 +222,7 @@ __all__ = [
     "KernelSourceError", "line_findings", "load_balance", "MAX_DIMENSION", "OutputError",
     "OutputFolder", "parse_dims", "parse_list", "parse_scalars", "PATTERNS", "percent",
     "PRESETS", "reassume_registers", "RequestError", "resolve_backend", "run", "run_sweep",
-    "RunCancelled", "RunRequest", "RunResult", "RunTimedOut", "simulator_estimate",
+    "RunCancelled", "RunRequest", "RunResult", "RunTimedOut", "simulator_estimate", "FileWatcher",
     "SLOW_SIMULATOR_SECONDS", "stop_child_processes", "store_lines", "Stowage",
     "sweep_requests", "SweepCell", "threadmap", "ThreadMapError", "ThreadMapResult",
     "UnsupportedConstruct", "with_occupancy", "write_atomically", "write_sweep", "__version__",

@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "preset launch)")
     run_parser.add_argument("--block", help="threads per block: N or NxM")
     run_parser.add_argument("--out", required=True, help="directory for result.json and maps.npz")
+    run_parser.add_argument("--watch", action="store_true",
+                            help="with --kernel-file: run again each time the file is saved "
+                                 "(until Ctrl-C), writing --out afresh each time")
     run_parser.add_argument("--png", help="also export the write-count heatmap to this PNG")
     run_parser.add_argument("--svg", help="also export the write-count heatmap to this SVG")
     run_parser.add_argument("--map", default="count",
@@ -272,17 +275,19 @@ def check_estimate(request: RunRequest, configurations: list[RunRequest] | None 
     """Refuse a run (or sweep) estimated over a minute, with the estimate and
     something smaller to try; --yes runs it anyway."""
     from .engine import prepare
+    from .backends.cpu import compiled_ready
     from .estimate import (
         COMMAND_LINE_SECONDS,
         SECONDS_PER_CONFIGURATION,
         describe_seconds,
-        run_seconds,
+        requests_seconds,
     )
     from .result import BACKEND_SHORT
 
     request, plan, _ = prepare(request)
     backend = request.backend
-    seconds = sum(run_seconds(r, plan, backend) for r in (configurations or [request]))
+    ready = backend == "cpu" and compiled_ready(plan, request)
+    seconds = requests_seconds(configurations or [request], plan, backend, ready)
     if configurations:
         seconds += SECONDS_PER_CONFIGURATION * len(configurations)
     if seconds <= COMMAND_LINE_SECONDS:
@@ -433,6 +438,9 @@ def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
     for option, path in (("--png", args.png), ("--svg", args.svg)):
         check_output_path(option, path)
     check_output_path("--out", args.out, folder=True)
+    if args.watch and not args.kernel_file:
+        raise ThreadMapError("--watch needs --kernel-file (it runs again when the file is "
+                             "saved)")
     request = request_from_args(args, args.grid, args.block)
     check_gpu_model(args.gpu_model)
     if not args.yes:
@@ -452,7 +460,56 @@ def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
         folder.publish()
     print_summary(result)
     print(f"  wrote {out / 'result.json'} and {out / 'maps.npz'}")
+    if args.watch:
+        return _watch(args, request, result, exporter, size)
     return 0
+
+
+#: How often ``--watch`` looks at the kernel file (seconds).
+WATCH_INTERVAL = 0.25
+
+
+def _watch(args: argparse.Namespace, request: RunRequest, previous, exporter,
+           size: tuple[int, int]) -> int:
+    """``run --watch``: each save of the kernel file runs the same request
+    again; a run that fails leaves the last good outputs in place and says
+    why, and the next save tries again.  Ends with Ctrl-C (or SIGTERM)."""
+    import time
+
+    from .cli_progress import CommandLineProgress
+    from .engine import run
+    from .watch import FileWatcher
+
+    watcher = FileWatcher(request.kernel_file)
+    out = Path(args.out)
+    print(f"  watching {printable(request.kernel_file)}: save it to run again "
+          "(Ctrl-C to stop)", flush=True)
+    while True:
+        time.sleep(WATCH_INTERVAL)
+        if not watcher.changed():
+            continue
+        progress = CommandLineProgress()
+        try:
+            with OutputFolder(out, files=RUN_FILES) as folder:
+                try:
+                    result = run(request, progress=progress, time_limit=time_limit(args, request))
+                finally:
+                    progress.clear()
+                write_outputs(result, out, occupancy_for(result, args), folder=folder)
+                if exporter is not None and (args.png or args.svg):
+                    exporter(result, png=args.png, svg=args.svg, map_name=args.map, size=size)
+                folder.publish()
+        except ThreadMapError as exc:
+            print(f"threadmap: {printable(str(exc))} (the last good outputs are kept; save "
+                  "again to retry)", file=sys.stderr, flush=True)
+            continue
+        print_summary(result)
+        if previous is not None:
+            print(f"  before this save: {previous.verdict.word}"
+                  + (f" ({'; '.join(previous.verdict.reasons)})"
+                     if previous.verdict.reasons else ""))
+        print(f"  wrote {out / 'result.json'} and {out / 'maps.npz'}", flush=True)
+        previous = result
 
 
 IMAGE_MAPS = ("count", "writer", "iteration", "error", "oob", "stores", "reads_a", "reads_b")

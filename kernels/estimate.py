@@ -59,15 +59,120 @@ def simulator_seconds(request: RunRequest, plan=None) -> float:
     return 2 * request.total_threads * SECONDS_PER_THREAD + work
 
 
-def run_seconds(request: RunRequest, plan, backend: str) -> float:
-    """Rough time of ``request`` on ``backend`` (already resolved)."""
+def run_seconds(request: RunRequest, plan, backend: str, compiled_ready: bool = False) -> float:
+    """Rough time of ``request`` on ``backend`` (already resolved); for the
+    CPU emulation, on the tier ``request.tier`` picks (``compiled_ready``:
+    numba's code for the kernel needs no compile), numba's compile included."""
     if backend == "sim":
-        return simulator_seconds(request, plan)
+        return simulator_seconds(request, plan) * machine_factor()
     if backend == "cpu":
+        return min(tier_seconds(request, plan, compiled_ready).values())
+    return 0.0  # a GPU
+
+
+def requests_seconds(requests: list[RunRequest], plan, backend: str,
+                     compiled_ready: bool = False) -> float:
+    """Rough time of several runs of one kernel (a sweep): on the CPU
+    emulation, numba compiles the kernel once for all of them."""
+    if backend != "cpu":
+        return sum(run_seconds(r, plan, backend) for r in requests)
+    instant = compiled = 0.0
+    for r in requests:
+        seconds = tier_seconds(r, plan, compiled_ready=True)
+        instant += seconds.get("instant", math.inf)
+        compiled += seconds.get("compiled", math.inf)
+    if not compiled_ready and math.isfinite(compiled):
+        compiled += compile_seconds(plan) * machine_factor()
+    return min(instant, compiled)
+
+
+def tier_seconds(request: RunRequest, plan, compiled_ready: bool = False) -> dict[str, float]:
+    """Rough time of each tier of the CPU emulation that ``request.tier``
+    allows, by tier name, compile included."""
+    seconds = {}
+    if request.tier in ("auto", "instant"):
+        seconds["instant"] = instant_seconds(request, plan)
+    if request.tier in ("auto", "compiled"):
         cores = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                     else (os.cpu_count() or 1), 8)
-        return emulation_seconds(request) / max(1, min(cores, request.blocks))
-    return 0.0  # a GPU
+        run = emulation_seconds(request) / max(1, min(cores, request.blocks))
+        seconds["compiled"] = (run + (0.0 if compiled_ready else compile_seconds(plan))) \
+            * machine_factor()
+    return seconds
+
+
+#: Instant tier (backends/instant.py): seconds per statement run over a vector
+#: of lanes, and per lane and inner iteration, on the reference machine (fitted
+#: on naive-2d and tiled, 64^3 to 128 x 256 x 128: benchmarks/bench_edit_loop.py).
+INSTANT_SECONDS_PER_VECTOR_STEP = 0.24e-3
+INSTANT_SECONDS_PER_LANE_STEP = 90e-9
+#: A step of a block with shared memory costs more: its warp requests go to
+#: the banks, its accesses to the race shadow.
+INSTANT_SECONDS_PER_BLOCK_STEP = 0.45e-3
+#: numba's compile of a new kernel's emulation on the reference machine (cold
+#: cache: 5.7-8.5 s for the simple built-in kernels, 10.4 s for tiled).
+COMPILE_SECONDS = 7.0
+COMPILE_SECONDS_WITH_BARRIERS = 10.0
+#: Lanes the instant tier runs as one vector when warps are independent.
+INSTANT_CHUNK_LANES = 1 << 16
+
+
+def compile_seconds(plan) -> float:
+    return COMPILE_SECONDS_WITH_BARRIERS if plan.barrier_lines else COMPILE_SECONDS
+
+
+def instant_seconds(request: RunRequest, plan) -> float:
+    """Rough time of the instant tier (a correct matmul's work, M x N x K
+    multiply-adds): vector steps, each lane's share of them."""
+    work = request.m * request.n * request.k
+    tpb = request.threads_per_block
+    per_step = INSTANT_SECONDS_PER_VECTOR_STEP
+    if plan.barrier_lines or plan.local_arrays:
+        lanes = tpb  # block after block
+        per_step = INSTANT_SECONDS_PER_BLOCK_STEP
+    elif plan.reads_output or set(plan.stored_arrays) - {plan.output}:
+        lanes = min(tpb, 32)  # warp after warp
+    else:
+        lanes = min(request.total_threads, max(tpb, INSTANT_CHUNK_LANES))
+    steps = work / max(1, lanes)
+    return (steps * per_step + work * INSTANT_SECONDS_PER_LANE_STEP) * machine_factor()
+
+
+#: What the calibration below took on the reference machine (2 cores, the
+#: machine of benchmarks/results): the estimates' figures are scaled by the
+#: ratio of this machine's time to it.
+CALIBRATION_REFERENCE_SECONDS = 0.0022
+
+
+def machine_factor() -> float:
+    """How much slower this machine is than the reference one (2 = twice as
+    slow), from ~20 ms of the instant tier's own kind of numpy work, measured
+    once per process (the best of three, so a moment's load does not count)."""
+    global _FACTOR
+    if _FACTOR is None:
+        import time
+
+        import numpy as np
+
+        rng = np.random.default_rng(0)
+        offsets = rng.integers(0, 1 << 16, 4096)
+        warps = np.arange(4096) // 32
+        values = rng.random(1 << 16)
+        best = math.inf
+        for _ in range(3):
+            began = time.perf_counter()
+            for _ in range(10):
+                lanes = np.flatnonzero(offsets & 1)
+                gathered = values[offsets[lanes]]
+                order = np.lexsort((offsets[lanes], warps[lanes]))
+                np.add.at(values, offsets[lanes][order], 1.0)
+                np.bincount(warps[lanes], weights=gathered)
+            best = min(best, time.perf_counter() - began)
+        _FACTOR = min(10.0, max(0.25, best / CALIBRATION_REFERENCE_SECONDS))
+    return _FACTOR
+
+
+_FACTOR: float | None = None
 
 
 def describe_seconds(seconds: float) -> str:

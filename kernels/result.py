@@ -17,10 +17,13 @@ BACKEND_LABELS = {
     "gpu": "GPU",
     "sim": "CUDA simulator (Python threads on the CPU, not a GPU time)",
     "cpu": "CPU emulation (compiled numba loop on the CPU, not a GPU time)",
+    "cpu-instant": "CPU emulation, numpy lockstep: no compile (an interpreter on the CPU, not a "
+                   "GPU time, and not the compiled loop's)",
     "numpy": "numpy on the CPU",
     "cublas": "cuBLAS via CuPy on the GPU",
 }
 BACKEND_SHORT = {"gpu": "GPU", "sim": "simulator", "cpu": "CPU emulation",
+                 "cpu-instant": "CPU emulation (instant tier)",
                  "numpy": "numpy CPU", "cublas": "cuBLAS"}
 
 

@@ -624,3 +624,30 @@ def test_the_map_and_tabs_stay_put_whatever_the_verdict_says(window, qtbot):
     qtbot.wait(50)
     assert len(window.session.current.verdict.reasons) >= 3
     assert window.maps_view.analysis.mapTo(window, window.maps_view.analysis.rect().topLeft()).y() == top
+
+
+def test_saving_the_shown_kernel_file_runs_it_again_beside_the_old_result(window, tmp_path):
+    """Follow the file (on by default): a save of the shown kernel file runs
+    the shown request again, and the new result joins the table; with the
+    toggle off, a save does nothing."""
+    from tests.test_custom_kernels import TWO_KERNELS, write
+    path = write(tmp_path, "two.py", TWO_KERNELS)
+    assert window.controller.open_kernel_file(str(path))
+    controls = window.controls
+    controls.function_combo.setCurrentText("matmul_n")
+    for spin in (controls.m_spin, controls.k_spin, controls.n_spin):
+        spin.setValue(20)
+    controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    assert window.results_view.results.rowCount() == 1 and window.session.current.verdict.passed
+    assert window.follow_action.isChecked()
+    # A bug saved in the editor: the shown request runs again by itself.
+    path.write_text(TWO_KERNELS.replace("C[i, j] = s", "C[i, j] = s + 1"))
+    window.controller._look_at_the_file()
+    assert window.results_view.results.rowCount() == 2
+    assert not window.session.current.verdict.passed
+    assert window.session.results[0].verdict.passed  # the old result is kept beside it
+    window.follow_action.setChecked(False)
+    path.write_text(TWO_KERNELS)
+    window.controller._look_at_the_file()
+    assert window.results_view.results.rowCount() == 2

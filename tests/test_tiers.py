@@ -77,3 +77,124 @@ def test_the_instant_tier_gives_the_compiled_tier_s_results(kernel, shape, grid,
     assert "numpy lockstep" in instant.timings[1].method
     assert "numpy" not in compiled.timings[1].method
     _assert_same(compiled, instant)
+
+
+# -- choosing the tier -----------------------------------------------------------------
+
+NAIVE = '''
+from numba import cuda
+
+
+@cuda.jit
+def matmul(A, B, C):
+    row, col = cuda.grid(2)
+    if row < C.shape[0] and col < C.shape[1]:
+        tmp = 0.0
+        for k in range(A.shape[1]):
+            tmp += A[row, k] * B[k, col]
+        C[row, col] = tmp{extra}
+'''
+
+
+def _file_request(tmp_path, extra="", **kw):
+    path = tmp_path / "matmul.py"
+    path.write_text(NAIVE.format(extra=extra))
+    return RunRequest(kernel=None, kernel_file=str(path), m=24, k=20, n=28, grid=(2, 2),
+                      block=(16, 16), backend="cpu", **kw)
+
+
+def test_a_new_kernel_runs_on_the_instant_tier_and_the_result_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("THREADMAP_CACHE_DIR", str(tmp_path / "cache"))
+    result = run(_file_request(tmp_path, extra="  # new"))
+    assert result.verdict.passed
+    assert "CPU emulation, numpy lockstep: no compile (estimated" in result.backend_note
+    timing = result.timing("instrumented kernel")
+    assert timing.backend == "cpu-instant" and not timing.is_gpu_time
+    assert result.timing("compile") is None and result.kernel_timing is None
+
+
+def test_auto_takes_the_compiled_tier_once_its_code_is_ready(tmp_path, monkeypatch):
+    monkeypatch.setenv("THREADMAP_CACHE_DIR", str(tmp_path / "cache"))
+    req = _file_request(tmp_path, extra="  # ready")
+    compiled = run(req.with_(tier="compiled"))
+    assert "compiled lockstep (numba) (--tier compiled)" in compiled.backend_note
+    again = run(req)
+    assert "compiled lockstep (numba) (its compiled code is ready)" in again.backend_note
+    assert again.kernel_timing is not None and again.kernel_timing.backend == "cpu"
+
+
+def test_a_kernel_the_instant_tier_cannot_run_goes_to_the_compiled_tier_saying_why(tmp_path):
+    req = _file_request(tmp_path, extra="\n        print(row, col)")
+    result = run(req.with_(m=2, n=2, k=2, grid=(1, 1), block=(2, 2)))
+    assert "the instant tier cannot run the call 'print(row, col)'" in result.backend_note
+    assert "(line 13)" in result.backend_note
+    from kernels import ThreadMapError
+    with pytest.raises(ThreadMapError, match="choose --tier compiled or auto"):
+        run(req.with_(tier="instant"))
+
+
+def test_a_time_limit_counts_the_run_never_the_compile(tmp_path, monkeypatch):
+    """A new kernel on the compiled tier compiles for seconds (6-20 s on 2
+    cores, cold): with a time limit of 3 s its run still finishes, since the
+    child's start-up and numba's compile are not counted."""
+    monkeypatch.setenv("THREADMAP_CACHE_DIR", str(tmp_path / "cache"))
+    req = _file_request(tmp_path, extra="  # a compile longer than the limit")
+    result = run(req.with_(tier="compiled"), time_limit=3.0)
+    assert result.verdict.passed
+    assert result.timing("compile").seconds > 0
+
+
+def test_the_run_clock_leaves_out_start_up_and_compiles(monkeypatch):
+    from kernels.backends import child
+
+    now = [100.0]
+    monkeypatch.setattr(child.time, "monotonic", lambda: now[0])
+    clock = child._RunClock(100.0, fresh=True)
+    now[0] = 150.0  # a slow start-up: not the kernel's
+    assert clock.past(10.0) is None
+    clock.ready()
+    now[0] = 155.0
+    clock.compiling(True)
+    now[0] = 400.0  # numba compiling for 245 s
+    assert clock.past(10.0) is None
+    clock.compiling(False)
+    now[0] = 404.0
+    assert clock.past(10.0) is None  # 5 + 4 s of run
+    now[0] = 406.5
+    message, hung = clock.past(10.0)
+    assert hung and "not counting 295.0 s of start-up and compile" in message
+    slow = child._RunClock(0.0, fresh=False)
+    slow.compiling(True)
+    now[0] = 10_000.0
+    message, hung = slow.past(10.0)
+    assert not hung and "numba's compile of the emulation went past" in message
+    from kernels.errors import RunTimedOut
+    import pickle
+    assert pickle.loads(pickle.dumps(RunTimedOut(message, False))).kernel_hung is False
+
+
+# -- estimates -------------------------------------------------------------------------
+
+ESTIMATED = [
+    ("grid-stride", (128, 128, 128), (4,), (256,)),
+    ("grid-stride-colmajor", (96, 64, 80), (2,), (128,)),
+    ("naive-2d", (128, 256, 128), (8, 8), (16, 16)),
+    ("one-block-chunks", (64, 48, 80), (1,), (256,)),
+    ("tiled", (64, 64, 64), (4, 4), (16, 16)),
+    ("doc_style_tiled.py", (48, 40, 56), (7, 6), (8, 8)),
+]
+
+
+@pytest.mark.parametrize("kernel,shape,grid,block", ESTIMATED)
+def test_the_instant_tier_s_estimate_is_within_2x_of_its_time(kernel, shape, grid, block):
+    """The estimate is scaled by this machine's own calibration, so it holds
+    on a slower machine too."""
+    from kernels.engine import prepare
+    from kernels.estimate import instant_seconds
+
+    req = _request(kernel, shape, grid, block).with_(tier="instant")
+    run(req.with_(m=8, k=8, n=8))  # the kernel's typing pass, not part of its run
+    resolved, plan, _ = prepare(req)
+    estimate = instant_seconds(resolved, plan)
+    measured = run(req).timing("instrumented kernel").seconds
+    assert 0.5 <= estimate / measured <= 2.0, (estimate, measured)

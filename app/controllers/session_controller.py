@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from kernels import (
     SLOW_SIMULATOR_SECONDS,
+    FileWatcher,
     RunRequest,
     RunResult,
     ThreadMapError,
@@ -30,6 +31,8 @@ from .worker import Worker
 
 #: asks the user a yes/no question: (title, text) -> yes
 Confirm = Callable[[str, str], bool]
+#: How often the shown kernel file is looked at, to follow its saves.
+FOLLOW_INTERVAL_MS = 400
 
 
 class SessionController(QtCore.QObject):
@@ -57,6 +60,19 @@ class SessionController(QtCore.QObject):
         self.last_hunt = None
         self.worker.failed.connect(self._on_failed)
         self.worker.cancelled.connect(self._on_cancelled)
+        # Follow the file: when the kernel file of the shown result is saved,
+        # its request runs again and the new result joins the table beside
+        # the old one.
+        self.follow = True
+        self._watcher: FileWatcher | None = None
+        self._watched_request: RunRequest | None = None
+        self._saved_while_busy = False
+        self._follow_timer = QtCore.QTimer(self)
+        self._follow_timer.setInterval(FOLLOW_INTERVAL_MS)
+        self._follow_timer.timeout.connect(self._look_at_the_file)
+        self._follow_timer.start()
+        session.current_changed.connect(self._watch_shown)
+        self.worker.busy_changed.connect(self._on_busy_for_follow)
 
     @property
     def busy(self) -> bool:
@@ -180,6 +196,45 @@ class SessionController(QtCore.QObject):
     def _on_cancelled(self) -> None:
         self.session.tell("cancelled; the previous results are still shown")
         self.cancelled.emit()
+
+    # -- following the kernel file -------------------------------------------------------------
+
+    def set_follow(self, on: bool) -> None:
+        """Run the shown request again when its kernel file is saved (on by default)."""
+        self.follow = on
+        self._watch_shown(self.session.current)
+
+    def _watch_shown(self, result) -> None:
+        request = getattr(result, "request", None)
+        if not self.follow or request is None or not request.kernel_file:
+            self._watcher = self._watched_request = None
+            return
+        if self._watched_request is not None and \
+                self._watched_request.kernel_file == request.kernel_file and self._watcher:
+            self._watched_request = request  # same file: keep what was seen of it
+            return
+        self._watcher = FileWatcher(request.kernel_file)
+        self._watched_request = request
+
+    def _look_at_the_file(self) -> None:
+        if self._watcher is None or not self._watcher.changed():
+            return
+        if self.busy:
+            self._saved_while_busy = True
+            return
+        self._rerun_saved()
+
+    def _on_busy_for_follow(self, busy: bool) -> None:
+        if not busy and self._saved_while_busy:
+            self._saved_while_busy = False
+            QtCore.QTimer.singleShot(0, self._rerun_saved)
+
+    def _rerun_saved(self) -> None:
+        request = self._watched_request
+        if request is None or self.busy:
+            return
+        self.session.tell(f"{request.kernel_label} was saved: running it again", 0)
+        self.run(request)
 
     # -- kernels, results ------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ import numpy as np
 from ..derived.local_types import kernel_types
 from ..derived.transform import array_slots
 from ..derived.vector import VectorCode, vector_code
+from ..estimate import INSTANT_CHUNK_LANES as CHUNK_LANES
 from ..errors import KernelRuntimeError, RunCancelled
 from ..records import (
     ATOMICS,
@@ -62,12 +63,9 @@ from .common import BackendOutput, KernelJob
 from .cpu import RACED_NOTE
 
 WARP = 32
-#: Lanes run as one vector when warps are independent (a chunk of whole blocks).
-CHUNK_LANES = 1 << 16
 #: How the instant tier's times are labelled: they are neither a GPU's nor
 #: the compiled emulation's.
-INSTANT_METHOD = ("numpy lockstep interpreter (instant tier, no compile): wall clock of the "
-                  "instrumented run; not a GPU time, and not the compiled emulation's")
+INSTANT_METHOD = "wall clock of the instrumented run, numpy lockstep over vectors of lanes"
 TIER_LABEL = "CPU emulation, numpy lockstep: no compile"
 
 
@@ -731,9 +729,9 @@ def run_instant(job: KernelJob) -> BackendOutput:
     spent = time.perf_counter() - start
     decode_writers(records)
     timings = [
-        Timing("derive", "cpu", derive_seconds,
+        Timing("derive", "cpu-instant", derive_seconds,
                "writing the instant tier's numpy form of the kernel (no compile)"),
-        Timing("instrumented kernel", "cpu", spent, INSTANT_METHOD, 1, job.flops),
+        Timing("instrumented kernel", "cpu-instant", spent, INSTANT_METHOD, 1, job.flops),
     ]
     notes = [RACED_NOTE] if lockstep["_tm_race"][0] else []
     return BackendOutput(c, records, None, timings, notes, lockstep=lockstep, layout=layout,

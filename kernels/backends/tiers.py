@@ -19,17 +19,6 @@ import threading
 from ..errors import EmulationUnsupported, ThreadMapError
 from .common import BackendOutput, KernelJob
 
-#: Instant tier: seconds per statement run over a vector of lanes, and per
-#: lane and inner iteration (fitted on naive-2d and tiled, 64^3 to
-#: 128 x 256 x 128, on 2 cores: benchmarks/bench_edit_loop.py).
-INSTANT_SECONDS_PER_VECTOR_STEP = 0.35e-3
-INSTANT_SECONDS_PER_LANE_STEP = 60e-9
-#: Compiled tier: numba's compile of a new kernel's emulation (cold cache, 2
-#: cores: 5.7-6.8 s for the simple built-in kernels, 10.4 s for tiled;
-#: benchmarks/results/engine.txt), when its code is not ready.
-COMPILE_SECONDS = 6.0
-COMPILE_SECONDS_WITH_BARRIERS = 10.0
-
 #: Whether an instant-tier run starts the compiled tier's compile in the
 #: background (set in the child process that runs kernel files: child_main.py).
 BACKGROUND_COMPILE = False
@@ -40,28 +29,9 @@ TIER_WORDS = {
 }
 
 
-def instant_seconds(request, plan) -> float:
-    """Rough time of the instant tier on ``request`` (a correct matmul's work:
-    M x N x K multiply-adds), from its cost per vector step."""
-    from .instant import CHUNK_LANES
-
-    work = request.m * request.n * request.k
-    tpb = request.threads_per_block
-    blockwise = bool(plan.barrier_lines or plan.local_arrays)
-    lanes = tpb if blockwise else min(request.total_threads, max(tpb, CHUNK_LANES))
-    if not blockwise and (plan.reads_output or set(plan.stored_arrays) - {plan.output}):
-        lanes = min(tpb, 32)  # warp after warp
-    steps = work / max(1, min(lanes, request.total_threads))
-    return steps * INSTANT_SECONDS_PER_VECTOR_STEP + work * INSTANT_SECONDS_PER_LANE_STEP
-
-
-def compile_seconds(plan) -> float:
-    return COMPILE_SECONDS_WITH_BARRIERS if plan.barrier_lines else COMPILE_SECONDS
-
-
 def choose_tier(request, plan) -> tuple[str, str]:
     """The tier for ``request`` ("instant" or "compiled") and why, in words."""
-    from ..estimate import emulation_seconds
+    from ..estimate import tier_seconds
     from ..result import format_seconds
     from .cpu import compiled_ready
 
@@ -69,8 +39,8 @@ def choose_tier(request, plan) -> tuple[str, str]:
         return request.tier, f"--tier {request.tier}"
     if compiled_ready(plan, request):
         return "compiled", "its compiled code is ready"
-    instant = instant_seconds(request, plan)
-    compiled = compile_seconds(plan) + emulation_seconds(request)
+    seconds = tier_seconds(request, plan)
+    instant, compiled = seconds["instant"], seconds["compiled"]
     if instant <= compiled:
         return "instant", (f"estimated {format_seconds(instant)}, against "
                            f"{format_seconds(compiled)} with numba's compile")

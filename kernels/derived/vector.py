@@ -143,6 +143,16 @@ class _VectorExpressions(ast.NodeTransformer):
             self.writer.constants[node.id] = _typed_constant(self.plan.module.values[node.id])
         return node
 
+    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+        """``math.pi``, ``np.nan``: the constant, as numba types it (float64)."""
+        from ..sources.allow import NUMERIC_CONSTANTS
+
+        name = qualified_name(node, self.aliases)
+        if name in NUMERIC_CONSTANTS:
+            return self.visit_Constant(ast.copy_location(
+                ast.Constant(float(NUMERIC_CONSTANTS[name])), node))
+        return self.generic_visit(node)
+
     def visit_Constant(self, node: ast.Constant) -> ast.expr:
         value = node.value
         if isinstance(value, bool) or value is None or isinstance(value, str):
