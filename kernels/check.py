@@ -144,7 +144,8 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
                 check_request(request)
                 # (The limit counts the run: never the child's start-up or
                 # numba's compile, which the child reports.)
-                result = run(request, isolate=True, time_limit=case_limit)
+                result = run(request, isolate=True, time_limit=case_limit,
+                             compile_ahead=False)
             except RunTimedOut as exc:
                 row["reasons"] = str(exc)
                 if exc.kernel_hung:  # (a slow compile or start-up is not the kernel's)

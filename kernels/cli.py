@@ -451,7 +451,9 @@ def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
     # refused at once, not after its run.
     with OutputFolder(out, files=RUN_FILES) as folder:
         try:
-            result = run(request, progress=progress, time_limit=time_limit(args, request))
+            # (a child compiling ahead is for a session that goes on: --watch)
+            result = run(request, progress=progress, time_limit=time_limit(args, request),
+                         compile_ahead=args.watch)
         finally:
             progress.clear()
         write_outputs(result, out, occupancy_for(result, args), folder=folder)

@@ -191,7 +191,7 @@ def prepare(request: RunRequest) -> tuple[RunRequest, KernelPlan, str]:
 
 def run(request: RunRequest, progress: ProgressCallback | None = None,
         cancel: CancelCallback | None = None, *, isolate: bool = False,
-        time_limit: float | None = None) -> RunResult:
+        time_limit: float | None = None, compile_ahead: bool = True) -> RunResult:
     """Run a request and return its result.
 
     Raises a :class:`~kernels.errors.ThreadMapError` subclass, with a message
@@ -199,7 +199,9 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
     parse, compile or run, a cancel, or a run past ``time_limit``.
 
     ``isolate`` runs it in a child process that cancel (or the time limit)
-    can end at any moment; simulator runs always are.
+    can end at any moment; simulator runs always are.  There, after an
+    instant-tier run, the child compiles the compiled tier in the background
+    (``compile_ahead``; pointless for a command that ends after one run).
     """
     progress = progress or _no_progress
     cancel = cancel or _never
@@ -209,7 +211,8 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
         return runner(simulator=True).run(resolved, note, progress, cancel, time_limit)
     if isolate or time_limit is not None:
         from .backends.child import runner
-        return runner(simulator=False).run(resolved, note, progress, cancel, time_limit)
+        return runner(simulator=False).run(resolved, note, progress, cancel, time_limit,
+                                           compile_ahead=compile_ahead)
     return run_here(resolved, note, progress, cancel)
 
 

@@ -198,7 +198,7 @@ def hunt(base: RunRequest, budget: float = 60.0,
             case.verdict, case.reasons = "skipped", [str(exc)]
             continue
         try:
-            result = run_one(request, cancel=cancel, isolate=True,
+            result = run_one(request, cancel=cancel, isolate=True, compile_ahead=False,
                              time_limit=max(1.0, min(CASE_LIMIT, left)))
         except RunCancelled:
             raise

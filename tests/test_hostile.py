@@ -59,12 +59,14 @@ def test_a_hostile_kernel_file_is_refused_at_its_line_and_runs_nothing(tmp_path,
     path = planted(tmp_path / "files", name, marker)
     expected = expectation(path)
     if expected == "runs":
-        result = run(file_request(path, "cpu"), time_limit=240)
-        assert result.verdict.passed, result.verdict.reasons
+        for tier in ("instant", "compiled"):  # both tiers of the CPU emulation
+            result = run(file_request(path, "cpu").with_(tier=tier), time_limit=240)
+            assert result.verdict.passed, result.verdict.reasons
     else:
-        for backend in ("auto", "sim", "cpu"):
+        for backend, tier in (("auto", "auto"), ("sim", "auto"), ("cpu", "instant"),
+                              ("cpu", "compiled")):
             with pytest.raises(ThreadMapError) as info:
-                run(file_request(path, backend))
+                run(file_request(path, backend).with_(tier=tier))
             message = str(info.value)
             assert expected in message, message
             assert message.startswith(str(path)), message  # named at its file and line

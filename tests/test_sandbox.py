@@ -93,9 +93,9 @@ def test_a_sandboxed_child_writes_only_its_kernel_s_own_cache(tmp_path):
     cache = tmp_path / "cache"
     env = dict(os.environ, THREADMAP_CACHE_DIR=str(cache))
     done = subprocess.run([sys.executable, "-m", "app.launcher", "run", "--kernel-file",
-                           str(kernel), "--shape", "16x8x16", "--backend", "cpu", "--out",
-                           str(tmp_path / "out")], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
+                           str(kernel), "--shape", "16x8x16", "--backend", "cpu", "--tier",
+                           "compiled", "--out", str(tmp_path / "out")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     emulations = sorted(p.relative_to(cache).parts[0] for p in cache.rglob("tm_gen_cpu_*.py"))
     assert emulations == ["sandboxed"]  # compiled in the child, kept in its own folder

@@ -198,3 +198,40 @@ def test_the_instant_tier_s_estimate_is_within_2x_of_its_time(kernel, shape, gri
     estimate = instant_seconds(resolved, plan)
     measured = run(req).timing("instrumented kernel").seconds
     assert 0.5 <= estimate / measured <= 2.0, (estimate, measured)
+
+
+@pytest.mark.parametrize("name", ["huge_tile.py", "barrier_in_expression.py"])
+def test_what_one_tier_refuses_or_sends_elsewhere_the_other_does_too(name):
+    """(tests/test_hostile.py does the same for every file of its corpus.)"""
+    req = _request(name, (8, 8, 8), (1, 1), (8, 8)).with_(backend="auto")
+    outcomes = []
+    for tier in ("instant", "compiled", "auto"):
+        try:
+            result = run(req.with_(tier=tier))
+        except Exception as exc:  # noqa: BLE001 - the refusal is what is compared
+            outcomes.append(("refused", str(exc)))
+        else:
+            outcomes.append(("ran", result.backend, result.backend_note))
+    assert outcomes[0] == outcomes[1] == outcomes[2], outcomes
+
+
+def test_after_an_instant_run_the_child_compiles_the_kernel_in_the_background(tmp_path,
+                                                                             monkeypatch):
+    """The app and the Python API run a kernel file in a child process that
+    stays up: after an instant-tier answer, it compiles the compiled tier in a
+    thread, and a later run of the kernel finds it ready (no compile counted)."""
+    import time
+
+    monkeypatch.setenv("THREADMAP_CACHE_DIR", str(tmp_path / "cache"))
+    req = _file_request(tmp_path, extra="  # compiled ahead")
+    first = run(req, isolate=True, time_limit=120)
+    assert "numpy lockstep: no compile" in first.backend_note
+    deadline = time.monotonic() + 180  # a compile takes 6-20 s on 2 cores
+    while True:
+        later = run(req, isolate=True, time_limit=120)
+        if "its compiled code is ready" in later.backend_note:
+            break
+        assert time.monotonic() < deadline, later.backend_note
+        time.sleep(1.0)
+    assert later.timing("compile").seconds < 1.0  # loaded, not compiled, in the run
+    assert later.verdict.passed

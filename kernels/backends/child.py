@@ -97,7 +97,8 @@ class ChildRunner:
         self._lifeline = self._workdir = None
 
     def run(self, request, backend_note: str, progress: ProgressCallback = _no_progress,
-            cancel: CancelCallback = _never, time_limit: float | None = None):
+            cancel: CancelCallback = _never, time_limit: float | None = None,
+            compile_ahead: bool = False):
         """Run ``request`` (its backend already resolved) in the child; return
         its RunResult or raise the error it raised."""
         with self._lock:
@@ -115,13 +116,13 @@ class ChildRunner:
                 request = request.with_(kernel_file=os.path.abspath(given))
             try:
                 self._to_child.send(("run", request, backend_note,
-                                     sandbox.cpu_budget(time_limit)))
+                                     sandbox.cpu_budget(time_limit), compile_ahead))
             except OSError:  # it died between runs: start a fresh one
                 self.stop()
                 self._start(key)
                 fresh = True
                 self._to_child.send(("run", request, backend_note,
-                                     sandbox.cpu_budget(time_limit)))
+                                     sandbox.cpu_budget(time_limit), compile_ahead))
             start_up: float | None = None
             clock = _RunClock(started, fresh)
             while True:

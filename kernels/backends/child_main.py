@@ -66,9 +66,6 @@ def main(argv: list[str]) -> int:
             sandbox.extend_cpu(sandbox.cpu_seconds_used() - compile_began.pop())
 
     phases.listen(on_compile)
-    # After an instant-tier run, the compiled tier compiles in a thread of this
-    # child, so that the next larger run of the kernel finds it ready.
-    tiers.BACKGROUND_COMPILE = True
 
     def progress(fraction: float, message: str) -> None:
         send(("progress", fraction, message))
@@ -80,7 +77,8 @@ def main(argv: list[str]) -> int:
             return 0
         if message[0] != "run":
             return 0
-        _, request, note, cpu_seconds = message
+        _, request, note, cpu_seconds, compile_ahead = message
+        tiers.BACKGROUND_COMPILE = bool(compile_ahead)
         sandbox.limit_cpu(cpu_seconds)
         try:
             result = run_here(request, note, progress=progress)
