@@ -95,12 +95,19 @@ def tier_seconds(request: RunRequest, plan, compiled_ready: bool = False) -> dic
     if request.tier in ("auto", "compiled"):
         cores = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                     else (os.cpu_count() or 1), 8)
-        run = emulation_seconds(request) / max(1, min(cores, request.blocks))
+        run = COMPILED_RUN_SECONDS + COMPILED_RUN_FACTOR * emulation_seconds(request) / max(
+            1, min(cores, request.blocks))
         seconds["compiled"] = (run + (0.0 if compiled_ready else compile_seconds(plan))) \
             * machine_factor()
     return seconds
 
 
+#: A whole run on the compiled tier: its fixed cost (the arrays, the chunks,
+#: the comparison), and how much longer than the loops alone it takes (the
+#: reference, the maps read back), fitted on naive-2d, tiled and grid-stride
+#: from 64^3 to 512^3 (within 1.4x of each).
+COMPILED_RUN_SECONDS = 0.02
+COMPILED_RUN_FACTOR = 1.6
 #: Instant tier (backends/instant.py): seconds per statement run over a vector
 #: of lanes, and per lane and inner iteration, on the reference machine (fitted
 #: on naive-2d and tiled, 64^3 to 128 x 256 x 128: benchmarks/bench_edit_loop.py).

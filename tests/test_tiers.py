@@ -182,6 +182,7 @@ ESTIMATED = [
     ("one-block-chunks", (64, 48, 80), (1,), (256,)),
     ("tiled", (64, 64, 64), (4, 4), (16, 16)),
     ("doc_style_tiled.py", (48, 40, 56), (7, 6), (8, 8)),
+    ("tiled_own_launch.py", (48, 40, 56), None, None),  # the file's own launch
 ]
 
 
@@ -192,7 +193,13 @@ def test_the_instant_tier_s_estimate_is_within_2x_of_its_time(kernel, shape, gri
     from kernels.engine import prepare
     from kernels.estimate import instant_seconds
 
-    req = _request(kernel, shape, grid, block).with_(tier="instant")
+    if grid is None:
+        from kernels import default_launch
+        req = default_launch(_request(kernel, shape, (1,), (1,)))
+        assert req.launch_source.startswith("from the file") and req.grid == (7, 6)
+    else:
+        req = _request(kernel, shape, grid, block)
+    req = req.with_(tier="instant")
     run(req.with_(m=8, k=8, n=8))  # the kernel's typing pass, not part of its run
     resolved, plan, _ = prepare(req)
     estimate = instant_seconds(resolved, plan)
@@ -235,3 +242,28 @@ def test_after_an_instant_run_the_child_compiles_the_kernel_in_the_background(tm
         time.sleep(1.0)
     assert later.timing("compile").seconds < 1.0  # loaded, not compiled, in the run
     assert later.verdict.passed
+
+
+COMPILED_ESTIMATED = [
+    ("naive-2d", (256, 256, 256), (16, 16), (16, 16)),
+    ("tiled", (256, 256, 256), (16, 16), (16, 16)),
+    ("grid-stride", (512, 64, 512), (64,), (256,)),
+    ("tiled_own_launch.py", (96, 80, 112), (14, 12), (8, 8)),
+]
+
+
+@pytest.mark.parametrize("kernel,shape,grid,block", COMPILED_ESTIMATED)
+def test_the_compiled_tier_s_estimate_is_within_2x_of_its_run(kernel, shape, grid, block):
+    import time
+
+    from kernels.engine import prepare
+    from kernels.estimate import tier_seconds
+
+    req = _request(kernel, shape, grid, block).with_(tier="compiled")
+    run(req.with_(m=8, k=8, n=8))  # compiled (or loaded): the estimate is of a ready tier
+    resolved, plan, _ = prepare(req)
+    estimate = tier_seconds(resolved, plan, compiled_ready=True)["compiled"]
+    began = time.perf_counter()
+    run(req)
+    measured = time.perf_counter() - began
+    assert 0.5 <= estimate / measured <= 2.0, (estimate, measured)
