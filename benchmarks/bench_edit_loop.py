@@ -181,7 +181,7 @@ def check_case(work: Path) -> dict:
         (subs / f"student{i:02d}.py").write_text(text.replace("tmp = 0.0", f"tmp = 0.0 * {i}"))
     began = time.perf_counter()
     done = subprocess.run([PYTHON, "-m", "app.launcher", "check", str(subs), "--shapes",
-                           "32x16x32,17x9x23", "--launches", "2x2:16x16,1:256", "--out",
+                           "32x16x32,17x9x23", "--launches", "2x2:16x16,4x4:8x8", "--out",
                            str(folder / "out")], cwd=ROOT, env=cold_env(folder),
                           capture_output=True, text=True, timeout=1800)
     seconds = time.perf_counter() - began

@@ -205,6 +205,13 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
     """
     progress = progress or _no_progress
     cancel = cancel or _never
+    if (isolate or time_limit is not None) and request.kernel_file and request.backend in (
+            "auto", "cpu") and not _simulating():
+        from .backends.child import runner
+        try:
+            runner(simulator=False).warm(request)  # its imports overlap prepare() below
+        except ThreadMapError:
+            pass  # (prepare names what is wrong with the request)
     resolved, plan, note = prepare(request)
     if backend_named(resolved.backend).needs_own_process and not _simulating():
         from .backends.child import runner
@@ -212,8 +219,21 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
     if isolate or time_limit is not None:
         from .backends.child import runner
         return runner(simulator=False).run(resolved, note, progress, cancel, time_limit,
-                                           compile_ahead=compile_ahead)
+                                           compile_ahead=compile_ahead,
+                                           known_types=_known_types(plan, resolved))
     return run_here(resolved, note, progress, cancel)
+
+
+def _known_types(plan: KernelPlan, request: RunRequest):
+    """The kernel's local types if this process has worked them out (prepare
+    does, for the CPU emulation), for the child to take."""
+    if request.backend != "cpu":
+        return None
+    from .backends.common import scalar_types
+    from .derived.local_types import known_types
+
+    return known_types(plan, request.dtype,
+                       scalar_types(scalar_arguments(plan, request)))
 
 
 def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback = _no_progress,

@@ -34,7 +34,10 @@ def main(argv: list[str]) -> int:
     writable = [cache_dir(), Path(os.environ.get("THREADMAP_SANDBOX_WORKDIR", os.getcwd()))]
     applied = sandbox.enter(writable, simulator=os.environ.get("NUMBA_ENABLE_CUDASIM") == "1")
 
-    import numba.cuda  # noqa: F401  (the bulk of a start-up: counted in it)
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        import numba.cuda  # noqa: F401  (the simulator's start-up: counted in it)
+    # The CPU emulation's child imports numba only when it compiles (the
+    # instant tier never needs it): half a second off a new kernel's answer.
 
     from ..engine import run_here
     from ..errors import KernelRuntimeError, ThreadMapError
@@ -47,6 +50,7 @@ def main(argv: list[str]) -> int:
 
     send(("ready", applied))
 
+    from ..derived import local_types
     from . import phases, tiers
 
     # The parent's clock stops while numba compiles (a time limit counts the
@@ -77,8 +81,9 @@ def main(argv: list[str]) -> int:
             return 0
         if message[0] != "run":
             return 0
-        _, request, note, cpu_seconds, compile_ahead = message
+        _, request, note, cpu_seconds, compile_ahead, known_types = message
         tiers.BACKGROUND_COMPILE = bool(compile_ahead)
+        local_types.give_types(known_types)  # the parent's typing pass, not done again
         sandbox.limit_cpu(cpu_seconds)
         try:
             result = run_here(request, note, progress=progress)

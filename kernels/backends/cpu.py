@@ -170,7 +170,8 @@ def compile_emulation(job: KernelJob) -> float:
     request = job.request.with_(m=1, k=1, n=1, grid=(1,), block=(1,))
     tiny = KernelJob(request, job.plan, np.zeros((1, 1), request.dtype),
                      np.zeros((1, 1), request.dtype), job.scalars, job.zero_output)
-    gen = load_emulation(tiny)
+    with compiling():
+        gen = load_emulation(tiny)
     control = np.zeros(2, np.int64)
     records = tiny.fresh_records(encoded=True)
     workers = {"record": _make_worker(gen, tiny, control, True, records,
@@ -392,7 +393,8 @@ def run_cpu(job: KernelJob, plain: bool = True) -> BackendOutput:
     and ``plain``) the plain emulation, timed."""
     job.progress(0.0, "compiling the CPU emulation")
     arrays = _Prefaulted(job)
-    gen = load_emulation(job)
+    with compiling():  # (importing numba and the generated module is part of it)
+        gen = load_emulation(job)
     notes: list[str] = []
     with kernel_warnings(gen, notes):
         output = _run_emulation(job, gen, plain, arrays.take())
