@@ -56,6 +56,8 @@ class RunRequest:
     dtype_note: str = ""
     #: the CPU emulation's tier (TIERS); other backends ignore it
     tier: str = "auto"
+    #: why ``tier`` was chosen, when not by the user (a sweep picks one for all)
+    tier_source: str = ""
 
     @property
     def shape(self) -> tuple[int, int, int]:

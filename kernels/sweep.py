@@ -106,6 +106,34 @@ def sweep_requests(base: RunRequest, blocks: tuple[int, ...],
     return requests
 
 
+def one_tier(requests: list[RunRequest]) -> list[RunRequest]:
+    """The configurations of a sweep on the CPU emulation, all on one tier, so
+    that their times compare like with like: the tier whose estimate for the
+    whole sweep (numba's compile counted once) is the smaller."""
+    if not requests or requests[0].tier != "auto":
+        return requests
+    from .backends.cpu import compiled_ready
+    from .engine import prepare
+    from .estimate import requests_seconds
+    from .result import format_seconds
+
+    try:
+        resolved, plan, _ = prepare(requests[0])
+    except ThreadMapError:
+        return requests  # (each configuration says why when it runs)
+    if resolved.backend != "cpu":
+        return requests
+    ready = compiled_ready(plan, resolved)
+    seconds = {tier: requests_seconds([r.with_(tier=tier) for r in requests], plan, "cpu",
+                                      ready) for tier in ("instant", "compiled")}
+    tier = min(seconds, key=seconds.get)
+    other = "compiled" if tier == "instant" else "instant"
+    why = (f"one tier for the whole sweep: estimated {format_seconds(seconds[tier])}, against "
+           f"{format_seconds(seconds[other])} on the {other} tier"
+           + (" with numba's compile" if other == "compiled" and not ready else ""))
+    return [r.with_(tier=tier, tier_source=why) for r in requests]
+
+
 def run_sweep(base: RunRequest, blocks: tuple[int, ...], threads: tuple[int, ...],
               progress: Callable[[float, str], None] | None = None,
               cancel: Callable[[], bool] | None = None,
@@ -116,7 +144,7 @@ def run_sweep(base: RunRequest, blocks: tuple[int, ...], threads: tuple[int, ...
     run_one = run_one or run
     progress = progress or (lambda fraction, message: None)
     cancel = cancel or (lambda: False)
-    requests = sweep_requests(base, blocks, threads)
+    requests = one_tier(sweep_requests(base, blocks, threads))
     total = len(requests)
     for index, request in enumerate(requests):
         if cancel():

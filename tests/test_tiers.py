@@ -267,3 +267,15 @@ def test_the_compiled_tier_s_estimate_is_within_2x_of_its_run(kernel, shape, gri
     run(req)
     measured = time.perf_counter() - began
     assert 0.5 <= estimate / measured <= 2.0, (estimate, measured)
+
+
+def test_a_sweep_runs_every_configuration_on_one_tier(tmp_path, monkeypatch):
+    """Its times then compare like with like (an instant-tier time beside a
+    compiled one would not)."""
+    from kernels import run_sweep
+
+    monkeypatch.setenv("THREADMAP_CACHE_DIR", str(tmp_path / "cache"))
+    base = RunRequest(kernel="grid-stride", m=40, k=24, n=36, backend="cpu")
+    cells = list(run_sweep(base, (1, 4), (32, 256)))
+    notes = {cell.result.backend_note.split("; ", 1)[1] for cell in cells}
+    assert len(notes) == 1 and "one tier for the whole sweep" in notes.pop()

@@ -36,7 +36,7 @@ def choose_tier(request, plan) -> tuple[str, str]:
     from .cpu import compiled_ready
 
     if request.tier != "auto":
-        return request.tier, f"--tier {request.tier}"
+        return request.tier, request.tier_source or f"--tier {request.tier}"
     if compiled_ready(plan, request):
         return "compiled", "its compiled code is ready"
     seconds = tier_seconds(request, plan)
