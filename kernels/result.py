@@ -243,6 +243,15 @@ class RunResult:
         return None
 
     @property
+    def tier(self) -> str | None:
+        """The CPU emulation's tier that ran it ("instant" or "compiled"), or
+        None for another backend."""
+        if self.backend != "cpu":
+            return None
+        return "instant" if any(t.backend == "cpu-instant" for t in self.timings) \
+            else "compiled"
+
+    @property
     def kernel_timing(self) -> Timing | None:
         return self.timing("kernel")
 
@@ -268,6 +277,7 @@ class RunResult:
             "backend": self.backend,
             "backend_label": BACKEND_LABELS[self.backend],
             "backend_note": self.backend_note,
+            "tier": self.tier,
             "verdict": self.verdict.word,
             "reasons": list(self.verdict.reasons),
             "output": {"array": self.output, "why": self.output_reason},

@@ -65,7 +65,8 @@ class ResultsModel(QtCore.QAbstractTableModel):
         values = (
             f"{row + 1} (on disk)" if result.stowed is not None else str(row + 1), r.kernel_label, f"{r.m}x{r.k}x{r.n} {r.dtype}",
             f"{format_dims(r.grid)} x {format_dims(r.block)}",
-            BACKEND_SHORT.get(r.backend, r.backend), verdict.word, verdict.short_reasons,
+            BACKEND_SHORT.get(r.backend, r.backend) + (f" ({result.tier})" if result.tier else ""),
+            verdict.word, verdict.short_reasons,
             f"{verdict.errors.rel_error:.2e}" if verdict.errors.computed else
             "not computed", kernel_time_text(result),
             f"{kernel_timing.gflops:.3g}" if kernel_timing and kernel_timing.gflops else "-",
