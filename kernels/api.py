@@ -183,10 +183,24 @@ def parse_scalars(items: Sequence[str]) -> tuple[tuple[str, float], ...]:
 
 
 def stop_child_processes() -> None:
-    """End every child process now (a simulator or a kernel file's run)."""
+    """End every child process now (a simulator or a kernel file's run, a
+    built-in kernel compiling ahead)."""
+    from .backends import precompile
     from .backends.child import stop_all
 
     stop_all()
+    precompile.stop_all()
+
+
+def compile_ahead(result: RunResult) -> bool:
+    """After an instant-tier result of a built-in kernel, compile its compiled
+    tier in a process of its own, so that the next, larger run finds it ready
+    (kernel files are compiled ahead by their own child); whether one started."""
+    if result.tier != "instant":
+        return False
+    from .backends.precompile import compile_ahead as start
+
+    return start(result.request)
 
 
 def bank_conflict_model() -> dict:
@@ -223,6 +237,7 @@ __all__ = [
     "OutputFolder", "parse_dims", "parse_list", "parse_scalars", "PATTERNS", "percent",
     "PRESETS", "reassume_registers", "RequestError", "resolve_backend", "run", "run_sweep",
     "RunCancelled", "RunRequest", "RunResult", "RunTimedOut", "simulator_estimate", "FileWatcher",
+    "compile_ahead",
     "SLOW_SIMULATOR_SECONDS", "stop_child_processes", "store_lines", "Stowage",
     "sweep_requests", "SweepCell", "threadmap", "ThreadMapError", "ThreadMapResult",
     "UnsupportedConstruct", "with_occupancy", "write_atomically", "write_sweep", "__version__",

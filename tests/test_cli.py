@@ -299,3 +299,49 @@ def test_kernel_files_get_a_default_time_limit_on_the_command_line():
     assert time_limit(args, RunRequest(kernel="tiled")) is None
     args = build_parser().parse_args(["run", "--out", "x", "--time-limit", "5"])
     assert time_limit(args, RunRequest(kernel=None, kernel_file="k.py")) == 5
+
+
+def test_run_watch_runs_again_at_each_save_and_keeps_the_last_good_outputs(tmp_path):
+    import signal
+    import time
+
+    from tests.test_tiers import NAIVE
+    kernel = tmp_path / "k.py"
+    kernel.write_text(NAIVE.format(extra=""))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "app.launcher", "run", "--kernel-file",
+                             str(kernel), "--shape", "20x12x24", "--grid", "2x2", "--block",
+                             "16x16", "--out", str(out), "--watch"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+
+        def until(word: str) -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                line = proc.stdout.readline()
+                lines.append(line)
+                if word in line:
+                    return
+            raise AssertionError(lines)
+
+        until("watching")
+        assert lines[0].startswith("PASS")
+        kernel.write_text(NAIVE.format(extra=" * 2"))  # a bug, saved
+        until("before this save: PASS")
+        assert any(line.startswith("FAIL") for line in lines)
+        assert json.loads((out / "result.json").read_text())["verdict"] == "FAIL"
+        kernel.write_text("def broken(:\n")  # a save that does not parse
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.3)
+            if (out / "result.json").exists():
+                break
+        time.sleep(2.0)
+        assert proc.poll() is None  # still watching
+        assert json.loads((out / "result.json").read_text())["verdict"] == "FAIL"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "the file does not parse" in stderr and "last good outputs are kept" in stderr

@@ -168,8 +168,9 @@ def test_the_run_clock_leaves_out_start_up_and_compiles(monkeypatch):
     now[0] = 10_000.0
     message, hung = slow.past(10.0)
     assert not hung and "numba's compile of the emulation went past" in message
-    from kernels.errors import RunTimedOut
     import pickle
+
+    from kernels.errors import RunTimedOut
     assert pickle.loads(pickle.dumps(RunTimedOut(message, False))).kernel_hung is False
 
 
@@ -279,3 +280,30 @@ def test_a_sweep_runs_every_configuration_on_one_tier(tmp_path, monkeypatch):
     cells = list(run_sweep(base, (1, 4), (32, 256)))
     notes = {cell.result.backend_note.split("; ", 1)[1] for cell in cells}
     assert len(notes) == 1 and "one tier for the whole sweep" in notes.pop()
+
+
+def test_a_built_in_kernel_compiles_ahead_in_a_process_of_its_own(tmp_path, monkeypatch):
+    """The app runs built-in kernels in its own process: after an instant
+    answer, a process of its own compiles the compiled tier into the cache."""
+    import time
+
+    from kernels import compile_ahead
+    from kernels.backends import precompile
+
+    monkeypatch.setenv("THREADMAP_CACHE_DIR", str(tmp_path / "cache"))
+    req = RunRequest(kernel="one-block-chunks", m=20, k=12, n=24, grid=(1,), block=(64,),
+                     dtype="float64", backend="cpu")
+    first = run(req)
+    assert first.tier == "instant"
+    assert compile_ahead(first)
+    assert not compile_ahead(first)  # one at a time
+    process, = precompile._RUNNING.values()
+    deadline = time.monotonic() + 300
+    while process.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    assert process.returncode == 0
+    again = run(req)
+    assert again.tier == "compiled" and "its compiled code is ready" in again.backend_note
+    assert again.timing("compile").seconds < 2.0  # loaded from numba's cache
+    assert not compile_ahead(first)  # ready: nothing to do

@@ -253,19 +253,19 @@ class _RunClock:
             if now - self.started > max(time_limit, START_UP_TIME_LIMIT):
                 return (f"the child process did not start within "
                         f"{max(time_limit, START_UP_TIME_LIMIT):g} s (a busy machine?); "
-                        "the kernel never ran", False)
+                        f"the kernel never ran"), False
             return None
         if self.compile_since is not None:
             if now - self.compile_since > max(time_limit, COMPILE_TIME_LIMIT):
                 return (f"numba's compile of the emulation went past "
                         f"{max(time_limit, COMPILE_TIME_LIMIT):g} s and was ended: the "
-                        "compile was slow, the kernel never ran (try --tier instant)", False)
+                        f"compile was slow, the kernel never ran (try --tier instant)"), False
             return None
         if now - self.started - self.excluded > time_limit:
             excluded = f" (not counting {self.excluded:.1f} s of start-up and compile)" \
                 if self.excluded >= 0.05 else ""
             return (f"the run went past its time limit of {time_limit:g} s{excluded} "
-                    "and was ended (a kernel that never finishes?)", True)
+                    f"and was ended (a kernel that never finishes?)"), True
         return None
 
 
@@ -372,4 +372,4 @@ def stop_all() -> None:
         child.stop()
 
 
-__all__ = ["ChildRunner", "runner", "stop_all", "ThreadMapError"]
+__all__ = ["ChildRunner", "ThreadMapError", "runner", "stop_all"]

@@ -155,12 +155,25 @@ def compiled_ready(plan: KernelPlan, request: RunRequest) -> bool:
     name = f"{GENERATED_PREFIX}cpu_{digest}"
     pattern = f"{name}._tm_run_record*.nbi"
     places = [cache_dir() / "__pycache__"]
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        places.append(Path(os.environ["NUMBA_CACHE_DIR"]))
+    if numba_cache_dir():
+        places.append(Path(numba_cache_dir()))
     for place in places:
         if place.is_dir() and any(place.rglob(pattern)):
             return True
     return False
+
+
+def numba_cache_dir() -> str:
+    """Where numba of this process keeps its cache when not beside the module:
+    $NUMBA_CACHE_DIR as numba read it at import (a later change of the
+    variable does not move it), or "" for beside the module."""
+    import sys
+
+    if "numba" in sys.modules:
+        from numba.core import config
+
+        return config.CACHE_DIR or ""
+    return os.environ.get("NUMBA_CACHE_DIR", "")
 
 
 def compile_emulation(job: KernelJob) -> float:

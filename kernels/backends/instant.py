@@ -38,8 +38,8 @@ import numpy as np
 from ..derived.local_types import kernel_types
 from ..derived.transform import array_slots
 from ..derived.vector import VectorCode, vector_code
+from ..errors import EmulationUnsupported, RunCancelled, ThreadMapError
 from ..estimate import INSTANT_CHUNK_LANES as CHUNK_LANES
-from ..errors import KernelRuntimeError, RunCancelled
 from ..records import (
     ATOMICS,
     COUNT,
@@ -714,11 +714,13 @@ def run_instant(job: KernelJob) -> BackendOutput:
             try:
                 unit(*arguments, runtime, lane % bdx, lane // bdx, block_ids % gdx,
                      block_ids // gdx, gtid, len(lane), bdx, bdy, gdx, gdy, *arrays)
-            except (RunCancelled, MemoryError):
+            except (ThreadMapError, MemoryError):
                 raise
-            except (IndexError, ValueError, TypeError, ZeroDivisionError, OverflowError) as exc:
-                raise KernelRuntimeError(
-                    f"{plan.name!r} raised in the instant tier of the emulation: {exc}") from None
+            except Exception as exc:  # noqa: BLE001
+                # numpy met something its forms do not cover: the compiled tier
+                # runs the kernel instead (and reports what the kernel did).
+                raise EmulationUnsupported(
+                    f"the instant tier stopped on {type(exc).__name__}: {exc}") from None
             runtime.epoch += 1
             now = time.perf_counter()
             if now - last_report > 0.05:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 _listeners: list[Callable[[bool], None]] = []
 _depth = threading.local()

@@ -53,7 +53,7 @@ _LANE_COORDINATES = {"_tm_tx": "_tm_TX", "_tm_ty": "_tm_TY", "_tm_bx": "_tm_BX",
 #: Launch-wide scalars, passed to the unit function as they are.
 _SCALARS = ("_tm_bdx", "_tm_bdy", "_tm_gdx", "_tm_gdy")
 
-#: Builtins with a vector form in the runtime (``_r.<name>``).
+#: Builtins with a vector form in the runtime (``_tm_r.<name>``).
 _BUILTINS = {"abs": "f_abs", "min": "f_min", "max": "f_max", "int": "f_int",
              "float": "f_float", "bool": "f_bool", "round": "f_round", "pow": "f_pow"}
 #: math functions: the numpy ufunc of the same values.  floor / ceil / trunc
@@ -99,7 +99,7 @@ def _lambda(body: ast.expr) -> ast.Lambda:
 
 
 def _runtime(method: str, args: list[ast.expr]) -> ast.Call:
-    return ast.Call(func=ast.Attribute(value=_name("_r"), attr=method, ctx=ast.Load()),
+    return ast.Call(func=ast.Attribute(value=_name("_tm_r"), attr=method, ctx=ast.Load()),
                     args=args, keywords=[])
 
 
@@ -306,7 +306,7 @@ class _VectorWriter:
     def write(self) -> VectorCode:
         layout = self.layout
         params = list(self.plan.kernel.params) + [
-            "_r", "_tm_TX", "_tm_TY", "_tm_BX", "_tm_BY", "_tm_G", "_tm_n"] + list(_SCALARS)
+            "_tm_r", "_tm_TX", "_tm_TY", "_tm_BX", "_tm_BY", "_tm_G", "_tm_n"] + list(_SCALARS)
         params += [a.param for a in layout.block_arrays]
         self.emit(0, f"def _tm_unit({', '.join(params)}):")
         self.emit(1, "_tm_M = [_tm_np.zeros(_tm_n, _tm_np.bool_) "
@@ -432,16 +432,16 @@ class _VectorWriter:
         if self._one_lane_at_a_time(sites):
             self.lane_by_lane.append(line)
             self.emit(indent, f"for _tm_l in _tm_np.flatnonzero({mask}):")
-            self.emit(indent + 1, "_tm_L = _r.one_lane(_tm_l)")
+            self.emit(indent + 1, "_tm_L = _tm_r.one_lane(_tm_l)")
             for text in lines:
                 self.emit(indent + 1, text)
-            self.emit(indent, "_r.flush()")
+            self.emit(indent, "_tm_r.flush()")
             return
         self.emit(indent, f"_tm_L = _tm_np.flatnonzero({mask})")
         self.emit(indent, "if _tm_L.size:")
         for text in lines:
             self.emit(indent + 1, text)
-        self.emit(indent + 1, "_r.flush()")
+        self.emit(indent + 1, "_tm_r.flush()")
 
     def _simple(self, stmt: ast.stmt, depth: int, indent: int) -> None:
         lines, sites = self._rewritten(stmt)
@@ -453,12 +453,12 @@ class _VectorWriter:
         inner = depth + 1
         if self._one_lane_at_a_time(sites):
             raise self.expressions.fail("an 'if' whose test stores", stmt)
-        self._lanes(indent, f"_tm_M[{depth}]", [f"_tm_c = _r.truth({test}, _tm_L)"], sites,
+        self._lanes(indent, f"_tm_M[{depth}]", [f"_tm_c = _tm_r.truth({test}, _tm_L)"], sites,
                     stmt.lineno)
         self.emit(indent, f"_tm_L = _tm_np.flatnonzero(_tm_M[{depth}])")
         self.emit(indent, "if not _tm_L.size:")
         self.emit(indent + 1, "_tm_c = _tm_np.zeros(0, _tm_np.bool_)")
-        self.emit(indent, f"_r.branch({site}, _tm_L, _tm_c)")
+        self.emit(indent, f"_tm_r.branch({site}, _tm_L, _tm_c)")
         self.emit(indent, f"_tm_Cd[{depth}][:] = False")
         self.emit(indent, f"_tm_Cd[{depth}][_tm_L] = _tm_c")
         self.emit(indent, f"_tm_M[{inner}][:] = _tm_Cd[{depth}]")
@@ -499,7 +499,7 @@ class _VectorWriter:
         self._lanes(indent, f"_tm_M[{depth}]", init, sites, stmt.lineno)
         self.emit(indent, "while True:")
         i = indent + 1
-        self.emit(i, "_r.tick()")
+        self.emit(i, "_tm_r.tick()")
         self.emit(i, f"_tm_L = _tm_np.flatnonzero(_tm_LP[{k}])")
         self.emit(i, f"_tm_cur = {cur}[_tm_L]")
         self.emit(i, f"_tm_end = {end}[_tm_L]")
@@ -511,7 +511,7 @@ class _VectorWriter:
         else:
             self.emit(i, f"_tm_c = _tm_cur {'<' if literal_step > 0 else '>'} _tm_end")
             advance = f"_tm_cur + {literal_step}" if literal_step else "_tm_end"
-        self.emit(i, f"_r.branch({site}, _tm_L, _tm_c)")
+        self.emit(i, f"_tm_r.branch({site}, _tm_L, _tm_c)")
         self.emit(i, "_tm_on = _tm_L[_tm_c]")
         self.emit(i, f"_tm_M[{inner}][:] = False")
         self.emit(i, f"_tm_M[{inner}][_tm_on] = True")
@@ -536,13 +536,13 @@ class _VectorWriter:
         self.emit(indent, f"_tm_LP[{k}][:] = _tm_M[{depth}]")
         self.emit(indent, "while True:")
         i = indent + 1
-        self.emit(i, "_r.tick()")
+        self.emit(i, "_tm_r.tick()")
         self.emit(i, f"_tm_L = _tm_np.flatnonzero(_tm_LP[{k}])")
         self.emit(i, "_tm_c = _tm_np.zeros(0, _tm_np.bool_)")
         self.emit(i, "if _tm_L.size:")
-        self.emit(i + 1, f"_tm_c = _r.truth({test}, _tm_L)")
-        self.emit(i + 1, "_r.flush()")
-        self.emit(i, f"_r.branch({site}, _tm_L, _tm_c)")
+        self.emit(i + 1, f"_tm_c = _tm_r.truth({test}, _tm_L)")
+        self.emit(i + 1, "_tm_r.flush()")
+        self.emit(i, f"_tm_r.branch({site}, _tm_L, _tm_c)")
         self.emit(i, f"_tm_M[{inner}][:] = False")
         self.emit(i, f"_tm_M[{inner}][_tm_L[_tm_c]] = True")
         self.emit(i, f"_tm_LP[{k}][_tm_L[~_tm_c]] = False")
@@ -562,7 +562,7 @@ class _VectorWriter:
             raise self.w._fail("a kernel returns nothing", stmt)
         site = self._branch("return", stmt)
         self.emit(indent, f"_tm_sel = _tm_M[{depth}].copy()")
-        self.emit(indent, f"_r.branch_masks({site}, _tm_M[0], _tm_sel)")
+        self.emit(indent, f"_tm_r.branch_masks({site}, _tm_M[0], _tm_sel)")
         self._retire(indent, range(depth + 1), [k for k, _ in loops])
 
     def _leave(self, stmt: ast.stmt, depth: int, loops, indent: int) -> None:
@@ -583,9 +583,9 @@ class _VectorWriter:
                 raise self.expressions.fail("a barrier whose predicate stores", stmt)
             self.emit(indent, "_tm_cnt = 0")
             self._lanes(indent, f"_tm_M[{depth}]",
-                        [f"_tm_cnt = int(_r.truth({predicate}, _tm_L).sum())"], sites,
+                        [f"_tm_cnt = int(_tm_r.truth({predicate}, _tm_L).sum())"], sites,
                         stmt.lineno)
-        self.emit(indent, f"_tm_na = _r.barrier({site}, _tm_M[{depth}])")
+        self.emit(indent, f"_tm_na = _tm_r.barrier({site}, _tm_M[{depth}])")
         if what in VALUE_BARRIERS:
             value = {"syncthreads_count": "_tm_cnt",
                      "syncthreads_and": "1 if _tm_cnt == _tm_na else 0",
