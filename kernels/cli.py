@@ -546,8 +546,8 @@ def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
     check_gpu_model(args.gpu_model)
 
     if not args.yes:
-        from .sweep import sweep_requests
-        check_estimate(base, sweep_requests(base, grids, blocks))
+        from .sweep import one_tier, sweep_requests
+        check_estimate(base, one_tier(sweep_requests(base, grids, blocks)))
     from functools import partial
 
     from .engine import run

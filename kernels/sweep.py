@@ -107,31 +107,15 @@ def sweep_requests(base: RunRequest, blocks: tuple[int, ...],
 
 
 def one_tier(requests: list[RunRequest]) -> list[RunRequest]:
-    """The configurations of a sweep on the CPU emulation, all on one tier, so
-    that their times compare like with like: the tier whose estimate for the
-    whole sweep (numba's compile counted once) is the smaller."""
+    """The configurations of a sweep on the CPU emulation, all on the compiled
+    tier unless one was asked for: a sweep compares launches by their kernel
+    times, and only the compiled tier's measure the kernel's loop (the instant
+    tier's are an interpreter's, shaped by its vectors).  numba compiles the
+    kernel once for the whole sweep."""
     if not requests or requests[0].tier != "auto":
         return requests
-    from .backends.cpu import compiled_ready
-    from .engine import prepare
-    from .estimate import requests_seconds
-    from .result import format_seconds
-
-    try:
-        resolved, plan, _ = prepare(requests[0])
-    except ThreadMapError:
-        return requests  # (each configuration says why when it runs)
-    if resolved.backend != "cpu":
-        return requests
-    ready = compiled_ready(plan, resolved)
-    seconds = {tier: requests_seconds([r.with_(tier=tier) for r in requests], plan, "cpu",
-                                      ready) for tier in ("instant", "compiled")}
-    tier = min(seconds, key=seconds.get)
-    other = "compiled" if tier == "instant" else "instant"
-    why = (f"one tier for the whole sweep: estimated {format_seconds(seconds[tier])}, against "
-           f"{format_seconds(seconds[other])} on the {other} tier"
-           + (" with numba's compile" if other == "compiled" and not ready else ""))
-    return [r.with_(tier=tier, tier_source=why) for r in requests]
+    why = "a sweep compares kernel times: the compiled loop's, the same tier for every launch"
+    return [r.with_(tier="compiled", tier_source=why) for r in requests]
 
 
 def run_sweep(base: RunRequest, blocks: tuple[int, ...], threads: tuple[int, ...],

@@ -20,6 +20,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -199,6 +200,17 @@ def load_module(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
     # (The cache folder is part of the key: a module is written where it is asked for.)
     key = (plan.module.path, plan.module.text, plan.name, plan.inputs, plan.output, target,
            dtype, repr(types), cpu_options, cache_dir())
+    # One thread at a time: a child compiling ahead in the background and its
+    # next run may load the same module, and a module half executed by one
+    # thread is already in sys.modules for the other.
+    with _LOAD_LOCK:
+        return _load_once(key, plan, target, dtype, types, cpu_options)
+
+
+_LOAD_LOCK = threading.RLock()
+
+
+def _load_once(key, plan, target, dtype, types, cpu_options) -> GeneratedModule:
     loaded = _LOADED.get(key)
     if loaded is not None:
         try:
