@@ -49,7 +49,7 @@ from .result import (
 )
 from .search import HuntReport, hunt
 from .sources.catalogue import CATALOGUE
-from .sources.source import format_dims
+from .sources.source import format_dims, kernel_names
 from .stow import Stowage, bytes_in_memory
 from .sweep import SweepCell, parse_list, sweep_requests, write_sweep
 from .thumbnail import MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR
@@ -145,25 +145,14 @@ def file_launch_dims(request: RunRequest) -> int:
     return load_plan(request).launch_dims
 
 
-def kernel_names(path: str | Path) -> tuple[str, ...]:
-    """The CUDA kernels a file defines (parsed, never run); raises
-    :class:`KernelSourceError` for a file that does not parse or has none."""
-    from .sources.source import read_module
-
-    module = read_module(path)
-    if not module.kernels:
-        module.kernel(None)  # raises "no CUDA kernel found"
-    return tuple(k.name for k in module.kernels)
-
-
 def gpu_available() -> bool:
-    from .engine import gpu_available as available
+    from .backends.device import gpu_available as available
 
     return available()
 
 
 def gpu_status() -> str:
-    from .engine import gpu_status as status
+    from .backends.device import gpu_status as status
 
     return status()
 
@@ -177,7 +166,7 @@ def diff_runs(first: RunResult, second: RunResult):
 
 def parse_scalars(items: Sequence[str]) -> tuple[tuple[str, float], ...]:
     """``["n=16", "alpha=0.5"]`` as (name, value) pairs; refuses bad ones."""
-    from .cli import parse_scalars as parse
+    from .request import parse_scalars as parse
 
     return parse(items)
 

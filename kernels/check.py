@@ -65,7 +65,7 @@ def parse_launches(text: str) -> tuple[Launch, ...]:
 
 
 def parse_shapes(text: str) -> tuple[tuple[int, int, int], ...]:
-    from .cli import parse_shape
+    from .request import parse_shape
 
     shapes = tuple(parse_shape(part.strip()) for part in text.split(",") if part.strip())
     if not shapes:
@@ -94,7 +94,7 @@ def kernel_files(paths) -> list[Path]:
 def tasks(files: list[Path]) -> list[tuple[str, str | None, str | None]]:
     """(file, kernel, why not) per kernel; a file without kernels or that does
     not parse is one task that fails with its reason."""
-    from .api import kernel_names
+    from .sources.source import kernel_names
 
     found = []
     for path in files:

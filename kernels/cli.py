@@ -24,7 +24,17 @@ from .errors import (
 )
 from .outputs import OutputFolder
 from .presets import default_launch
-from .request import BACKENDS, DTYPES, PATTERNS, TIERS, RunRequest, parse_dims, parse_shape
+from .request import (
+    BACKENDS,
+    DTYPES,
+    PATTERNS,
+    TIERS,
+    RunRequest,
+    parse_dims,
+    parse_scalars,
+    parse_shape,
+)
+from .run_files import RUN_FILES, stage_outputs, write_outputs  # noqa: F401  (also cli's)
 from .sources.catalogue import CATALOGUE
 
 #: Called with (result, png_path, svg_path) to export heatmap images.
@@ -167,23 +177,6 @@ def build_parser() -> argparse.ArgumentParser:
     open_parser.add_argument("kernel_file", help="a .py file with @cuda.jit kernels (parsed, "
                              "never run)")
     return parser
-
-
-def parse_scalars(items: Sequence[str]) -> tuple[tuple[str, float], ...]:
-    scalars = []
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise ThreadMapError(f"--scalar takes NAME=VALUE, not {item!r}")
-        try:
-            number = int(value)
-        except ValueError:
-            try:
-                number = float(value)
-            except ValueError:
-                raise ThreadMapError(f"--scalar {name} needs a number, not {value!r}") from None
-        scalars.append((name, number))
-    return tuple(scalars)
 
 
 def request_from_args(args: argparse.Namespace, grid: str | None,
@@ -354,41 +347,6 @@ def occupancy_for(result, args: argparse.Namespace) -> dict:
 
 
 #: What ``threadmap run`` writes into --out.
-RUN_FILES = ("maps.npz", "result.json")
-
-
-def write_outputs(result, out: Path, occupancy: dict | None = None,
-                  folder: "OutputFolder | None" = None) -> None:
-    """``result.json`` and ``maps.npz`` into ``out``, together or not at all
-    (outputs.py): a full disk or a Ctrl-C leaves the previous pair.  Given the
-    ``folder`` a command holds, its files join that folder's."""
-    from .outputs import OutputFolder
-
-    if folder is None:
-        with OutputFolder(out, files=RUN_FILES) as own:
-            stage_outputs(own, result, occupancy)
-            own.publish()
-    else:
-        stage_outputs(folder, result, occupancy)
-
-
-def stage_outputs(folder: "OutputFolder", result, occupancy: dict | None = None,
-                  prefix: str = "") -> None:
-    """Stage ``result.json`` and its ``maps.npz`` (named by one run id) in ``folder``."""
-    import uuid
-
-    from .maps_file import save_maps
-
-    summary = result.summary()
-    if occupancy is not None:
-        summary["occupancy"] = occupancy
-    run_id = uuid.uuid4().hex
-    # how maps.npz restores each map (maps_file.load_maps), and the run id it carries
-    summary["maps"] = folder.write(f"{prefix}maps.npz", lambda path: save_maps(
-        path, result.maps_arrays(), result.request.dtype, run_id=run_id))
-    folder.write_text(f"{prefix}result.json", json.dumps(summary, indent=2))
-
-
 def print_summary(result, stream=sys.stdout) -> None:
     request = result.request
     source = "" if request.launch_source == "given" else f" ({request.launch_source})"
@@ -807,7 +765,7 @@ def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = 
 
 def _cmd_open(args: argparse.Namespace, opener: Callable | None) -> int:
     """``threadmap open FILE``: the window on a kernel file (checked first)."""
-    from .api import kernel_names
+    from .sources.source import kernel_names
 
     try:
         path = Path(args.kernel_file)

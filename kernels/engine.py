@@ -8,7 +8,6 @@ import dataclasses
 import math
 import re
 import time
-from functools import lru_cache
 
 import numpy as np
 
@@ -16,6 +15,8 @@ from .analyses.correctness import compare, reference
 from .analyses.lockstep_analysis import read_analysis
 from .analyses.occupancy import MAX_STATIC_SHARED
 from .backends import backend as backend_named
+from .backends.device import gpu_available, gpu_status  # noqa: F401  (engine's names)
+from .backends.device import simulating as _simulating
 from .backends.common import (
     CancelCallback,
     KernelJob,
@@ -42,31 +43,6 @@ from .request import RunRequest, check_request, format_bytes
 from .result import KernelSnapshot, RunResult, Timing, make_verdict
 from .sources.loader import load_plan, resolve_scalars, scalar_arguments
 from .sources.plan import KernelPlan
-
-
-@lru_cache(maxsize=1)
-def gpu_available() -> bool:
-    """Whether numba can use a CUDA GPU in this process."""
-    from numba import cuda
-    try:
-        return bool(cuda.is_available()) and not _simulating()
-    except Exception:  # a broken driver install: no GPU for us
-        return False
-
-
-def gpu_status() -> str:
-    """Why there is or is not a GPU, in words for a status bar."""
-    if gpu_available():
-        from numba import cuda
-        device = cuda.get_current_device()
-        name = device.name.decode() if isinstance(device.name, bytes) else device.name
-        return f"CUDA device: {name}"
-    return "no CUDA device: runs use the CPU emulation (or the CUDA simulator)"
-
-
-def _simulating() -> bool:
-    from numba import config
-    return bool(config.ENABLE_CUDASIM)
 
 
 def resolve_backend(request: RunRequest, plan: KernelPlan) -> tuple[str, str]:

@@ -204,7 +204,7 @@ class ThreadMapResult:
 
     def save(self, folder: str | Path) -> Path:
         """``result.json`` and ``maps.npz`` into ``folder``, as ``threadmap run`` writes them."""
-        from .cli import write_outputs
+        from .run_files import write_outputs
 
         folder = Path(folder)
         write_outputs(self.result, folder)
@@ -213,15 +213,15 @@ class ThreadMapResult:
     def image(self, map: str = "count", size: tuple[int, int] = (800, 600)) -> bytes:
         """The map as PNG bytes, titled and with its colour bar (drawn by the
         app's exporter: needs PySide6, as the desktop app does)."""
-        from app.export import png_bytes  # (kernels itself stays Qt-free)
+        from .viewers import viewer  # (the app, found through its entry point)
 
-        return png_bytes(self.result, map, size)
+        return viewer().png_bytes(self.result, map, size)
 
     def show(self) -> None:
         """Open the desktop window on this result."""
-        from app.main_window import show_result_window
+        from .viewers import viewer
 
-        show_result_window(self.result)
+        viewer().show_result(self.result)
 
     def summary(self) -> dict:
         return self.result.summary()

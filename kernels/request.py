@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from .errors import RequestError
@@ -213,3 +214,20 @@ def format_bytes(n: int) -> str:
             return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} bytes"
+
+
+def parse_scalars(items: Sequence[str]) -> tuple[tuple[str, float], ...]:
+    scalars = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise RequestError(f"--scalar takes NAME=VALUE, not {item!r}")
+        try:
+            number = int(value)
+        except ValueError:
+            try:
+                number = float(value)
+            except ValueError:
+                raise RequestError(f"--scalar {name} needs a number, not {value!r}") from None
+        scalars.append((name, number))
+    return tuple(scalars)

@@ -237,7 +237,7 @@ def write_hunt(report: HuntReport, out: Path, folder=None) -> None:
     """``hunt.json`` into ``out``, and the failing case's ``result.json`` and
     ``maps.npz`` when there is one with maps: all together or none
     (outputs.py); into ``folder`` (an OutputFolder the command holds) when given."""
-    from .cli import stage_outputs
+    from .run_files import stage_outputs
     from .outputs import OutputFolder
 
     if folder is None:

@@ -99,3 +99,64 @@ def test_a_result_keeps_its_kernel_as_it_ran(tmp_path):
     assert snapshot.source == text and snapshot.name == "mm" and snapshot.first_line == 5
     assert snapshot.lines[7].strip() == "C[i, j] = A[i, 0] * B[0, j]"
     assert snapshot.launch_dims == 2 and snapshot.path == str(path)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Every import of app/ and kernels/, those inside functions included (they
+    run when called), as module -> modules of the two packages it imports."""
+    root = APP.parent
+    modules = {}
+    for package in ("kernels", "app"):
+        for path in (root / package).rglob("*.py"):
+            parts = path.relative_to(root).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            modules[name] = path
+    graph = {}
+    for name, path in modules.items():
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = (here[:len(here) - node.level + 1] if node.level else []) + (
+                    node.module.split(".") if node.module else [])
+                prefix = ".".join(base)
+                targets = [prefix] + [f"{prefix}.{a.name}" for a in node.names]
+            else:
+                continue
+            found |= {t for t in targets if t in modules and t != name}
+        graph[name] = found
+    return graph
+
+
+def test_imports_go_one_way_with_no_cycle_and_the_engine_never_imports_the_app():
+    graph = _import_graph()
+    assert len(graph) > 80 and graph["app.main_window"]  # (the scan sees the code)
+    assert not [(a, b) for a, found in graph.items() for b in found
+                if a.startswith("kernels") and b.startswith("app")]
+    state: dict[str, int] = {}
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(
+                    path[path.index(target):] + [target]))
+            if target not in state:
+                visit(target, path + [target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+
+
+def test_the_python_api_reaches_the_app_through_its_entry_point():
+    from importlib.metadata import entry_points
+
+    from kernels import viewers
+    point, = [p for p in entry_points(group=viewers.GROUP) if p.name == "qt"]
+    assert point.value == "app.viewer"
+    loaded = point.load()
+    assert callable(loaded.show_result) and callable(loaded.png_bytes)

@@ -321,7 +321,7 @@ def cached_resources(plan, dtype: str, gpu: GpuModel,
     if _measured.get(key) is None:
         dispatcher = None
         try:
-            from ..engine import gpu_available
+            from ..backends.device import gpu_available
 
             # Only where numba.cuda is loaded already (a GPU or simulator run):
             # importing it costs ~0.2 s, and ptxas gives the same figures.

@@ -59,7 +59,7 @@ class CudaGpu:
     needs_own_process = False
 
     def available(self) -> bool:
-        from ..engine import gpu_available
+        from .device import gpu_available
 
         return gpu_available()
 

@@ -375,3 +375,12 @@ def _find_literal_launches(tree: ast.Module, kernel_names: set[str], values: dic
                 if grid and block:
                     found[sub.value.id] = Launch(grid, block, node.lineno)
     return found
+
+
+def kernel_names(path: str | Path) -> tuple[str, ...]:
+    """The CUDA kernels a file defines (parsed, never run); raises
+    :class:`KernelSourceError` for a file that does not parse or has none."""
+    module = read_module(path)
+    if not module.kernels:
+        module.kernel(None)  # raises "no CUDA kernel found"
+    return tuple(k.name for k in module.kernels)
