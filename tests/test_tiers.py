@@ -308,3 +308,39 @@ def test_a_built_in_kernel_compiles_ahead_in_a_process_of_its_own(tmp_path, monk
     assert again.tier == "compiled" and "its compiled code is ready" in again.backend_note
     assert again.timing("compile").seconds < 2.0  # loaded from numba's cache
     assert not compile_ahead(first)  # ready: nothing to do
+
+
+RANGE_IN_A_VARIABLE = '''
+from numba import cuda
+
+
+@cuda.jit
+def matmul(A, B, C):
+    tx = cuda.threadIdx.x
+    to_calculate = range(tx, C.size, cuda.blockDim.x)
+    for i in to_calculate:
+        row = i // C.shape[1]
+        col = i % C.shape[1]
+        acc = 0.0
+        for k in range(A.shape[1]):
+            acc += A[row, k] * B[k, col]
+        C[row, col] = acc
+'''
+
+
+def test_a_range_held_in_a_variable_then_iterated_runs_in_the_emulation(tmp_path):
+    """(issue 20, point 6: the idiom took 112 s in the simulator at 100x37x90)"""
+    path = tmp_path / "ranged.py"
+    path.write_text(RANGE_IN_A_VARIABLE)
+    req = RunRequest(kernel=None, kernel_file=str(path), m=10, k=7, n=9, grid=(1,),
+                     block=(64,), backend="auto")
+    instant, compiled = run(req.with_(tier="instant")), run(req.with_(tier="compiled"))
+    assert instant.backend == compiled.backend == "cpu"
+    assert instant.verdict.passed
+    _assert_same(compiled, instant)
+    # Rebinding what the range was made from keeps the kernel as written: the
+    # emulation cannot run it, and says so.
+    path.write_text(RANGE_IN_A_VARIABLE.replace("        C[row, col] = acc",
+                                                "        C[row, col] = acc\n        tx = 0"))
+    with pytest.raises(Exception, match="something other than range"):
+        run(req.with_(backend="cpu"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -171,7 +172,91 @@ def cuda_attribute(node: ast.expr, aliases: dict[str, str]) -> str | None:
 def make_plan(module: ModuleInfo, kernel: KernelDef) -> KernelPlan:
     """Analyse ``kernel`` of ``module``; raise :class:`UnsupportedConstruct`
     for what the instrumentation cannot handle."""
+    inlined = inline_range_variables(kernel.node, module.aliases)
+    if inlined is not kernel.node:
+        kernel = dataclasses.replace(kernel, node=inlined)
     return _Planner(module, kernel).plan()
+
+
+#: Calls a range held in a variable may make in its arguments and still be
+#: evaluated again where it is iterated (they have no effects, and their
+#: values cannot change in between).
+_PURE_RANGE_CALLS = frozenset({"min", "max", "int", "abs", "len"})
+_PURE_CUDA_CALLS = frozenset({"numba.cuda.grid", "numba.cuda.gridsize"})
+
+
+def inline_range_variables(node: ast.FunctionDef, aliases: dict[str, str]) -> ast.FunctionDef:
+    """``r = range(...)`` then ``for i in r:``, as ``for i in range(...):``
+    (a common idiom: ``to_calculate = range(tx, C.size, 1024)``), so that
+    every derived form runs it.  Only where that changes nothing: ``r`` is
+    bound once, in a statement of the kernel's body itself, to a call of the
+    builtin ``range`` whose arguments read no array and call nothing with an
+    effect, nothing they name is bound again after it, and ``r`` is used only
+    as what a ``for`` iterates.  Anything else is left as written (and the
+    emulation says what it cannot run)."""
+    body_names = [n for stmt in node.body for n in ast.walk(stmt)]
+    stores: dict[str, int] = {}
+    for n in body_names:
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            stores[n.id] = stores.get(n.id, 0) + 1
+    if "range" in stores or "range" in {a.arg for a in node.args.args}:
+        return node
+    candidates = {}
+    for index, stmt in enumerate(node.body):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                and isinstance(stmt.targets[0], ast.Name) and isinstance(stmt.value, ast.Call) \
+                and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == "range" \
+                and not stmt.value.keywords and 1 <= len(stmt.value.args) <= 3 \
+                and stores.get(stmt.targets[0].id) == 1 \
+                and _pure_range_arguments(stmt.value, aliases):
+            candidates[stmt.targets[0].id] = index
+    if not candidates:
+        return node
+    iterated: dict[int, str] = {}
+    for n in body_names:
+        if isinstance(n, ast.For) and isinstance(n.iter, ast.Name) and n.iter.id in candidates:
+            iterated[id(n.iter)] = n.iter.id
+    keep = {}
+    for name, index in candidates.items():
+        loads = [n for n in body_names if isinstance(n, ast.Name) and n.id == name
+                 and isinstance(n.ctx, ast.Load)]
+        if not loads or any(id(n) not in iterated for n in loads):
+            continue
+        call = node.body[index].value
+        named = {n.id for n in ast.walk(call) if isinstance(n, ast.Name)}
+        later = {n.id for stmt in node.body[index + 1:] for n in ast.walk(stmt)
+                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if named & later:
+            continue
+        keep[name] = index
+    if not keep:
+        return node
+    import copy
+
+    inlined = copy.deepcopy(node)
+    calls = {name: inlined.body[index].value for name, index in keep.items()}
+    for n in ast.walk(inlined):
+        if isinstance(n, ast.For) and isinstance(n.iter, ast.Name) and n.iter.id in calls:
+            n.iter = ast.copy_location(copy.deepcopy(calls[n.iter.id]), n.iter)
+    dropped = set(keep.values())
+    inlined.body = [stmt for i, stmt in enumerate(inlined.body) if i not in dropped] or [
+        ast.copy_location(ast.Pass(), node.body[0])]
+    return inlined
+
+
+def _pure_range_arguments(call: ast.Call, aliases: dict[str, str]) -> bool:
+    for n in ast.walk(ast.Tuple(elts=list(call.args), ctx=ast.Load())):
+        if isinstance(n, ast.Subscript) and not isinstance(n.value, ast.Attribute):
+            return False  # an array's element (C.shape[1] is fine)
+        if isinstance(n, ast.Call):
+            if isinstance(n.func, ast.Name) and n.func.id in _PURE_RANGE_CALLS:
+                continue
+            if qualified_name(n.func, aliases) in _PURE_CUDA_CALLS:
+                continue
+            return False
+        if isinstance(n, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom, ast.Lambda)):
+            return False
+    return True
 
 
 class _Planner:
