@@ -340,6 +340,8 @@ def _case(row: dict) -> tuple[str, str]:
 def report_html(rows: list[dict], title: str) -> str:
     """One table row per file (and kernel): a cell per case with its verdict,
     time and count map; reasons on hover and below."""
+    from .result import format_seconds
+
     cases = list(dict.fromkeys(_case(row) for row in rows if row["shape"]))
     groups: dict[tuple[str, str], dict] = {}
     for row in rows:
@@ -362,7 +364,7 @@ def report_html(rows: list[dict], title: str) -> str:
                 continue
             image = (f"<img src='data:image/png;base64,{row['thumbnail']}' alt='count map'>"
                      if row.get("thumbnail") else "")
-            seconds = (f"{row['seconds'] * 1e3:.3g} ms <small>({e(row.get('time_what') or '')})"
+            seconds = (f"{format_seconds(row['seconds'])} <small>({e(row.get('time_what') or '')})"
                        "</small>" if row.get("seconds") is not None else "")
             verdict = e(row["verdict"])
             cells.append(f"<td class='{verdict.lower()}' title='{e(row['reasons'])}'>"

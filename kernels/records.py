@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .words import counted
+
 INT32_MAX = np.iinfo(np.int32).max
 INT64_MAX = np.iinfo(np.int64).max
 READ, WRITE = 0, 1
@@ -253,7 +255,7 @@ class OutOfBounds:
     first_index: tuple[int, ...] | None
 
     def describe(self) -> str:
-        text = f"{self.count:,} out-of-bounds {self.direction}s of {self.array}"
+        text = f"{counted(self.count, 'out-of-bounds ' + self.direction)} of {self.array}"
         if self.first_thread >= 0:
             text += f" (first: thread {self.first_thread}"
             if self.first_index is not None:

@@ -315,3 +315,20 @@ def test_workers_split_a_run_as_one_worker_would_run_it(monkeypatch, kernel, sha
     for name in ours:
         assert np.array_equal(ours[name], theirs[name], equal_nan=True), name
     assert np.array_equal(split.c, alone.c, equal_nan=True)
+
+
+def test_hazards_name_threads_by_block_and_thread_with_the_global_id():
+    """(issue 20: "threads of block 1 (first missing: thread 264)" mixed a
+    thread of the grid into a sentence about one block)"""
+    from kernels.analyses.hazards import thread_name
+
+    assert thread_name(264, (2, 2), (16, 16)) == "block (1, 0), thread (8, 0) (global 264)"
+    assert thread_name(600, (2, 2), (16, 16)) == "block (0, 1), thread (8, 5) (global 600)"
+    result = run(file_request("early_return.py", (20, 16, 20), (2, 2), (16, 16),
+                              backend="cpu"))
+    text = result.analysis.barrier_divergence[0].describe()
+    assert "threads of block (1, 0)" in text
+    assert "first missing: block (1, 0), thread (4, 0) (global 260)" in text
+    race = run(file_request("missing_barrier.py", (16, 16, 16), (1, 1), (16, 16),
+                            backend="cpu")).analysis.races.describe()
+    assert "block (0, 0), thread (0, 0) (global 0) writes sA[ty, tx]" in race

@@ -292,13 +292,15 @@ def warp_map(result: RunResult, kind: str, index: int) -> MapImage:
                             "active lanes", None)
         top, bottom = 32.0, 0.0
         legend = ("colour = mean lanes of each warp that took the branch when it did "
-                  "(32 = the whole warp; fewer = divergence)")
+                  "(32 = the whole warp; fewer = divergence); blank = no lane of the warp "
+                  "took it")
         data = branch.per_warp
     else:
         raise ValueError(f"unknown per-warp map {kind!r}")
     return MapImage(kind, f"{ANALYSIS_MAPS[kind]}: {figure.label}", data.astype(np.float64),
-                    Colouring("sequential", top, bottom), legend + "; blank = the warp never "
-                    "got there", "warp within the block", "block", "warps", context=figure)
+                    Colouring("sequential", top, bottom),
+                    legend if kind == "lanes" else legend + "; blank = the warp never got there",
+                    "warp within the block", "block", "warps", context=figure)
 
 
 def replay_map(result: RunResult, iteration: int) -> MapImage:
@@ -356,6 +358,8 @@ def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | 
         value = image.data[row, col]
         where = f"block {row}, warp {col}"
         if np.isnan(value):
+            if figure.unit == "active lanes":  # (it may have reached the branch)
+                return f"{where}: no lane of it went on into the branch"
             return f"{where}: never got there"
         ideal = f" (ideal {figure.ideal:.3g})" if figure.ideal is not None else ""
         return f"{where}: {value:.3g} {figure.unit} per request{ideal}"

@@ -21,7 +21,8 @@ from ..qt import QtCore, QtWidgets, pg
 
 COALESCING_COLUMNS = ("line", "access", "requests", "mean sectors", "max", "ideal", "efficiency")
 BANK_COLUMNS = ("line", "access", "requests", "mean ways", "max", "ideal")
-DIVERGENCE_COLUMNS = ("line", "branch", "warp runs", "split", "mean lanes", "fewest")
+DIVERGENCE_COLUMNS = ("line", "branch", "warp runs", "went on", "split", "mean lanes",
+                      "fewest")
 OCCUPANCY_COLUMNS = ("GPU", "blocks / SM", "limited by", "occupancy", "waves", "last wave idle")
 
 
@@ -158,9 +159,9 @@ class AnalysisPanel(QtWidgets.QTabWidget):
 
     def _build_divergence(self) -> QtWidgets.QWidget:
         page, layout = _page(
-            "At each branch (if, loop test, return): how many times a warp ran it, how many of "
-            "those split the warp's active lanes, and how many lanes went on into it. Select "
-            "a row for its per-warp map.")
+            "At each branch (if, loop test, return): how many times a warp reached it, in how "
+            "many of those some of its lanes went on into it, how many split the warp's active "
+            "lanes, and how many lanes went on. Select a row for its per-warp map.")
         self.divergence_table = self._site_table("divergence-table", DIVERGENCE_COLUMNS,
                                                  "lanes")
         layout.addWidget(self.divergence_table, 1)
@@ -169,8 +170,8 @@ class AnalysisPanel(QtWidgets.QTabWidget):
     def divergence_rows(self) -> list[list[str]]:
         if self.result is None or self.result.analysis is None:
             return []
-        return [[str(d.branch.line), d.branch.text, f"{d.requests:,}", f"{d.divergent:,}",
-                 f"{d.mean_active_lanes:.1f}", str(d.min_active_lanes)]
+        return [[str(d.branch.line), d.branch.text, f"{d.evaluations:,}", f"{d.requests:,}",
+                 f"{d.divergent:,}", f"{d.mean_active_lanes:.1f}", str(d.min_active_lanes)]
                 for d in self.result.analysis.divergence]
 
     # -- load balance ---------------------------------------------------------------------

@@ -43,8 +43,9 @@ def verdict_html(result: RunResult) -> str:
                if result.request.kernel_file else "")
             + (f"<ul style='margin:0'>{reasons}</ul>" if reasons else
                "<br>every element written once by one thread, no out-of-bounds access, "
-               f"relative error {verdict.errors.rel_error:.2e} within tolerance "
-               f"{verdict.errors.rel_tolerance:.2e}"))
+               "every element within its own bound (the worst at "
+               f"{verdict.errors.worst_ratio:.2g}x); relative error ||C - ref|| / ||ref|| "
+               f"{verdict.errors.rel_error:.2e}"))
 
 
 def details_text(result: RunResult) -> str:

@@ -120,9 +120,13 @@ class ErrorFigures:
         """The error figures in words, or why there are none."""
         if not self.computed:
             return f"relative error {self.not_computed()}"
-        return (f"relative error {self.rel_error:.{digits}g} (tolerance "
-                f"{self.rel_tolerance:.{digits}g}), max abs error "
-                f"{self.max_abs_error:.{digits}g}")
+        # Two figures, each with what it is compared with: the whole C against
+        # the reference (Frobenius norms), and the worst element against its
+        # own bound (the verdict checks every element against its bound).
+        return (f"relative error ||C - ref|| / ||ref|| = {self.rel_error:.{digits}g} (the "
+                f"bounds' norm: {self.rel_tolerance:.{digits}g}); max abs error "
+                f"{self.max_abs_error:.{digits}g}; the worst element "
+                f"{self.worst_ratio:.{digits}g}x its own bound")
 
     def summary(self) -> dict:
         """JSON-ready: the figures not computed are null, with the reason."""

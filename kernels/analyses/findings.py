@@ -64,21 +64,22 @@ def line_findings(result: RunResult) -> tuple[Finding, ...]:
                 found.append(Finding(
                     site.site.line, "coalescing",
                     f"{site.site.kind} {site.site.text}: {site.mean_sectors:.1f} sectors per "
-                    f"request (ideal {site.ideal_sectors:g}, {site.efficiency:.0%})",
+                    f"request (ideal {site.ideal_sectors:.1f}, {site.efficiency:.0%})",
                     site.efficiency < 0.5, "sectors", row))
         for row, site in enumerate(analysis.bank_conflicts):
             if site.requests:
                 found.append(Finding(
                     site.site.line, "bank conflicts",
                     f"{site.site.kind} {site.site.text}: {site.mean_ways:.1f}-way (ideal "
-                    f"{site.ideal_ways:g}, worst {site.max_ways})",
+                    f"{site.ideal_ways:.1f}, worst {site.max_ways})",
                     site.mean_ways > site.ideal_ways * 1.01, "ways", row))
         for row, branch in enumerate(analysis.divergence):
             if branch.divergent:
                 found.append(Finding(
                     branch.branch.line, "divergence",
                     f"{branch.branch.kind} splits {_plural(branch.divergent, 'warp run')} of "
-                    f"{branch.requests:,} (mean {branch.mean_active_lanes:.1f} lanes)",
+                    f"{branch.evaluations:,} that reached it (mean "
+                    f"{branch.mean_active_lanes:.1f} lanes went on)",
                     False, "lanes", row))
         for barrier in analysis.barrier_divergence:
             found.append(Finding(

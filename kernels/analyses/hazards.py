@@ -22,6 +22,22 @@ from ..derived.lockstep import BarrierSite
 from ..derived.transform import AccessSite
 
 
+def thread_name(gtid: int, grid: tuple[int, int], block: tuple[int, int]) -> str:
+    """A global thread id in CUDA's own words: "block (1, 0), thread (8, 0)
+    (global 264)" (x first; never a block's thread number in a sentence
+    about the whole grid, or the reverse)."""
+    tpb = block[0] * block[1]
+    b, t = divmod(gtid, tpb)
+    by, bx = divmod(b, grid[0])
+    ty, tx = divmod(t, block[0])
+    return f"block ({bx}, {by}), thread ({tx}, {ty}) (global {gtid})"
+
+
+def block_name(b: int, grid: tuple[int, int]) -> str:
+    by, bx = divmod(b, grid[0])
+    return f"({bx}, {by})"
+
+
 @dataclass(frozen=True)
 class BarrierDivergence:
     """A barrier some threads of a block did not reach."""
@@ -37,6 +53,9 @@ class BarrierDivergence:
     arrived: int
     missing: int
     first_missing_thread: int
+    #: the launch's grid and block (x, y), to name blocks and threads
+    grid: tuple[int, int] = (1, 1)
+    block: tuple[int, int] = (1, 1)
 
     def summary(self) -> dict:
         return {"line": self.line, "barrier": self.text, "blocks": self.blocks,
@@ -46,10 +65,12 @@ class BarrierDivergence:
 
     def describe(self) -> str:
         return (f"the barrier at line {self.line} was reached by {self.arrived:,} of "
-                f"{self.arrived + self.missing:,} threads of block {self.first_block} "
-                f"(the others had returned or taken another path; first missing: thread "
-                f"{self.first_missing_thread}); {self.blocks:,} block"
-                f"{'s' if self.blocks != 1 else ''} affected: barrier divergence")
+                f"{self.arrived + self.missing:,} threads of block "
+                f"{block_name(self.first_block, self.grid)} (the others had returned or taken "
+                f"another path; first missing: "
+                f"{thread_name(self.first_missing_thread, self.grid, self.block)}); "
+                f"{self.blocks:,} block{'s' if self.blocks != 1 else ''} affected: barrier "
+                "divergence")
 
 
 @dataclass(frozen=True)
@@ -58,10 +79,14 @@ class SharedAccess:
 
     thread: int
     access: AccessSite
+    #: the launch's grid and block (x, y), to name the thread
+    grid: tuple[int, int] = (1, 1)
+    block: tuple[int, int] = (1, 1)
 
     def describe(self) -> str:
         verb = {"load": "reads", "store": "writes", "atomic": "updates"}[self.access.kind]
-        return f"thread {self.thread} {verb} {self.access.text} at line {self.access.line}"
+        return (f"{thread_name(self.thread, self.grid, self.block)} {verb} {self.access.text} "
+                f"at line {self.access.line}")
 
 
 @dataclass(frozen=True)
@@ -118,14 +143,16 @@ class UninitialisedReads:
 
 
 def barrier_divergence(bar: np.ndarray, barriers: tuple[BarrierSite, ...],
-                       tpb: int) -> tuple[BarrierDivergence, ...]:
+                       grid: tuple[int, int], block: tuple[int, int]
+                       ) -> tuple[BarrierDivergence, ...]:
     """Barriers reached divergently, from ``_tm_bar`` (see records.py)."""
+    tpb = block[0] * block[1]
     out = []
     for barrier in barriers:
-        executions, blocks, _, block, arrived, missing, lane = (int(v) for v in bar[barrier.site])
+        executions, blocks, _, first, arrived, missing, lane = (int(v) for v in bar[barrier.site])
         if executions:
-            out.append(BarrierDivergence(barrier.line, barrier.text, blocks, executions, block,
-                                         arrived, missing, block * tpb + lane))
+            out.append(BarrierDivergence(barrier.line, barrier.text, blocks, executions, first,
+                                         arrived, missing, first * tpb + lane, grid, block))
     return tuple(out)
 
 
@@ -134,22 +161,26 @@ def _index(slot_ndims: tuple[int, ...], slot: int, i: int, j: int) -> tuple[int,
 
 
 def shared_races(race: np.ndarray, sites: tuple[AccessSite, ...], slot_names: tuple[str, ...],
-                 slot_ndims: tuple[int, ...], tpb: int) -> SharedRaces:
+                 slot_ndims: tuple[int, ...], grid: tuple[int, int],
+                 block_dims: tuple[int, int]) -> SharedRaces:
     """Shared-memory races from ``_tm_race``."""
     count, block, other, other_site, lane, site, slot, i, j = (int(v) for v in race)
     if not count:
         return SharedRaces(0)
+    tpb = block_dims[0] * block_dims[1]
     return SharedRaces(count, slot_names[slot], _index(slot_ndims, slot, i, j), (
-        SharedAccess(block * tpb + other, sites[other_site]),
-        SharedAccess(block * tpb + lane, sites[site])))
+        SharedAccess(block * tpb + other, sites[other_site], grid, block_dims),
+        SharedAccess(block * tpb + lane, sites[site], grid, block_dims)))
 
 
 def uninitialised_reads(uninit: np.ndarray, sites: tuple[AccessSite, ...],
                         slot_names: tuple[str, ...], slot_ndims: tuple[int, ...],
-                        tpb: int) -> UninitialisedReads:
+                        grid: tuple[int, int], block_dims: tuple[int, int]
+                        ) -> UninitialisedReads:
     """Reads of unwritten shared elements from ``_tm_uninit``."""
     count, block, lane, slot, i, j, site = (int(v) for v in uninit)
     if not count:
         return UninitialisedReads(0)
+    tpb = block_dims[0] * block_dims[1]
     return UninitialisedReads(count, slot_names[slot], _index(slot_ndims, slot, i, j),
-                              SharedAccess(block * tpb + lane, sites[site]))
+                              SharedAccess(block * tpb + lane, sites[site], grid, block_dims))

@@ -62,7 +62,7 @@ def read_analysis(lockstep: dict[str, np.ndarray], layout: LockstepLayout,
                   request: RunRequest, slots: tuple[tuple[str, str, int], ...]) -> LockstepAnalysis:
     """Figures from a recording run's lockstep records; ``slots`` gives
     (name, role, ndim) of each checked array, as the helpers number them."""
-    blocks, tpb = request.blocks, request.threads_per_block
+    blocks = request.blocks
     item = np.dtype(request.dtype).itemsize
     names = tuple(name for name, _, _ in slots)
     ndims = tuple(ndim for _, _, ndim in slots)
@@ -72,7 +72,9 @@ def read_analysis(lockstep: dict[str, np.ndarray], layout: LockstepLayout,
         coalescing=coalescing(acc, accw, layout.sites, blocks, item),
         bank_conflicts=bank_conflicts(acc, accw, layout.sites, blocks, shared_bytes),
         divergence=divergence(lockstep["_tm_br"], lockstep["_tm_brw"], layout.branches, blocks),
-        barrier_divergence=barrier_divergence(lockstep["_tm_bar"], layout.barriers, tpb),
-        races=shared_races(lockstep["_tm_race"], layout.sites, names, ndims, tpb),
+        barrier_divergence=barrier_divergence(lockstep["_tm_bar"], layout.barriers,
+                                              request.grid2, request.block2),
+        races=shared_races(lockstep["_tm_race"], layout.sites, names, ndims, request.grid2,
+                           request.block2),
         uninitialised=uninitialised_reads(lockstep["_tm_uninit"], layout.sites, names, ndims,
-                                          tpb))
+                                          request.grid2, request.block2))
