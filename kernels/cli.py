@@ -140,6 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
                              help="where cases run (default auto: a GPU if there is one, else "
                                   "the CPU emulation, else the simulator; cpu never runs "
                                   "elsewhere)")
+    hunt_parser.add_argument("--grid", help="pin the grid (N or NxM); with --block, only "
+                             "the shapes vary")
+    hunt_parser.add_argument("--block", help="pin the block (N or NxM; default: the kernel's "
+                             "own, when its file launches it or its shared tile fixes it)")
     add_tier_option(hunt_parser)
     hunt_parser.add_argument("--dtype", choices=DTYPES, default="float32")
     hunt_parser.add_argument("--seed", type=int, default=0)
@@ -600,7 +604,12 @@ def _cmd_hunt(args: argparse.Namespace) -> int:
         print(f"  [{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
 
     with OutputFolder(args.out, files=("hunt.json",) + RUN_FILES) as folder:
-        report = hunt(base, budget=args.budget, progress=progress)
+        if args.grid and not args.block:
+            raise ThreadMapError("hunt --grid needs --block too (a grid alone fixes nothing "
+                                 "the shapes would not change)")
+        report = hunt(base, budget=args.budget, progress=progress,
+                      grid=parse_dims(args.grid, "--grid") if args.grid else None,
+                      block=parse_dims(args.block, "--block") if args.block else None)
         for case in report.cases:
             print(f"  {case.verdict:7s} {case.label()}  {case.seconds:.1f} s")
         print(report.summary())

@@ -49,26 +49,78 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def launches(m: int, n: int, launch_dims: int, x_rows: bool) -> list[tuple[str, tuple, tuple]]:
-    """(why, grid, block) of the launches tried on an ``m x n`` C."""
+def _relation(grid: tuple[int, ...], block: tuple[int, ...], m: int, n: int) -> str:
+    """How a launch's threads compare with C's elements, in words (true for
+    this shape: a block of 32 on 1 x 1 is more threads than elements)."""
+    threads = 1
+    for d in grid + block:
+        threads *= d
     elements = m * n
+    if threads < elements:
+        return "fewer threads than elements (the work must stride)"
+    if threads == elements:
+        return "exactly one thread per element"
+    return "more threads than elements (the extra ones must stay out)"
+
+
+def launches(m: int, n: int, launch_dims: int, x_rows: bool,
+             block: tuple[int, ...] | None = None) -> list[tuple[str, tuple, tuple]]:
+    """(why, grid, block) of the launches tried on an ``m x n`` C.  With
+    ``block`` (the kernel's own, or one pinned), every launch uses it and only
+    the grid varies."""
+    elements = m * n
+    x, y = (m, n) if x_rows else (n, m)
+    if block is not None:
+        if len(block) == 1:
+            grids = [("covering C", (_cdiv(elements, block[0]),)), ("one block", (1,)),
+                     ("3 blocks too many", (_cdiv(elements, block[0]) + 3,))]
+        else:
+            bx, by = block
+            grids = [("covering C", (_cdiv(x, bx), _cdiv(y, by))), ("one block", (1, 1)),
+                     ("one block too many each way", (_cdiv(x, bx) + 1, _cdiv(y, by) + 1))]
+        size = " x ".join(map(str, block))
+        return [(f"{what}, the kernel's {size} blocks: {_relation(grid, block, m, n)}",
+                 grid, block) for what, grid in grids]
     if launch_dims == 1:
-        return [
-            ("one thread per element, blocks of 256", (_cdiv(elements, 256),), (256,)),
-            ("fewer threads than elements: one warp", (1,), (32,)),
+        named = [
+            ("blocks of 256 covering C", (_cdiv(elements, 256),), (256,)),
+            ("one warp", (1,), (32,)),
             ("one block of 1,024 threads", (1,), (1024,)),
-            ("more threads than elements: 3 blocks too many", (_cdiv(elements, 64) + 3,), (64,)),
+            ("3 blocks of 64 too many", (_cdiv(elements, 64) + 3,), (64,)),
             ("many small blocks of 32", (_cdiv(elements, 32),), (32,)),
         ]
-    x, y = (m, n) if x_rows else (n, m)
-    return [
-        ("one thread per element, 16 x 16 blocks", (_cdiv(x, 16), _cdiv(y, 16)), (16, 16)),
-        ("fewer threads than elements: one 8 x 8 block", (1, 1), (8, 8)),
-        ("more threads than elements: one block too many each way",
-         (_cdiv(x, 16) + 1, _cdiv(y, 16) + 1), (16, 16)),
-        ("blocks that are not square: 32 x 8", (_cdiv(x, 32), _cdiv(y, 8)), (32, 8)),
-        ("one block of 32 x 32", (1, 1), (32, 32)),
-    ]
+    else:
+        named = [
+            ("16 x 16 blocks covering C", (_cdiv(x, 16), _cdiv(y, 16)), (16, 16)),
+            ("one 8 x 8 block", (1, 1), (8, 8)),
+            ("16 x 16 blocks, one too many each way", (_cdiv(x, 16) + 1, _cdiv(y, 16) + 1),
+             (16, 16)),
+            ("blocks that are not square: 32 x 8", (_cdiv(x, 32), _cdiv(y, 8)), (32, 8)),
+            ("one block of 32 x 32", (1, 1), (32, 32)),
+        ]
+    return [(f"{what}: {_relation(grid, block_, m, n)}", grid, block_)
+            for what, grid, block_ in named]
+
+
+def kernel_block(plan) -> tuple[int, ...] | None:
+    """The block a kernel needs, when it says so itself: its file's own launch,
+    or the shape of its shared tile (a kernel that stages TPB x TPB tiles
+    runs on TPB x TPB blocks, x first).  None when any block will do."""
+    launch = plan.kernel.launch
+    if launch is not None and launch.block:
+        return tuple(launch.block)
+    from .derived.local_types import block_array_specs
+    from .errors import ThreadMapError
+
+    try:
+        specs = block_array_specs(plan, "float32")
+    except ThreadMapError:
+        return None
+    for array in specs:
+        if array.kind == "shared" and len(array.shape) == plan.launch_dims:
+            shape = tuple(int(d) for d in array.shape)
+            return shape if len(shape) == 1 else (shape[1], shape[0])
+    return None
 
 
 @dataclass
@@ -123,7 +175,7 @@ class HuntReport:
         if failing is None or self.result is None:
             return ""
         verdict = self.result.verdict
-        if failing.why.startswith("fewer threads") and verdict.unwritten and \
+        if "fewer threads than elements" in failing.why and verdict.unwritten and \
                 not (verdict.collided or verdict.out_of_bounds):
             return ("the kernel computes one element per thread, so it needs a launch that "
                     "covers C; a grid-stride loop removes that need")
@@ -147,15 +199,24 @@ class HuntReport:
                 "cases": [c.row() for c in self.cases]}
 
 
-def hunt_cases(base: RunRequest) -> list[Case]:
-    """Every case of the search for ``base``'s kernel, smallest first."""
+def hunt_cases(base: RunRequest, grid: tuple[int, ...] | None = None,
+               block: tuple[int, ...] | None = None) -> list[Case]:
+    """Every case of the search for ``base``'s kernel, smallest first; with
+    ``grid`` and ``block`` pinned, only the shapes vary; with ``block`` alone
+    (or the kernel's own block), the grids."""
     from .sources.loader import load_plan
 
     plan = load_plan(base)
+    block = block or kernel_block(plan)
     cases = []
     for m, k, n in SHAPES:
-        for why, grid, block in launches(m, n, plan.launch_dims, plan.x_indexes == "rows"):
-            cases.append(Case((m, k, n), grid, block, why))
+        if grid is not None and block is not None:
+            cases.append(Case((m, k, n), grid, block,
+                              f"the launch given: {_relation(grid, block, m, n)}"))
+            continue
+        for why, grid_, block_ in launches(m, n, plan.launch_dims, plan.x_indexes == "rows",
+                                           block):
+            cases.append(Case((m, k, n), grid_, block_, why))
     seen, unique = set(), []
     for case in sorted(cases, key=lambda c: (c.shape[0] * c.shape[1] * c.shape[2], c.threads)):
         key = (case.shape, case.grid, case.block)
@@ -168,15 +229,18 @@ def hunt_cases(base: RunRequest) -> list[Case]:
 def hunt(base: RunRequest, budget: float = 60.0,
          progress: Callable[[float, str], None] | None = None,
          cancel: Callable[[], bool] | None = None,
-         run_one: Callable[..., RunResult] | None = None) -> HuntReport:
-    """Try :func:`hunt_cases` in order until one fails or ``budget`` seconds pass."""
+         run_one: Callable[..., RunResult] | None = None,
+         grid: tuple[int, ...] | None = None,
+         block: tuple[int, ...] | None = None) -> HuntReport:
+    """Try :func:`hunt_cases` in order until one fails or ``budget`` seconds
+    pass (``grid`` / ``block``: a launch pinned, see hunt_cases)."""
     from .engine import run
 
     run_one = run_one or run
     progress = progress or (lambda fraction, message: None)
     cancel = cancel or (lambda: False)
     started = time.monotonic()
-    cases = hunt_cases(base)
+    cases = hunt_cases(base, grid, block)
     tried: list[Case] = []
     stopped = ""
     for index, case in enumerate(cases):

@@ -69,7 +69,7 @@ def test_a_naive_kernel_fails_where_the_launch_does_not_cover_c(tmp_path):
     kernel = tmp_path / "naive.py"
     shutil.copy(ROOT / "kernels" / "sources" / "builtin" / "naive_2d.py", kernel)
     report = hunt(RunRequest(kernel=None, kernel_file=str(kernel), backend="cpu"), budget=120)
-    assert report.failing is not None and report.failing.why.startswith("fewer threads")
+    assert report.failing is not None and "fewer threads than elements" in report.failing.why
     assert "grid-stride loop" in report.hint
 
 
@@ -122,3 +122,20 @@ def test_the_app_s_button_finds_the_failing_case_and_opens_it(qtbot, tmp_path):
     assert window.tabs.currentWidget() is window.maps_view
     assert window.status.currentMessage().startswith("smallest failing case")
     assert window.controls.hunt_button.isEnabled()
+
+
+def test_hunt_labels_are_true_respect_the_kernel_s_block_and_can_be_pinned():
+    """(issue 20: 1x1x1 on a block of 32 was called "fewer threads than
+    elements", and the search tried 8x8 blocks on a kernel of 16x16 tiles)"""
+    from kernels.search import hunt_cases
+
+    for case in hunt_cases(RunRequest(kernel="grid-stride")):
+        m, _, n = case.shape
+        fewer = case.threads < m * n
+        assert ("fewer threads than elements" in case.why) == fewer, case.label()
+        assert ("more threads than elements" in case.why) == (case.threads > m * n)
+    tiled = hunt_cases(RunRequest(kernel="tiled"))
+    assert {case.block for case in tiled} == {(16, 16)}  # its TPB x TPB shared tiles
+    pinned = hunt_cases(RunRequest(kernel="naive-2d"), (2, 3), (8, 4))
+    assert {(case.grid, case.block) for case in pinned} == {((2, 3), (8, 4))}
+    assert len(pinned) == len({case.shape for case in pinned}) > 5
