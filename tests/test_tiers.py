@@ -344,3 +344,19 @@ def test_a_range_held_in_a_variable_then_iterated_runs_in_the_emulation(tmp_path
                                                 "        C[row, col] = acc\n        tx = 0"))
     with pytest.raises(Exception, match="something other than range"):
         run(req.with_(backend="cpu"))
+
+
+def test_the_instant_tier_hands_over_when_a_kernel_does_more_work_than_estimated(
+        monkeypatch, tmp_path):
+    """tid-rows has every thread compute all of C: far more than the M x N x K
+    the estimates count.  Past the compiled tier's estimate (here cut to 0.2 s),
+    the instant tier hands over, and the result says so."""
+    from kernels.backends import tiers
+
+    monkeypatch.setenv("THREADMAP_CACHE_DIR", str(tmp_path / "cache"))  # nothing compiled
+    monkeypatch.setattr(tiers, "hand_over_after", lambda job: 0.2)
+    result = run(RunRequest(kernel="tid-rows", m=32, k=32, n=32, grid=(1,), block=(256,),
+                            backend="cpu"))
+    assert result.tier == "compiled"
+    assert "the instant tier handed over after" in result.backend_note
+    assert result.maps.collided > 0  # the compiled tier's whole run, its figures intact

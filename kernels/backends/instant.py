@@ -97,6 +97,17 @@ def check_instant(plan, request, scalar_types: tuple[str, ...]) -> None:
     _program(plan, request.dtype, scalar_types)
 
 
+class TooSlow(Exception):
+    """The instant tier ran past the time the compiled tier was estimated to
+    take, compile included: the kernel does more work than a matmul's M x N x K
+    (every thread computing all of C), and the compiled tier takes over, as
+    an optimising compiler takes over hot code from an interpreter."""
+
+    def __init__(self, seconds: float):
+        super().__init__(f"{seconds:.1f} s")
+        self.seconds = seconds
+
+
 @dataclass(frozen=True)
 class _Slot:
     name: str
@@ -141,6 +152,10 @@ class VectorRuntime:
         self.ticks = 0
         self.singles = np.arange(1, dtype=np.int64)
         self.last_check = time.perf_counter()
+        self.started = self.last_check
+        #: when the compiled tier would have finished (its compile included):
+        #: past it, the instant tier hands over (see TooSlow)
+        self.deadline: float | None = None
         self.progress_note = ""
 
     # -- the unit -------------------------------------------------------------------------
@@ -170,6 +185,8 @@ class VectorRuntime:
             self.last_check = now
             if self.job.cancel():
                 raise RunCancelled("run cancelled")
+            if self.deadline is not None and now > self.deadline:
+                raise TooSlow(now - self.started)
 
     # -- values ---------------------------------------------------------------------------
 
@@ -664,8 +681,9 @@ def _order_matters(plan) -> bool:
                 or updates_output_atomically(plan) or atomics)
 
 
-def run_instant(job: KernelJob) -> BackendOutput:
-    """Run the recording emulation in numpy (the instant tier)."""
+def run_instant(job: KernelJob, hand_over_after: float | None = None) -> BackendOutput:
+    """Run the recording emulation in numpy (the instant tier); past
+    ``hand_over_after`` seconds of it, raise :class:`TooSlow`."""
     request = job.request
     plan = job.plan
     began = time.perf_counter()
@@ -680,6 +698,8 @@ def run_instant(job: KernelJob) -> BackendOutput:
                                          len(layout.barriers), request.blocks * nw)
     grid_wide = layout.warpwise and not _order_matters(plan)
     runtime = VectorRuntime(job, code, records, lockstep, keyed=grid_wide, c=c)
+    if hand_over_after is not None:
+        runtime.deadline = runtime.started + hand_over_after
     gdx, gdy = request.grid2
     bdx, bdy = request.block2
     arguments = [_scalar(a) for a in job.arguments(c)]
@@ -714,7 +734,7 @@ def run_instant(job: KernelJob) -> BackendOutput:
             try:
                 unit(*arguments, runtime, lane % bdx, lane // bdx, block_ids % gdx,
                      block_ids // gdx, gtid, len(lane), bdx, bdy, gdx, gdy, *arrays)
-            except (ThreadMapError, MemoryError):
+            except (ThreadMapError, MemoryError, TooSlow):
                 raise
             except Exception as exc:  # noqa: BLE001
                 # numpy met something its forms do not cover: the compiled tier

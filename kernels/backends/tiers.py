@@ -54,15 +54,19 @@ def run_emulation(job: KernelJob) -> BackendOutput:
     tier, why = choose_tier(job.request, job.plan)
     fallback = ""
     if tier == "instant":
-        from .instant import run_instant
+        from .instant import TooSlow, run_instant
 
         try:
-            output = run_instant(job)
+            output = run_instant(job, hand_over_after(job))
         except EmulationUnsupported as exc:
             if job.request.tier == "instant":
                 raise ThreadMapError(f"the instant tier cannot run {job.plan.name}: {exc}; "
                                      "choose --tier compiled or auto") from None
             fallback = f"; the instant tier cannot run it ({exc})"
+        except TooSlow as exc:
+            fallback = (f"; the instant tier handed over after {exc.seconds:.1f} s, past the "
+                        "compiled tier's estimate with its compile: the kernel does more "
+                        "work than M x N x K")
         else:
             output.tier = f"{TIER_WORDS['instant']} ({why})"
             if BACKGROUND_COMPILE:
@@ -74,6 +78,20 @@ def run_emulation(job: KernelJob) -> BackendOutput:
     output.tier = f"{TIER_WORDS['compiled']} ({why}{fallback})" if not fallback else \
         f"{TIER_WORDS['compiled']} ({fallback[2:]})"
     return output
+
+
+def hand_over_after(job: KernelJob) -> float | None:
+    """Seconds after which an instant run chosen by ``auto`` hands over to the
+    compiled tier: when that tier, compile included, would have finished.  The
+    estimates count a correct matmul's work; a kernel that does more (every
+    thread computing all of C) then costs at most about twice the better
+    tier.  None when the instant tier was asked for."""
+    if job.request.tier != "auto":
+        return None
+    from ..estimate import tier_seconds
+
+    compiled = tier_seconds(job.request.with_(tier="compiled"), job.plan)["compiled"]
+    return max(1.0, compiled)
 
 
 _BACKGROUND: dict[tuple, threading.Thread] = {}
