@@ -185,7 +185,9 @@ def compile_ahead(result: RunResult) -> bool:
     """After an instant-tier result of a built-in kernel, compile its compiled
     tier in a process of its own, so that the next, larger run finds it ready
     (kernel files are compiled ahead by their own child); whether one started."""
-    if result.tier != "instant":
+    from .engine import compiling_ahead
+
+    if result.tier != "instant" or not compiling_ahead():
         return False
     from .backends.precompile import compile_ahead as start
 

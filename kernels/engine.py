@@ -195,9 +195,17 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
     if isolate or time_limit is not None:
         from .backends.child import runner
         return runner(simulator=False).run(resolved, note, progress, cancel, time_limit,
-                                           compile_ahead=compile_ahead,
+                                           compile_ahead=compile_ahead and compiling_ahead(),
                                            known_types=_known_types(plan, resolved))
     return run_here(resolved, note, progress, cancel)
+
+
+def compiling_ahead() -> bool:
+    """Whether background compiles are on ($THREADMAP_COMPILE_AHEAD=0 turns
+    them off: the test suite does, so that none competes with its timed tests)."""
+    import os
+
+    return os.environ.get("THREADMAP_COMPILE_AHEAD", "1") != "0"
 
 
 def _known_types(plan: KernelPlan, request: RunRequest):

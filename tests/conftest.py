@@ -7,6 +7,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 # The tests' own process runs numba natively; simulator runs go to a child.
 os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
+# No compile in the background after an instant answer (the app's and the API's):
+# it would compete with the timed tests; the tests of it turn it back on.
+os.environ["THREADMAP_COMPILE_AHEAD"] = "0"
 
 import pytest  # noqa: E402
 

@@ -265,7 +265,8 @@ def test_load_only_loops_recorded_lane_by_lane_give_the_lockstep_s_figures(monke
     the recording run is the lockstep's, element by element."""
     from kernels.derived import codegen, lockstep
 
-    req = file_request("ragged_loops.py", (13, 9, 11), grid, block, backend="cpu")
+    req = file_request("ragged_loops.py", (13, 9, 11), grid, block, backend="cpu",
+                       tier="compiled")  # (the compiled tier's two ways of recording)
     monkeypatch.setattr(codegen, "_LOADED", {})
     by_lane = run(req)
     texts = [m.path.read_text() for m in codegen._LOADED.values()]
@@ -303,7 +304,8 @@ def test_workers_split_a_run_as_one_worker_would_run_it(monkeypatch, kernel, sha
     encoded) and a private C; merged, they equal one worker's run, C included
     (sequential semantics: the later thread's store stays)."""
     m, k, n = shape
-    req = RunRequest(kernel=kernel, m=m, k=k, n=n, grid=grid, block=block, backend="cpu")
+    req = RunRequest(kernel=kernel, m=m, k=k, n=n, grid=grid, block=block, backend="cpu",
+                     tier="compiled")  # (the compiled tier's workers)
     monkeypatch.setenv("THREADMAP_EMULATION_WORKERS", "1")
     alone = run(req)
     monkeypatch.setenv("THREADMAP_EMULATION_WORKERS", "3")

@@ -231,6 +231,7 @@ def test_after_an_instant_run_the_child_compiles_the_kernel_in_the_background(tm
     import time
 
     monkeypatch.setenv("THREADMAP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("THREADMAP_COMPILE_AHEAD", "1")
     req = _file_request(tmp_path, extra="  # compiled ahead")
     first = run(req, isolate=True, time_limit=120)
     assert "numpy lockstep: no compile" in first.backend_note
@@ -292,6 +293,7 @@ def test_a_built_in_kernel_compiles_ahead_in_a_process_of_its_own(tmp_path, monk
     from kernels.backends import precompile
 
     monkeypatch.setenv("THREADMAP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("THREADMAP_COMPILE_AHEAD", "1")
     req = RunRequest(kernel="one-block-chunks", m=20, k=12, n=24, grid=(1,), block=(64,),
                      dtype="float64", backend="cpu")
     first = run(req)
