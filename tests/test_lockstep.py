@@ -210,11 +210,17 @@ def test_local_arrays_and_a_counting_barrier():
 
 def test_an_out_of_bounds_shared_read_is_counted_like_any_other():
     # Thread 15 of each of 5 blocks reads partial[16] of a 16-element tile.
-    result = run(file_request("shared_off_by_one.py", (5, 7, 16), (5,), (16,), backend="cpu"))
-    oob, = result.maps.out_of_bounds
-    assert (oob.array, oob.role, oob.direction, oob.count, oob.first_thread,
-            oob.first_index) == ("partial", "shared", "read", 5, 15, (16,))
-    assert "the plain kernel was not launched" in " ".join(result.notes)
+    for tier in ("compiled", "instant"):
+        result = run(file_request("shared_off_by_one.py", (5, 7, 16), (5,), (16,),
+                                  backend="cpu", tier=tier))
+        oob, = result.maps.out_of_bounds
+        assert (oob.array, oob.role, oob.direction, oob.count, oob.first_thread,
+                oob.first_index) == ("partial", "shared", "read", 5, 15, (16,))
+        notes = " ".join(result.notes)
+        assert "with those reads as 0 and those writes skipped" in notes
+    assert "the plain kernel was not launched" in " ".join(
+        run(file_request("shared_off_by_one.py", (5, 7, 16), (5,), (16,), backend="cpu",
+                         tier="compiled")).notes)
 
 
 def test_a_barrier_inside_an_expression_goes_to_the_simulator_with_its_line():

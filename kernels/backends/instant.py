@@ -756,6 +756,11 @@ def run_instant(job: KernelJob, hand_over_after: float | None = None) -> Backend
         Timing("instrumented kernel", "cpu-instant", spent, INSTANT_METHOD, 1, job.flops),
     ]
     notes = [RACED_NOTE] if lockstep["_tm_race"][0] else []
+    oob = int(records[OOB].sum())
+    if oob:
+        notes.append(f"the instrumented run found {oob:,} out-of-bounds accesses, which on a "
+                     "GPU can corrupt memory or end the CUDA context (C shown is its own, with "
+                     "those reads as 0 and those writes skipped)")
     return BackendOutput(c, records, None, timings, notes, lockstep=lockstep, layout=layout,
                          prints=None)
 
