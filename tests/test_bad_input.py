@@ -57,3 +57,18 @@ def test_parse_shape():
     assert parse_shape("128x256x64") == (128, 256, 64)
     with pytest.raises(RequestError, match="three numbers"):
         parse_shape("128x256")
+
+
+def test_a_variable_read_before_any_assignment_is_a_compile_error_at_its_line(tmp_path):
+    """(found by CI's fuzzing pass: numba's front end raised its own error,
+    which reached the user as a traceback)"""
+    from kernels import KernelCompileError, RunRequest, run
+
+    path = tmp_path / "k.py"
+    path.write_text("from numba import cuda\n\n\n@cuda.jit\ndef matmul(A, B, C):\n"
+                    "    i, j = cuda.grid(2)\n    if x > 0:\n        return\n"
+                    "    x = cuda.threadIdx.x\n    C[i, j] = A[i, 0] * B[0, j]\n")
+    with pytest.raises(KernelCompileError, match="Variable 'x' is not defined") as info:
+        run(RunRequest(kernel=None, kernel_file=str(path), m=8, k=8, n=8, grid=(1, 1),
+                       block=(8, 8), backend="cpu"))
+    assert "line 7" in str(info.value)

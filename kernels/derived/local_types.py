@@ -175,7 +175,9 @@ def _kernel_types(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]) -
         ir = compiler.run_frontend(function)
         typemap = typed_passes.type_inference_stage(typing, target, ir, tuple(arg_types),
                                                     None).typemap
-    except errors.TypingError as exc:
+    except (errors.TypingError, errors.NotDefinedError, errors.UnsupportedError) as exc:
+        # (NotDefinedError: a variable read before any assignment, which numba's
+        # front end refuses; found by the fuzzing pass of CI)
         raise KernelCompileError(_typing_message(plan, exc)) from None
     return KernelTypes(_read_types(plan, typemap), block_array_specs(plan, dtype))
 
