@@ -11,7 +11,6 @@ from collections.abc import Callable
 from kernels import (
     SLOW_SIMULATOR_SECONDS,
     FileWatcher,
-    compile_ahead,
     RunRequest,
     RunResult,
     ThreadMapError,
@@ -185,9 +184,6 @@ class SessionController(QtCore.QObject):
     def _on_run_finished(self, result: RunResult) -> None:
         self.session.add_result(result)
         self.session.tell(f"done: {run_title(result)}")
-        # An instant-tier answer: the compiled tier compiles meanwhile, in a
-        # process of its own, for the next, larger run.
-        compile_ahead(result)
 
     def _on_sweep_finished(self) -> None:
         self.session.finish_sweep()

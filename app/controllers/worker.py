@@ -19,6 +19,7 @@ from kernels import (
     RunCancelled,
     RunRequest,
     ThreadMapError,
+    compile_ahead,
     hunt,
     run,
     run_sweep,
@@ -112,6 +113,10 @@ class Worker(QtCore.QObject):
             result = attach_occupancy(result, assumed_registers)
             job.check_cancel()  # cancelled meanwhile: the result is dropped, as asked
             job.produced.emit(result)
+            # An instant-tier answer of a built-in kernel: its compiled tier
+            # compiles meanwhile, in a process of its own, for the next, larger
+            # run (here, off the GUI thread: it reads the kernel's plan).
+            compile_ahead(result)
 
         self._start(body, self.run_finished, None)
 

@@ -29,6 +29,7 @@ atomically) runs warp by warp instead.
 from __future__ import annotations
 
 import ast
+import functools
 import time
 from dataclasses import dataclass
 from typing import ClassVar
@@ -235,17 +236,11 @@ class VectorRuntime:
 
     @staticmethod
     def f_min(*values):
-        out = values[0]
-        for v in values[1:]:
-            out = np.minimum(out, v)
-        return out
+        return functools.reduce(np.minimum, values)
 
     @staticmethod
     def f_max(*values):
-        out = values[0]
-        for v in values[1:]:
-            out = np.maximum(out, v)
-        return out
+        return functools.reduce(np.maximum, values)
 
     @staticmethod
     def f_int(x):
