@@ -121,30 +121,29 @@ def cpu_seconds_used() -> float:
 def extend_cpu(seconds: float) -> None:
     """Raise this process's CPU limit by ``seconds`` (a compile's, given back
     to the run it interrupted)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    if soft == resource.RLIM_INFINITY or seconds <= 0:
-        return
-    target = soft + int(seconds) + 1
-    if hard != resource.RLIM_INFINITY:
-        target = min(target, hard)
-    try:
-        resource.setrlimit(resource.RLIMIT_CPU, (target, hard))
-    except (ValueError, OSError, OverflowError):
-        pass
+    soft, _ = resource.getrlimit(resource.RLIMIT_CPU)
+    if soft != resource.RLIM_INFINITY and seconds > 0:
+        _set_cpu_limit(soft + int(seconds) + 1)
 
 
 def limit_cpu(seconds: float | None) -> None:
     """Let the next run use ``seconds`` more of CPU time (None: no limit),
     counted from what this process has used so far (it runs many requests).
     Past it the kernel kills the process (SIGXCPU)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
     if seconds is None or not seconds < _NO_CPU_LIMIT:
-        target = hard  # (--time-limit 1e300: no limit, as setrlimit takes 64 bits)
+        _set_cpu_limit(None)  # (--time-limit 1e300: no limit, as setrlimit takes 64 bits)
     else:
-        used = resource.getrusage(resource.RUSAGE_SELF)
-        target = int(used.ru_utime + used.ru_stime + seconds) + 1
-        if hard != resource.RLIM_INFINITY:
-            target = min(target, hard)
+        _set_cpu_limit(int(cpu_seconds_used() + seconds) + 1)
+
+
+def _set_cpu_limit(target: int | None) -> None:
+    """The soft CPU limit to ``target`` seconds of this process (None: up to
+    the hard limit), never above the hard limit."""
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if target is None:
+        target = hard
+    elif hard != resource.RLIM_INFINITY:
+        target = min(target, hard)
     try:
         resource.setrlimit(resource.RLIMIT_CPU, (target, hard))
     except (ValueError, OSError, OverflowError):

@@ -403,31 +403,42 @@ class _Writer:
                 self.emit(indent, f"_tm_V_{variable.dtype}[{variable.row}, _tm_l] = "
                                   f"{variable.name}", line)
 
+    def statement_kind(self, stmt: ast.stmt) -> str:
+        """What a statement of the kernel is to a lockstep code generator:
+        "if", "for", "while", "return", "leave" (break / continue), "skip"
+        (pass, a docstring, a block array's declaration), "barrier" or
+        "simple".  Both generators (this one, and vector.py's) dispatch on it."""
+        if isinstance(stmt, ast.If):
+            return "if"
+        if isinstance(stmt, ast.For):
+            return "for"
+        if isinstance(stmt, ast.While):
+            return "while"
+        if isinstance(stmt, ast.Return):
+            return "return"
+        if isinstance(stmt, (ast.Break, ast.Continue)):
+            return "leave"
+        if isinstance(stmt, ast.Pass) or (
+                isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+            return "skip"  # (a docstring)
+        if self._barrier_call(stmt) is not None:
+            return "barrier"
+        if self._is_declaration(stmt):
+            return "skip"  # block arrays are the driver's; poisoned before each block
+        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
+            return "simple"
+        raise self._fail(f"{type(stmt).__name__} statements are not supported by the "
+                         "lockstep emulation", stmt)
+
     def _statement(self, stmt: ast.stmt, depth: int, loops: list[tuple[int, int]],
                    indent: int) -> None:
-        if isinstance(stmt, ast.If):
-            self._if(stmt, depth, loops, indent)
-        elif isinstance(stmt, ast.For):
-            self._for(stmt, depth, loops, indent)
-        elif isinstance(stmt, ast.While):
-            self._while(stmt, depth, loops, indent)
-        elif isinstance(stmt, ast.Return):
-            self._return(stmt, depth, loops, indent)
-        elif isinstance(stmt, (ast.Break, ast.Continue)):
-            self._leave(stmt, depth, loops, indent)
-        elif isinstance(stmt, ast.Pass):
-            pass
-        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
-            pass  # a docstring
-        elif self._barrier_call(stmt) is not None:
+        kind = self.statement_kind(stmt)
+        if kind == "barrier":
             self._barrier(stmt, depth, indent)
-        elif self._is_declaration(stmt):
-            pass  # block arrays are the driver's; poisoned before each block
-        elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
+        elif kind == "simple":
             self._simple(stmt, depth, indent)
-        else:
-            raise self._fail(f"{type(stmt).__name__} statements are not supported by the "
-                             "lockstep emulation", stmt)
+        elif kind != "skip":
+            getattr(self, f"_{kind}")(stmt, depth, loops, indent)
 
     def _is_declaration(self, stmt: ast.stmt) -> bool:
         return (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)

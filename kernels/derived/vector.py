@@ -340,29 +340,13 @@ class _VectorWriter:
             self.emit(indent, "pass")
 
     def _statement(self, stmt: ast.stmt, depth: int, loops, indent: int) -> None:
-        w = self.w
-        if isinstance(stmt, ast.If):
-            self._if(stmt, depth, loops, indent)
-        elif isinstance(stmt, ast.For):
-            self._for(stmt, depth, loops, indent)
-        elif isinstance(stmt, ast.While):
-            self._while(stmt, depth, loops, indent)
-        elif isinstance(stmt, ast.Return):
-            self._return(stmt, depth, loops, indent)
-        elif isinstance(stmt, (ast.Break, ast.Continue)):
-            self._leave(stmt, depth, loops, indent)
-        elif isinstance(stmt, ast.Pass) or (
-                isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
-            pass
-        elif w._barrier_call(stmt) is not None:
+        kind = self.w.statement_kind(stmt)  # (the compiled tier's classification)
+        if kind == "barrier":
             self._barrier(stmt, depth, indent)
-        elif w._is_declaration(stmt):
-            pass
-        elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
+        elif kind == "simple":
             self._simple(stmt, depth, indent)
-        else:
-            raise w._fail(f"{type(stmt).__name__} statements are not supported by the "
-                          "lockstep emulation", stmt)
+        elif kind != "skip":
+            getattr(self, f"_{kind}")(stmt, depth, loops, indent)
 
     def _vector_lines(self, statements: list[ast.stmt]) -> list[str]:
         out = []
