@@ -1,4 +1,5 @@
-"""maps.npz is lean on disk and gives back the same maps (issue 9, point 13)."""
+"""maps.npz is lean on disk, gives back the same maps (issue 9, point 13), and numpy
+alone reads every map it documents (issue 20, point 7)."""
 import zipfile
 
 import numpy as np
@@ -14,16 +15,55 @@ def test_smallest_integer_type_holds_the_range():
     assert smallest_integer_type(np.array([0, 2**40])) == np.int64
 
 
+def _readme_map_names() -> list[str]:
+    """The names of maps.npz that the README lists (per-warp ones by their prefix)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    listing = text[text.index("`out/maps.npz` ("):text.index("numpy alone reads every one")]
+    return re.findall(r"`([a-z_]+)(?:<n>)?`", listing.replace("out/maps.npz", ""))
+
+
+def test_numpy_alone_reads_every_map_the_readme_lists(tmp_path):
+    # the shared-memory kernel has coalescing, bank-conflict and branch maps
+    result = run(RunRequest(kernel="tiled", m=96, k=40, n=80, grid=(5, 6), block=(16, 16),
+                            backend="cpu"))
+    arrays = result.maps_arrays()
+    path = tmp_path / "maps.npz"
+    save_maps(path, arrays, result.request.dtype, run_id="r1")
+    names = _readme_map_names()
+    assert {"count", "min_writer", "max_writer", "reference", "sectors_site",
+            "ways_site", "active_lanes_branch"} <= set(names)
+    with np.load(path) as archive:  # numpy and nothing else
+        stored = set(archive.files)
+        for name in names:
+            if name.endswith(("_site", "_branch")):
+                assert any(f.startswith(name) for f in stored), name
+                continue
+            value = archive[name]
+            if name == "reference":
+                np.testing.assert_array_equal(value, arrays[name].astype(np.float32))
+                continue
+            np.testing.assert_array_equal(value, arrays[name], err_msg=name)
+            if value.dtype.kind in "iu":
+                assert value.dtype == smallest_integer_type(arrays[name]), name
+        for name in stored:  # and every per-warp map as it is in memory
+            np.testing.assert_array_equal(archive[name].astype(arrays[name].dtype)
+                                          if name != "reference" else archive[name],
+                                          arrays[name] if name != "reference"
+                                          else arrays[name].astype(np.float32), err_msg=name)
+    assert stored == set(arrays)
+
+
 def test_maps_come_back_the_same_from_a_smaller_file(tmp_path):
     result = run(RunRequest(kernel="grid-stride", m=96, k=8, n=80, grid=(3,), block=(64,),
                             backend="cpu"))
     arrays = result.maps_arrays()
     path = tmp_path / "maps.npz"
     layout = save_maps(path, arrays, result.request.dtype)
-    # No atomics, and no element stored by two threads: both are one line.
-    assert layout["left_out"]["atomics"]["why"] == "zero everywhere"
-    assert layout["same_as"] == {"max_writer": "min_writer"}
     assert layout["stored"]["count"]["stored"] == np.dtype(np.uint8).str
+    assert set(layout["stored"]) == set(arrays)
     back = load_maps(path, layout)
     assert set(back) == set(arrays)
     for name, array in arrays.items():
@@ -36,9 +76,8 @@ def test_maps_come_back_the_same_from_a_smaller_file(tmp_path):
         np.testing.assert_array_equal(back[name], array, err_msg=name)
     in_memory = sum(a.nbytes for a in arrays.values())
     assert path.stat().st_size < in_memory / 2
-    with zipfile.ZipFile(path) as archive:  # numpy reads it as any .npz
-        assert {i.filename for i in archive.infolist()} == {
-            f"{name}.npy" for name in layout["stored"]}
+    with zipfile.ZipFile(path) as archive:  # a zip that zipfile checks member by member
+        assert archive.testzip() is None
 
 
 def test_collisions_keep_both_writer_maps(tmp_path):
@@ -46,49 +85,54 @@ def test_collisions_keep_both_writer_maps(tmp_path):
     result = run(RunRequest(kernel="tid-rows", m=16, k=4, n=16, grid=(1,), block=(64,),
                             backend="cpu"))
     assert result.verdict.collided
-    layout = save_maps(tmp_path / "maps.npz", result.maps_arrays(), "float32")
-    assert "max_writer" in layout["stored"] and not layout["same_as"]
-    back = load_maps(tmp_path / "maps.npz", layout)
-    np.testing.assert_array_equal(back["max_writer"], result.maps.max_writer)
-
-
-def test_thread_ids_along_rows_are_stored_as_differences(tmp_path):
-    # The writer map of a grid-stride launch of 100,000 threads over 1024 x 1024
-    # (the ids repeat further apart than deflate looks back).
-    writer = (np.arange(1 << 20, dtype=np.int64) % 100_000).astype(np.int32).reshape(1024, 1024)
-    noise = np.random.default_rng(1).integers(0, 100_000, (1024, 1024), dtype=np.int32)
-    layout = save_maps(tmp_path / "maps.npz", {"min_writer": writer, "other": noise}, "float32")
-    # +1 but at every 100,000th element: runs of differences
-    assert layout["stored"]["min_writer"]["encoding"] == "delta+runs"
-    assert layout["stored"]["other"]["encoding"] == "raw"  # differences would not help
-    back = load_maps(tmp_path / "maps.npz", layout)
-    np.testing.assert_array_equal(back["min_writer"], writer)
-    np.testing.assert_array_equal(back["other"], noise)
-    assert back["min_writer"].dtype == np.int32
-    assert (tmp_path / "maps.npz").stat().st_size < writer.nbytes
-
-
-def test_long_runs_are_stored_as_runs_and_short_ones_are_not(tmp_path):
-    rng = np.random.default_rng(2)
-    ones = np.ones((1024, 1024), np.int32)  # every element written once
-    rows = np.repeat(np.arange(1024, dtype=np.int32), 1024).reshape(1024, 1024)
-    ids = (np.arange(1 << 20) % 3000).astype(np.int32)  # differences: runs 3,000 long
-    noisy_ids = ids + rng.integers(0, 2, ids.size, dtype=np.int32)  # short runs, small steps
-    # long runs in the first elements, then none: the sample must not decide alone
-    tail = np.concatenate([np.zeros(1 << 16, np.int32),
-                           rng.integers(0, 50, (1 << 20) - (1 << 16), dtype=np.int32)])
-    maps = {"ones": ones, "rows": rows, "ids": ids, "noisy_ids": noisy_ids, "tail": tail}
-    layout = save_maps(tmp_path / "maps.npz", maps, "float32")
-    encodings = {name: spec["encoding"] for name, spec in layout["stored"].items()}
-    assert encodings == {"ones": "runs", "rows": "runs", "ids": "delta+runs",
-                         "noisy_ids": "delta", "tail": "raw"}
+    save_maps(tmp_path / "maps.npz", result.maps_arrays(), "float32")
     with np.load(tmp_path / "maps.npz") as archive:
-        assert archive["ones"].size == 2  # one run: its value and its length
-        assert archive["rows"].shape == (2, 1024)
+        np.testing.assert_array_equal(archive["max_writer"], result.maps.max_writer)
+        np.testing.assert_array_equal(archive["min_writer"], result.maps.min_writer)
+        assert (archive["max_writer"] != archive["min_writer"]).any()
+
+
+def test_large_maps_deflate_in_parallel_chunks_into_one_stream(tmp_path):
+    # Over several 4 MB chunks, each deflated on its own: one valid member.
+    writer = (np.arange(3 << 21, dtype=np.int64) % 100_000).astype(np.int32).reshape(3072, 2048)
+    noise = np.random.default_rng(1).random((1024, 1024), dtype=np.float32)
+    layout = save_maps(tmp_path / "maps.npz", {"min_writer": writer, "max_writer": writer.copy(),
+                                               "C": noise, "atomics": np.zeros_like(writer)},
+                       "float32")
+    with zipfile.ZipFile(tmp_path / "maps.npz") as archive:
+        assert archive.testzip() is None
+        sizes = {i.filename: (i.compress_type, i.compress_size, i.file_size)
+                 for i in archive.infolist()}
+    assert sizes["min_writer.npy"][0] == zipfile.ZIP_DEFLATED
+    assert sizes["C.npy"][0] == zipfile.ZIP_STORED  # random mantissas: not worth deflating
+    assert sizes["min_writer.npy"][1] < sizes["min_writer.npy"][2] / 2
+    assert sizes["atomics.npy"][1] < sizes["atomics.npy"][2] / 100  # zero everywhere
+    with np.load(tmp_path / "maps.npz") as archive:
+        assert archive["min_writer"].dtype == np.uint32
+        np.testing.assert_array_equal(archive["min_writer"], writer)
+        np.testing.assert_array_equal(archive["max_writer"], writer)
+        assert archive["atomics"].dtype == np.uint8 and not archive["atomics"].any()
     back = load_maps(tmp_path / "maps.npz", layout)
-    for name, array in maps.items():
-        assert back[name].dtype == array.dtype, name
-        np.testing.assert_array_equal(back[name], array, err_msg=name)
+    assert back["min_writer"].dtype == np.int32 and back["atomics"].dtype == writer.dtype
+
+
+def test_maps_files_of_earlier_versions_still_load(tmp_path):
+    # Before maps were stored whole: a count of 1 as its runs, a writer map as
+    # its differences, atomics left out, max_writer said to equal min_writer.
+    writer = np.arange(64, dtype=np.int32).reshape(8, 8)
+    np.savez(tmp_path / "old.npz", count=np.array([[1], [64]], np.uint8),
+             min_writer=np.diff(writer.reshape(-1), prepend=0).astype(np.uint8))
+    layout = {"stored": {
+        "count": {"stored": "|u1", "dtype": "<i4", "shape": [8, 8], "encoding": "runs"},
+        "min_writer": {"stored": "|u1", "dtype": "<i4", "shape": [8, 8], "encoding": "delta"}},
+        "left_out": {"atomics": {"why": "zero everywhere", "value": 0, "shape": [8, 8],
+                                 "dtype": "<i4"}},
+        "same_as": {"max_writer": "min_writer"}}
+    back = load_maps(tmp_path / "old.npz", layout)
+    np.testing.assert_array_equal(back["count"], np.ones((8, 8)))
+    np.testing.assert_array_equal(back["min_writer"], writer)
+    np.testing.assert_array_equal(back["max_writer"], writer)
+    assert not back["atomics"].any() and back["atomics"].dtype == np.int32
 
 
 def test_a_sweep_keeps_one_reference_for_all_its_configurations(tmp_path):
