@@ -100,11 +100,11 @@ class SweepAction(_Action):
         if request is None:
             return
         try:
-            blocks, threads = self.sweep_view.blocks_and_threads()
+            grids, blocks = self.sweep_view.grids_and_blocks()
         except ThreadMapError as exc:
-            session.raise_error(str(exc))
+            session.raise_sweep_error(str(exc))
             return
-        self.controller.sweep(request, blocks, threads)
+        self.controller.sweep(request, grids, blocks)
 
 
 class HuntAction(_Action):

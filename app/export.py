@@ -14,7 +14,8 @@ from kernels import (
     BACKEND_SHORT,
     RunResult,
     SweepCell,
-    counted,
+    dims_heading,
+    dims_order,
     encode_png,
     format_dims,
     format_seconds,
@@ -204,7 +205,7 @@ class SweepImages:
             return
         if self._exporter is None:
             self._exporter = HeatmapExporter((800, 600))
-        self._exporter.write(cell.result, self.out / f"grid{cell.blocks}_block{cell.threads}.png",
+        self._exporter.write(cell.result, self.out / f"{cell.stem}.png",
                              self.map_name)
 
     def finish(self, cells: list[SweepCell]) -> None:
@@ -238,11 +239,11 @@ def png_bytes(result: RunResult, map_name: str = "count",
 
 def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str = "count",
                          cell_size: int = 220) -> Path:
-    """The sweep matrix (blocks down, threads per block across) as one PNG,
-    every map on one shared colour scale with its colour bar, each cell titled
-    with its verdict, time and, for a FAIL, why."""
-    blocks = sorted({c.blocks for c in cells})
-    threads = sorted({c.threads for c in cells})
+    """The sweep matrix (grids down, blocks across) as one PNG, every map on
+    one shared colour scale with its colour bar, each cell titled with its
+    verdict, time and, for a FAIL, why."""
+    blocks = dims_order(c.grid for c in cells)
+    threads = dims_order(c.block for c in cells)
     # Room for the row labels, the colour bar and its ticks, and the titles.
     size = (cell_size * len(threads) + 150, cell_size * len(blocks) + 110)
     widget = _offscreen_widget(size)
@@ -251,21 +252,21 @@ def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str
         top = shared_top(ok, map_name)
         first = ok[0].result.request if ok else None
         title = (f"{first.kernel_label} {first.m}x{first.k}x{first.n}: {MAP_CHOICES[map_name][0]}"
-                 " (blocks down, threads per block across)") if first else "sweep"
+                 " (grids down, blocks across)") if first else "sweep"
         widget.ci.addLabel(_wrapped(title, size[0] - 40, 11), row=0, col=0,
                            colspan=len(threads) + 2, size="11pt")
-        for col, count in enumerate(threads):
-            widget.ci.addLabel(counted(count, "thread"), row=1, col=col + 1, size="9pt")
-        for row, count in enumerate(blocks):
-            widget.ci.addLabel(counted(count, "block"), row=row + 2, col=0, angle=-90,
+        for col, dims in enumerate(threads):
+            widget.ci.addLabel(dims_heading(dims, "thread"), row=1, col=col + 1, size="9pt")
+        for row, dims in enumerate(blocks):
+            widget.ci.addLabel(dims_heading(dims, "block"), row=row + 2, col=0, angle=-90,
                                size="9pt")
         shown = None
         for cell in cells:
-            row = 2 + blocks.index(cell.blocks)
-            col = 1 + threads.index(cell.threads)
+            row = 2 + blocks.index(cell.grid)
+            col = 1 + threads.index(cell.block)
             tile = MapTile(widget.ci, row, col)
             if cell.result is None:
-                tile.set_caption(f"{cell.blocks} x {cell.threads}: error")
+                tile.set_caption(f"{cell.label}: error")
                 continue
             image = make_map(cell.result, map_name, shared_top=top)
             shown = shown or image
@@ -364,13 +365,13 @@ def cell_findings(cell: SweepCell) -> str:
 def cell_title(cell: SweepCell) -> str:
     """``"4 x 256 PASS 1.2 ms"`` (time labelled emu / sim when not a GPU time)."""
     if cell.result is None:
-        return f"{cell.blocks} x {cell.threads} error"
+        return f"{cell.label} error"
     timing = cell.result.shown_timing
     when = ""
     if timing is not None:
         tag = "" if timing.is_gpu_time else {"cpu": " emu", "sim": " sim"}.get(timing.backend, "")
         when = f" {format_seconds(timing.seconds)}{tag}"
-    return f"{cell.blocks} x {cell.threads} {cell.result.verdict.word}{when}"
+    return f"{cell.label} {cell.result.verdict.word}{when}"
 
 
 def shared_top(cells: list[SweepCell], map_name: str) -> float | None:

@@ -174,6 +174,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.sweep_view.export_sheet_requested.connect(self.export_sheet_action.trigger)
         self.sweep_view.export_folder_requested.connect(self.export_folder_action.trigger)
         s.sweep_started.connect(lambda *_: self.tabs.setCurrentWidget(self.sweep_view))
+        s.sweep_error_raised.connect(self._show_sweep_error)
+        controls.kernel_changed.connect(self._apply_sweep_defaults)
 
     def _on_busy_changed(self, busy: bool) -> None:
         for button in (self.controls.run_button, self.controls.hunt_button,
@@ -195,6 +197,19 @@ class MainWindow(QtWidgets.QMainWindow):
         chosen = self.controller.file_launch(request)
         if chosen is not None:
             self.controls.apply_launch(chosen.grid, chosen.block, chosen.launch_source)
+
+    def _show_sweep_error(self, message: str) -> None:
+        self.sweep_view.show_error(message)
+        self.tabs.setCurrentWidget(self.sweep_view)
+
+    def _apply_sweep_defaults(self) -> None:
+        """A 2-D kernel's sweep defaults are 2-D (and its own block, where its
+        tile fixes one)."""
+        try:
+            defaults = self.controller.sweep_defaults(self.controls.request())
+        except ThreadMapError:
+            return
+        self.sweep_view.set_defaults(*defaults)
 
     def _open_sweep_cell(self, cell) -> None:
         self.controller.open_sweep_cell(cell)

@@ -51,7 +51,15 @@ from .search import HuntReport, hunt
 from .sources.catalogue import CATALOGUE
 from .sources.source import format_dims, kernel_names
 from .stow import Stowage, bytes_in_memory
-from .sweep import SweepCell, parse_list, sweep_requests, write_sweep
+from .sweep import (
+    SweepCell,
+    dims_heading,
+    dims_order,
+    parse_list,
+    sweep_defaults,
+    sweep_requests,
+    write_sweep,
+)
 from .thumbnail import MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR
 from .thumbnail import png as encode_png
 from .watch import FileWatcher
@@ -78,12 +86,13 @@ def run(request: RunRequest, progress=None, cancel=None, **options) -> RunResult
     return engine_run(request, progress, cancel, **options)
 
 
-def run_sweep(base: RunRequest, blocks: Sequence[int], threads: Sequence[int],
+def run_sweep(base: RunRequest, grids: Sequence, blocks: Sequence,
               progress=None, cancel=None, run_one: Callable | None = None):
-    """Yield a :class:`SweepCell` per configuration (see kernels.sweep)."""
+    """Yield a :class:`SweepCell` per configuration (see kernels.sweep):
+    ``grids`` and ``blocks`` as numbers (1-D) or tuples (``(2, 2)``)."""
     from .sweep import run_sweep as engine_sweep
 
-    return engine_sweep(base, tuple(blocks), tuple(threads), progress, cancel, run_one)
+    return engine_sweep(base, tuple(grids), tuple(blocks), progress, cancel, run_one)
 
 
 def with_occupancy(result: RunResult, assumed_registers: int = ASSUMED_REGISTERS) -> RunResult:
@@ -220,7 +229,7 @@ __all__ = [
     "ASSUMED_REGISTERS", "BACKEND_LABELS", "BACKEND_SHORT", "BACKENDS", "BackendUnavailable",
     "bank_conflict_model", "bytes_in_memory", "CATALOGUE", "check_request", "command_line",
     "COUNT_COLOURS", "counted", "default_launch", "describe_seconds", "diff_category_names",
-    "diff_runs", "DTYPES", "encode_png", "file_launch_dims", "Finding", "format_bytes",
+    "diff_runs", "dims_heading", "dims_order", "DTYPES", "encode_png", "file_launch_dims", "Finding", "format_bytes",
     "format_dims", "format_seconds", "gpu_available", "GPU_MODEL_NAMES", "gpu_model_source",
     "gpu_status", "hunt", "HuntReport", "KERNEL_FILE_TIME_LIMIT", "kernel_names",
     "KERNEL_OUTPUT_LINES", "KernelCompileError", "KernelRuntimeError", "KernelSnapshot",
@@ -230,6 +239,6 @@ __all__ = [
     "RunCancelled", "RunRequest", "RunResult", "RunTimedOut", "simulator_estimate", "FileWatcher",
     "compile_ahead",
     "SLOW_SIMULATOR_SECONDS", "stop_child_processes", "store_lines", "Stowage",
-    "sweep_requests", "SweepCell", "threadmap", "ThreadMapError", "ThreadMapResult",
+    "sweep_defaults", "sweep_requests", "SweepCell", "threadmap", "ThreadMapError", "ThreadMapResult",
     "UnsupportedConstruct", "with_occupancy", "write_atomically", "write_sweep", "__version__",
 ]

@@ -111,10 +111,14 @@ def build_parser() -> argparse.ArgumentParser:
     sweep_parser = commands.add_parser(
         "sweep", help="run one kernel across blocks x threads-per-block configurations")
     add_run_options(sweep_parser)
-    sweep_parser.add_argument("--grids", default="1,2,4,8,16,32",
-                              help="numbers of blocks, comma-separated (1-D grids)")
-    sweep_parser.add_argument("--blocks", default="32,64,128,256,512,1024",
-                              help="threads per block, comma-separated")
+    sweep_parser.add_argument("--grids",
+                              help="grids, comma-separated, each N or NxM (default "
+                                   "1,2,4,8,16,32; for a kernel that indexes in 2-D, "
+                                   "1x1,2x2,4x4,8x8,16x16)")
+    sweep_parser.add_argument("--blocks",
+                              help="blocks, comma-separated, each N or NxM threads (default "
+                                   "32,64,128,256,512,1024; in 2-D 8x8,16x16,32x8,32x32; for "
+                                   "a kernel whose tile fixes its block, that block)")
     sweep_parser.add_argument("--out", required=True,
                               help="directory for summary.csv, summary.json and per-configuration "
                                    ".npz / .png files")
@@ -497,14 +501,15 @@ def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
     from .backends.common import TIMING
     from .backends.kernel_output import STDOUT
     from .cli_progress import CommandLineProgress
-    from .sweep import SweepFolder, parse_list, run_sweep_ahead
+    from .sweep import SweepFolder, parse_list, run_sweep_ahead, sweep_defaults
 
     check_image_options(args)
     check_numbers(args)
     check_output_path("--out", args.out, folder=True)
     base = request_from_args(args, "1", "32")
-    grids = parse_list(args.grids, "--grids")
-    blocks = parse_list(args.blocks, "--blocks")
+    default_grids, default_blocks = sweep_defaults(base)
+    grids = parse_list(args.grids or default_grids, "--grids")
+    blocks = parse_list(args.blocks or default_blocks, "--blocks")
     check_gpu_model(args.gpu_model)
 
     if not args.yes:
@@ -552,7 +557,7 @@ def sweep_line(cell) -> str:
     where it was measured."""
     from .result import BACKEND_SHORT, format_seconds
 
-    launch = f"{cell.blocks:>8} x {cell.threads:<5}"
+    launch = f"{cell.label:>16}"
     if cell.result is None:
         return f"{launch} ERROR: {cell.error}"
     result = cell.result

@@ -129,7 +129,8 @@ def _check_dims(dims: tuple[int, ...], limits: tuple[int, ...], what: str) -> No
         if value < 1:
             raise RequestError(f"{what} {'xyz'[axis]} must be at least 1, got {value}")
         if value > limit:
-            raise RequestError(f"{what} {'xyz'[axis]} = {value} is past CUDA's limit of {limit}")
+            raise RequestError(f"{what} {'xyz'[axis]} = {value:,} is past CUDA's limit of "
+                               f"{limit:,}")
 
 
 def check_request(request: RunRequest) -> None:
@@ -145,7 +146,7 @@ def check_request(request: RunRequest) -> None:
         if value < 1:
             raise RequestError(f"{name} must be at least 1, got {value}")
         if value > MAX_DIMENSION:
-            raise RequestError(f"{name} = {value} is too large (at most {MAX_DIMENSION})")
+            raise RequestError(f"{name} = {value:,} is too large (at most {MAX_DIMENSION:,})")
     if request.dtype not in DTYPES:
         raise RequestError(f"dtype must be one of {', '.join(DTYPES)}, not {request.dtype!r}")
     if request.pattern not in PATTERNS:
@@ -170,8 +171,8 @@ def check_request(request: RunRequest) -> None:
     _check_dims(request.grid, MAX_GRID_DIMS, "grid")
     if request.threads_per_block > MAX_THREADS_PER_BLOCK:
         raise RequestError(f"a block of {' x '.join(map(str, request.block))} = "
-                           f"{request.threads_per_block} threads is past CUDA's limit of "
-                           f"{MAX_THREADS_PER_BLOCK} threads per block")
+                           f"{request.threads_per_block:,} threads is past CUDA's limit of "
+                           f"{MAX_THREADS_PER_BLOCK:,} threads per block")
     if request.kernel_file is None and not request.kernel:
         raise RequestError("no kernel given")
     needed = host_bytes_needed(request)

@@ -1,4 +1,5 @@
-"""Run one kernel across many launch configurations (blocks x threads per block).
+"""Run one kernel across many launch configurations (grid x block, each of one
+or two dimensions: ``1,2,4`` x ``32,64``, or ``1x1,2x2`` x ``8x8,16x16``).
 
 Qt-free: the GUI's sweep tab and ``threadmap sweep`` both use it.  Results
 come one configuration at a time (a generator), so callers can show progress
@@ -23,25 +24,63 @@ from .maps_file import save_maps
 from .outputs import write_atomically
 from .request import RunRequest, check_request
 from .result import RunResult
+from .sources.source import format_dims
+
+
+Dims = tuple[int, ...]
+
+
+def dims_order(values) -> list[Dims]:
+    """The distinct dims in the order a sweep's matrix shows them: by their
+    product, then as written (4 before 2x2 before 4x1)."""
+    return sorted(set(values), key=lambda d: (int(np.prod(d)), len(d), d))
+
+
+def dims_heading(dims: Dims, noun: str) -> str:
+    """A row's or column's heading: ``"1 block"``, ``"4 blocks"``, ``"2x2 blocks"``."""
+    count = int(np.prod(dims))
+    return f"{format_dims(dims)} {noun}{'' if count == 1 and len(dims) == 1 else 's'}"
 
 
 @dataclass(frozen=True, eq=False)
 class SweepCell:
-    """One configuration of a sweep and what it gave."""
+    """One configuration of a sweep (its grid and block, of 1 or 2
+    dimensions) and what it gave."""
 
-    blocks: int
-    threads: int
+    grid: Dims
+    block: Dims
     request: RunRequest
     result: RunResult | None
     error: str | None = None
 
     @property
+    def blocks(self) -> int:
+        """Blocks in the grid."""
+        return int(np.prod(self.grid))
+
+    @property
+    def threads(self) -> int:
+        """Threads per block."""
+        return int(np.prod(self.block))
+
+    @property
     def total_threads(self) -> int:
         return self.blocks * self.threads
 
+    @property
+    def label(self) -> str:
+        """``"4 x 256"`` or ``"2x2 x 16x16"``: grid, then block."""
+        return f"{format_dims(self.grid)} x {format_dims(self.block)}"
+
+    @property
+    def stem(self) -> str:
+        """Its files' name: ``grid4_block256``, ``grid2x2_block16x16``."""
+        return f"grid{format_dims(self.grid)}_block{format_dims(self.block)}"
+
     def row(self) -> dict:
         """A flat summary row (for summary.csv / summary.json)."""
-        row = {"blocks": self.blocks, "threads_per_block": self.threads,
+        row = {"grid": format_dims(self.grid), "block": format_dims(self.block),
+               "blocks": self.blocks, "threads_per_block": self.threads,
                "total_threads": self.total_threads}
         if self.result is None:
             row.update(verdict="ERROR", error=self.error)
@@ -75,15 +114,61 @@ class SweepCell:
         return row
 
 
-def parse_list(text: str, what: str) -> tuple[int, ...]:
-    """``"1,2,4"`` -> ``(1, 2, 4)``."""
-    try:
-        values = tuple(int(part) for part in text.replace(" ", "").split(",") if part)
-    except ValueError:
-        raise ThreadMapError(f"{what} must be whole numbers separated by commas, not {text!r}") from None
-    if not values:
-        raise ThreadMapError(f"{what} is empty")
-    return values
+def parse_list(text: str, what: str) -> tuple[Dims, ...]:
+    """``"1,2,4"`` -> ``((1,), (2,), (4,))``; ``"1x1, 2x2"`` -> ``((1, 1), (2, 2))``.
+    A malformed entry is named; a repeated one is kept once (where it first
+    came)."""
+    entries = [part.strip() for part in text.split(",")]
+    if not any(entries):
+        raise ThreadMapError(f"{what} is empty: give N or NxM entries separated by commas")
+    values: list[Dims] = []
+    for entry in entries:
+        if not entry:
+            continue
+        parts = entry.lower().replace("*", "x").replace("×", "x").split("x")
+        try:
+            dims = tuple(int(part) for part in parts)
+        except ValueError:
+            dims = ()
+        if not 1 <= len(dims) <= 2 or min(dims) < 1:
+            raise ThreadMapError(f"{what}: {entry!r} is not N or NxM (whole numbers from 1, "
+                                 f"such as 4 or 2x2)")
+        if dims not in values:
+            values.append(dims)
+    return tuple(values)
+
+
+def as_dims(values) -> tuple[Dims, ...]:
+    """Numbers or tuples (``(1, 2)`` or ``((1, 1), (2, 2))``) as dims tuples."""
+    return tuple((int(v),) if isinstance(v, (int, np.integer)) else tuple(int(d) for d in v)
+                 for v in values)
+
+
+#: A sweep's defaults: 1-D launches, and for a kernel that indexes in two
+#: dimensions, 2-D ones (1-D launches of a 2-D kernel leave its y threads at 0).
+DEFAULT_GRIDS = {1: "1,2,4,8,16,32", 2: "1x1,2x2,4x4,8x8,16x16"}
+DEFAULT_BLOCKS = {1: "32,64,128,256,512,1024", 2: "8x8,16x16,32x8,32x32"}
+
+
+def default_lists(launch_dims: int, kernel_block: Dims | None = None) -> tuple[str, str]:
+    """The grids and blocks a sweep tries by default: for a kernel that needs
+    its own block (its file's launch, or the shape of its shared tile), only
+    that block."""
+    dims = 2 if launch_dims == 2 else 1
+    blocks = format_dims(kernel_block) if kernel_block else DEFAULT_BLOCKS[dims]
+    grid_dims = len(kernel_block) if kernel_block else dims
+    return DEFAULT_GRIDS[grid_dims], blocks
+
+
+def sweep_defaults(base: RunRequest) -> tuple[str, str]:
+    """The grids and blocks a sweep of ``base``'s kernel tries by default
+    (:func:`default_lists`): 2-D for a kernel that indexes in 2-D.  It reads
+    the kernel's plan: call it off the GUI thread, or where a plan is cached."""
+    from .search import kernel_block
+    from .sources.loader import load_plan
+
+    plan = load_plan(base)
+    return default_lists(plan.launch_dims, kernel_block(plan))
 
 
 #: timed launches per configuration: a sweep compares 64 configurations
@@ -92,16 +177,19 @@ def parse_list(text: str, what: str) -> tuple[int, ...]:
 SWEEP_REPEATS = 3
 
 
-def sweep_requests(base: RunRequest, blocks: tuple[int, ...],
-                   threads: tuple[int, ...]) -> list[RunRequest]:
-    """Every 1-D launch blocks x threads, checked up front (bad input is refused
-    before anything runs)."""
+def sweep_requests(base: RunRequest, grids, blocks) -> list[RunRequest]:
+    """Every launch grid x block (each given as numbers or dims tuples),
+    checked up front: bad input is refused, naming the launch, before
+    anything runs."""
     requests = []
     repeats = min(base.repeats, SWEEP_REPEATS)
-    for b in blocks:
-        for t in threads:
-            request = base.with_(grid=(b,), block=(t,), repeats=repeats)
-            check_request(request)
+    for grid in as_dims(grids):
+        for block in as_dims(blocks):
+            request = base.with_(grid=grid, block=block, repeats=repeats)
+            try:
+                check_request(request)
+            except ThreadMapError as exc:
+                raise type(exc)(f"{format_dims(grid)} x {format_dims(block)}: {exc}") from None
             requests.append(request)
     return requests
 
@@ -118,23 +206,23 @@ def one_tier(requests: list[RunRequest]) -> list[RunRequest]:
     return [r.with_(tier="compiled", tier_source=why) for r in requests]
 
 
-def run_sweep(base: RunRequest, blocks: tuple[int, ...], threads: tuple[int, ...],
+def run_sweep(base: RunRequest, grids, blocks,
               progress: Callable[[float, str], None] | None = None,
               cancel: Callable[[], bool] | None = None,
               run_one: Callable[..., RunResult] | None = None) -> Iterator[SweepCell]:
-    """Yield a :class:`SweepCell` per configuration, row by row (blocks outer)."""
+    """Yield a :class:`SweepCell` per configuration, row by row (grids outer)."""
     from .engine import run
 
     run_one = run_one or run
     progress = progress or (lambda fraction, message: None)
     cancel = cancel or (lambda: False)
-    requests = one_tier(sweep_requests(base, blocks, threads))
+    requests = one_tier(sweep_requests(base, grids, blocks))
     total = len(requests)
     for index, request in enumerate(requests):
         if cancel():
             raise RunCancelled("sweep cancelled")
-        b, t = request.grid[0], request.block[0]
-        label = f"configuration {index + 1} of {total}: {b} x {t}"
+        grid, block = tuple(request.grid), tuple(request.block)
+        label = f"configuration {index + 1} of {total}: {format_dims(grid)} x {format_dims(block)}"
 
         def inner(fraction: float, message: str, index=index, label=label) -> None:
             progress((index + fraction) / total, f"{label}: {message}")
@@ -145,13 +233,13 @@ def run_sweep(base: RunRequest, blocks: tuple[int, ...], threads: tuple[int, ...
         except RunCancelled:
             raise
         except ThreadMapError as exc:
-            yield SweepCell(b, t, request, None, str(exc))
+            yield SweepCell(grid, block, request, None, str(exc))
             continue
-        yield SweepCell(b, t, request, result)
+        yield SweepCell(grid, block, request, result)
     progress(1.0, f"sweep done: {total} configurations")
 
 
-def run_sweep_ahead(base: RunRequest, blocks: tuple[int, ...], threads: tuple[int, ...],
+def run_sweep_ahead(base: RunRequest, grids, blocks,
                     progress: Callable[[float, str], None] | None = None,
                     run_one: Callable[..., RunResult] | None = None) -> Iterator[SweepCell]:
     """As :func:`run_sweep`, the configurations running on a thread of their
@@ -165,7 +253,7 @@ def run_sweep_ahead(base: RunRequest, blocks: tuple[int, ...], threads: tuple[in
 
     def produce() -> None:
         try:
-            for cell in run_sweep(base, blocks, threads, progress, cancel=stop.is_set,
+            for cell in run_sweep(base, grids, blocks, progress, cancel=stop.is_set,
                                   run_one=run_one):
                 cells.put(("cell", cell))
         except BaseException as exc:  # re-raised in the caller's thread
@@ -211,7 +299,7 @@ class SweepFolder:
         if cell.result is None:
             return
         out = self.out
-        stem = f"grid{cell.blocks}_block{cell.threads}"
+        stem = cell.stem
         arrays = cell.result.maps_arrays()
         reference = arrays.pop("reference")
         dtype = cell.result.request.dtype

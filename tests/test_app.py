@@ -118,7 +118,7 @@ def test_bad_input_keeps_the_previous_results(window):
     window.controls.block_edit.setText("2048")
     window.run_action.trigger()
     assert window.maps_view.error_label.isVisible()
-    assert "past CUDA's limit of 1024" in window.maps_view.error_label.text()
+    assert "past CUDA's limit of 1,024" in window.maps_view.error_label.text()
     assert window.results_view.results.rowCount() == 1 and window.session.current is previous
     window.controls.block_edit.setText("abc")
     window.run_action.trigger()
@@ -245,6 +245,36 @@ def test_sweep_fills_the_matrix_and_opens_a_cell(window):
     window.sweep_view.cell_opened.emit(cells[4])
     assert window.session.current is cells[4].result
     assert window.tabs.currentIndex() == 0
+
+
+def test_a_2d_kernel_sweeps_2d_launches_and_errors_show_on_the_sweep_tab(window):
+    view = window.sweep_view
+    window.controls.select_kernel("builtin", "tiled")
+    # its own 16 x 16 block, and 2-D grids, in place of the 1-D defaults
+    assert (view.blocks_edit.text(), view.threads_edit.text()) == (
+        "1x1,2x2,4x4,8x8,16x16", "16x16")
+    prepare_sweep(window, "tiled", (40, 16, 24), "1x1,2x2,1x1x1", "16x16")
+    window.sweep_action.trigger()
+    # named on the Sweep tab, not under the Run button
+    assert window.tabs.currentWidget() is view
+    assert not view.error.isHidden()
+    assert "Grids: '1x1x1' is not N or NxM" in view.error.text()
+    assert window.controls.message.text() == ""
+    assert window.session.sweep_cells == []
+    view.blocks_edit.setText("2x3, 1x1, 2x3")  # a repeated entry runs once
+    window.sweep_action.trigger()
+    assert view.error.isHidden()
+    cells = window.session.sweep_cells
+    assert [c.label for c in cells] == ["2x3 x 16x16", "1x1 x 16x16"]
+    assert [c.result.verdict.word for c in cells] == ["PASS", "FAIL"]
+    # placed by their dims: 1x1 on the first row, 2x3 on the second
+    places = {cell.label: (plot.plot.scene() is not None) for plot, cell in view._plots}
+    assert len(view._plots) == 2 and all(places.values())
+    assert view._grid == (((1, 1), (2, 3)), ((16, 16),))
+    # a launch past CUDA's limits: named, with the launch, on the Sweep tab
+    view.threads_edit.setText("64x32")
+    window.sweep_action.trigger()
+    assert "2x3 x 64x32" in view.error.text() and "1,024" in view.error.text()
 
 
 def test_sweep_exports(window, tmp_path):
@@ -487,8 +517,8 @@ def test_sweep_cells_name_what_the_lockstep_checks_found():
                       n=16, grid=(1, 1), block=(16, 16), backend="cpu")
     conflicted = racy.with_(kernel_file=str(kernels / "transposed_tile.py"), m=32, k=32, n=32,
                             grid=(2, 2))
-    racy_cell = SweepCell(1, 256, racy, run(racy))
-    conflicted_cell = SweepCell(4, 256, conflicted, run(conflicted))
+    racy_cell = SweepCell((1, 1), (16, 16), racy, run(racy))
+    conflicted_cell = SweepCell((2, 2), (16, 16), conflicted, run(conflicted))
     assert "shared races" in cell_findings(racy_cell)
     assert cell_findings(conflicted_cell) == "8-way bank conflicts"
     row = racy_cell.row()

@@ -49,8 +49,8 @@ def test_run_uses_the_kernel_preset_launch(tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["--shape", "0x4x4"], "M must be at least 1"),
-    (["--block", "2048"], "past CUDA's limit of 1024"),
-    (["--grid", "1x70000"], "grid y = 70000 is past CUDA's limit of 65535"),
+    (["--block", "2048"], "past CUDA's limit of 1,024"),
+    (["--grid", "1x70000"], "grid y = 70,000 is past CUDA's limit of 65,535"),
     (["--kernel", "nope"], "unknown kernel 'nope'"),
     (["--shape", "4x4"], "three numbers"),
     (["--grid", "two"], "--grid must be N or NxM"),
@@ -97,12 +97,34 @@ def test_sweep_writes_summaries_and_images(tmp_path):
         assert (out / f"{stem}.npz").exists() and (out / f"{stem}.png").exists()
     assert (out / "contact_sheet.png").exists()
     header = (out / "summary.csv").read_text().splitlines()[0]
-    assert header.startswith("blocks,threads_per_block,total_threads,verdict")
+    assert header.startswith("grid,block,blocks,threads_per_block,total_threads,verdict")
 
 
 def test_sweep_refuses_a_bad_list(tmp_path):
     proc = threadmap("sweep", "--grids", "1,x", "--backend", "cpu", "--out", str(tmp_path))
-    assert proc.returncode == 2 and "--grids must be whole numbers" in proc.stderr
+    assert proc.returncode == 2 and "--grids: 'x' is not N or NxM" in proc.stderr
+
+
+def test_a_2d_kernel_sweeps_2d_launches_by_default(tmp_path):
+    out = tmp_path / "sweep"
+    # tiled fixes 16 x 16 blocks (its shared tiles): only the grids vary; a
+    # repeated grid runs once
+    proc = threadmap("sweep", "--kernel", "tiled", "--shape", "40x16x24", "--backend", "cpu",
+                     "--no-images", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads((out / "summary.json").read_text())["configurations"]
+    assert [(r["grid"], r["block"], r["verdict"]) for r in rows] == [
+        ("1x1", "16x16", "FAIL"), ("2x2", "16x16", "FAIL"), ("4x4", "16x16", "PASS"),
+        ("8x8", "16x16", "PASS"), ("16x16", "16x16", "PASS")]
+    assert (out / "grid2x2_block16x16.npz").exists()
+    assert "2x2 x 16x16 FAIL" in " ".join(proc.stdout.split())
+    proc = threadmap("sweep", "--kernel", "naive-2d", "--shape", "20x4x30", "--grids",
+                     "2x2,1,2x2", "--blocks", "16x16,32x8", "--backend", "cpu", "--no-images",
+                     "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads((out / "summary.json").read_text())["configurations"]
+    assert [(r["grid"], r["block"]) for r in rows] == [
+        ("2x2", "16x16"), ("2x2", "32x8"), ("1", "16x16"), ("1", "32x8")]
 
 
 @pytest.mark.parametrize("args,message", [

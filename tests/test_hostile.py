@@ -252,7 +252,7 @@ def command(*args: str, env: dict | None = None, timeout: float = 300):
     (["check", "SUB", "--scheduler", "notaurl"], "--scheduler 'notaurl' is not a scheduler's address"),
     (["check", "SUB", "--scheduler", "tcp://10.255.255.1:99999"], "is not a scheduler's address"),
     (["check", "SUB", "--launches", "0:32"], "--launches 0:32 (with shape 64x64x64): grid x must be at least 1"),
-    (["check", "SUB", "--launches", "1:2048"], "block x = 2048 is past CUDA's limit of 1024"),
+    (["check", "SUB", "--launches", "1:2048"], "block x = 2,048 is past CUDA's limit of 1,024"),
     (["check", "SUB", "--shapes", "0x1x1"], "--shapes 0x1x1 (with shape 0x1x1): M must be at least 1"),
     (["check", "SUB", "--shapes", "100000x100000x100000"], "would need about"),
     (["check", "SUB", "--workers", "0"], "--workers must be at least 1"),
@@ -313,7 +313,7 @@ def test_an_invalid_launch_in_the_file_says_it_came_from_the_file(tmp_path):
     assert done.returncode == 2
     line, = done.stderr.strip().splitlines()
     assert f"{path}:9: the file's own launch of matmul (1 x 2048) cannot run: block x = " \
-           "2048 is past CUDA's limit of 1024; give --grid and --block" in line
+           "2,048 is past CUDA's limit of 1,024; give --grid and --block" in line
 
 
 def test_a_scheduler_that_does_not_answer_is_named_in_one_line(tmp_path):

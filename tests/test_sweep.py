@@ -3,6 +3,7 @@ the caller writes each one's files (``threadmap sweep``)."""
 import time
 
 import numpy as np
+import pytest
 
 from kernels.sweep import run_sweep, run_sweep_ahead
 from tests.conftest import request
@@ -47,3 +48,45 @@ def test_files_are_never_written_while_a_configuration_times_itself(monkeypatch)
     assert len(writing) == 6 and len(timed) >= 6
     overlaps = [(w, t) for w in writing for t in timed if t[0] < w[1] and w[0] < t[1]]
     assert overlaps == []
+
+
+# -- launches of two dimensions (issue 20, point 3) --------------------------------------
+
+def test_lists_take_2d_entries_name_a_malformed_one_and_keep_duplicates_once():
+    from kernels import ThreadMapError
+    from kernels.sweep import parse_list
+
+    assert parse_list("1x1, 2x2,4,2X2,4", "--grids") == ((1, 1), (2, 2), (4,))
+    for text, entry in (("1x1,2y2", "'2y2'"), ("4,0", "'0'"), ("8x8x8", "'8x8x8'"),
+                        ("16x", "'16x'")):
+        with pytest.raises(ThreadMapError, match=f"--grids: {entry} is not N or NxM"):
+            parse_list(text, "--grids")
+    with pytest.raises(ThreadMapError, match="--blocks is empty"):
+        parse_list(" , ", "--blocks")
+
+
+def test_a_2d_sweep_places_each_launch_and_checks_it():
+    from kernels.sweep import run_sweep
+
+    # tiled needs 16 x 16 blocks; C is 40 x 24, its y blocks run down the rows
+    base = request("tiled", (40, 16, 24), backend="cpu")
+    cells = list(run_sweep(base, ((1, 1), (2, 2), (2, 3)), ((16, 16),)))
+    assert [c.stem for c in cells] == ["grid1x1_block16x16", "grid2x2_block16x16",
+                                       "grid2x3_block16x16"]
+    assert [(c.blocks, c.threads, c.label) for c in cells] == [
+        (1, 256, "1x1 x 16x16"), (4, 256, "2x2 x 16x16"), (6, 256, "2x3 x 16x16")]
+    # one 16 x 16 block covers 256 of 960 elements; 2 x 2 blocks cover 32 of
+    # the 40 rows (768 elements); 2 x 3 blocks cover all of C
+    assert [c.result.verdict.unwritten for c in cells] == [704, 192, 0]
+    assert cells[2].result.verdict.passed
+    assert cells[0].row()["grid"] == "1x1" and cells[0].row()["block"] == "16x16"
+
+
+def test_a_2d_kernel_s_defaults_are_2d_and_its_own_block():
+    from kernels.sweep import sweep_defaults
+
+    assert sweep_defaults(request("grid-stride", (8, 8, 8))) == (
+        "1,2,4,8,16,32", "32,64,128,256,512,1024")
+    assert sweep_defaults(request("naive-2d", (8, 8, 8))) == (
+        "1x1,2x2,4x4,8x8,16x16", "8x8,16x16,32x8,32x32")
+    assert sweep_defaults(request("tiled", (8, 8, 8))) == ("1x1,2x2,4x4,8x8,16x16", "16x16")

@@ -21,6 +21,7 @@ from kernels import (
     resolve_backend,
     simulator_estimate,
     stop_child_processes,
+    sweep_defaults,
     sweep_requests,
 )
 
@@ -95,14 +96,14 @@ class SessionController(QtCore.QObject):
         self.worker.start_run(request, self.session.assumed_registers)
         return True
 
-    def sweep(self, base: RunRequest, blocks: tuple[int, ...], threads: tuple[int, ...]) -> bool:
-        """Start a sweep of ``base`` over blocks x threads per block."""
+    def sweep(self, base: RunRequest, grids, blocks) -> bool:
+        """Start a sweep of ``base`` over grids x blocks (dims tuples)."""
         if self.busy:
             return False
         try:
-            requests = sweep_requests(base, blocks, threads)
+            requests = sweep_requests(base, grids, blocks)
         except ThreadMapError as exc:
-            self.session.raise_error(str(exc))
+            self.session.raise_sweep_error(str(exc))
             return False
         backend = self._checked_backend(requests[-1])
         if backend is None:
@@ -112,8 +113,8 @@ class SessionController(QtCore.QObject):
                                                            len(requests)):
             return False
         self.session.clear_error()
-        self.session.begin_sweep(blocks, threads)
-        self.worker.start_sweep(base, blocks, threads, self.session.assumed_registers)
+        self.session.begin_sweep(grids, blocks)
+        self.worker.start_sweep(base, grids, blocks, self.session.assumed_registers)
         return True
 
     def hunt(self, base: RunRequest, budget: float = 60.0) -> bool:
@@ -248,6 +249,13 @@ class SessionController(QtCore.QObject):
         self.session.clear_error()
         self.session.kernel_file_opened.emit(str(path), tuple(names))
         return True
+
+    def sweep_defaults(self, request: RunRequest) -> tuple[str, str]:
+        """The grids and blocks a sweep of ``request``'s kernel tries by
+        default (2-D for a 2-D kernel); ThreadMapError where the kernel cannot
+        be read.  It reads the kernel's plan, as ``file_launch`` does: parsing
+        only, milliseconds."""
+        return sweep_defaults(request)
 
     def file_launch(self, request: RunRequest) -> RunRequest | None:
         """``request`` with its kernel file's own launch (or a guessed one, said

@@ -120,13 +120,12 @@ class Worker(QtCore.QObject):
 
         self._start(body, self.run_finished, None)
 
-    def start_sweep(self, base: RunRequest, blocks: tuple[int, ...],
-                    threads: tuple[int, ...], assumed_registers: int = 32) -> None:
+    def start_sweep(self, base: RunRequest, grids, blocks, assumed_registers: int = 32) -> None:
         def run_one(request: RunRequest, progress, cancel):
             return run(request, progress=progress, cancel=cancel, **run_options(request))
 
         def body(job: _Job) -> None:
-            for cell in run_sweep(base, blocks, threads, progress=job.progressed.emit,
+            for cell in run_sweep(base, grids, blocks, progress=job.progressed.emit,
                                   cancel=job.cancel_event.is_set, run_one=run_one):
                 if cell.result is not None:
                     # (after the run: on a GPU, numba's own register count of the

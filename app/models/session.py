@@ -67,6 +67,7 @@ class Session(QtCore.QObject):
     kernel_file_opened = QtCore.Signal(str, tuple)
     #: an error to show (message, whether it is about the run asked for)
     error_raised = QtCore.Signal(str, bool)
+    sweep_error_raised = QtCore.Signal(str)
     error_cleared = QtCore.Signal()
     #: a passing message for the status bar (text, milliseconds; 0 = until replaced)
     told = QtCore.Signal(str, int)
@@ -295,8 +296,8 @@ class Session(QtCore.QObject):
 
     # -- sweep ----------------------------------------------------------------------------
 
-    def begin_sweep(self, blocks: tuple[int, ...], threads: tuple[int, ...]) -> None:
-        self.sweep_axes = (tuple(blocks), tuple(threads))
+    def begin_sweep(self, grids, blocks) -> None:
+        self.sweep_axes = (tuple(grids), tuple(blocks))
         self.sweep_cells = []
         self.sweep_started.emit(self.sweep_axes[0], self.sweep_axes[1])
 
@@ -316,6 +317,11 @@ class Session(QtCore.QObject):
 
     def raise_error(self, message: str, about_the_run: bool = True) -> None:
         self.error_raised.emit(message, about_the_run)
+
+    def raise_sweep_error(self, message: str) -> None:
+        """An error about the sweep asked for (its lists, its launches): shown
+        on the Sweep tab."""
+        self.sweep_error_raised.emit(message)
 
     def clear_error(self) -> None:
         self.error_cleared.emit()

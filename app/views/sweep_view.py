@@ -1,6 +1,6 @@
-"""The sweep tab: a matrix of small heatmaps (blocks x threads per block) on one
-shared colour scale, each marked PASS/FAIL with its time, and time against
-total threads."""
+"""The sweep tab: a matrix of small heatmaps (grids down, blocks across, each of
+one or two dimensions) on one shared colour scale, each marked PASS/FAIL with
+its time, and time against total threads."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,6 +12,8 @@ from kernels import (
     GPU_MODEL_NAMES,
     SweepCell,
     counted,
+    dims_heading,
+    dims_order,
     gpu_model_source,
     parse_list,
     percent,
@@ -25,7 +27,7 @@ from ..qt import QtCore, QtWidgets, pg
 from .colors import colour_map
 from .heatmap import HeatmapPlot, colour_bar_ticks
 
-DEFAULT_BLOCKS = "1,2,4,8,16,32"
+DEFAULT_BLOCKS = "1,2,4,8,16,32"  # grids: a kernel's own defaults replace them (sweep_defaults)
 DEFAULT_THREADS = "32,64,128,256,512,1024"
 SWEEP_MAPS = ("count", "iteration", "stores", "oob", "writer")
 
@@ -48,14 +50,16 @@ class SweepView(QtWidgets.QWidget):
         self._grid: tuple[tuple[int, ...], tuple[int, ...]] | None = None
         self._top: float | None = None
         self._bar: pg.ColorBarItem | None = None
+        self._defaults = (DEFAULT_BLOCKS, DEFAULT_THREADS)
         layout = QtWidgets.QVBoxLayout(self)
         form = QtWidgets.QHBoxLayout()
         self.blocks_edit = QtWidgets.QLineEdit(DEFAULT_BLOCKS)
         self.blocks_edit.setObjectName("sweep-blocks")
-        self.blocks_edit.setToolTip("numbers of blocks, separated by commas")
+        self.blocks_edit.setToolTip("grids, separated by commas: N blocks (4) or NxM (2x2)")
         self.threads_edit = QtWidgets.QLineEdit(DEFAULT_THREADS)
         self.threads_edit.setObjectName("sweep-threads")
-        self.threads_edit.setToolTip("threads per block, separated by commas (at most 1024)")
+        self.threads_edit.setToolTip("blocks, separated by commas: N threads (256) or NxM "
+                                     "(16x16), at most 1,024 threads each")
         self.map_combo = QtWidgets.QComboBox()
         for name in SWEEP_MAPS:
             self.map_combo.addItem(MAP_CHOICES[name][0], name)
@@ -77,7 +81,7 @@ class SweepView(QtWidgets.QWidget):
         self.folder_button = QtWidgets.QPushButton("Export all to folder...")
         self.folder_button.clicked.connect(self.export_folder_requested.emit)
         # Two rows: on one they needed 1,015 px and cut the window off at 1280.
-        for label, widget in (("Blocks", self.blocks_edit), ("Threads per block", self.threads_edit)):
+        for label, widget in (("Grids", self.blocks_edit), ("Blocks", self.threads_edit)):
             form.addWidget(QtWidgets.QLabel(label))
             form.addWidget(widget, 1)
         form.addWidget(self.run_button)
@@ -90,7 +94,15 @@ class SweepView(QtWidgets.QWidget):
         second.addWidget(self.folder_button)
         layout.addLayout(form)
         layout.addLayout(second)
-        self.status = QtWidgets.QLabel("Choose lists of blocks and threads per block, then "
+        # A sweep's own errors (a malformed list, a launch past CUDA's limits)
+        # show here, where it was asked for.
+        self.error = QtWidgets.QLabel("")
+        self.error.setObjectName("sweep-error")
+        self.error.setStyleSheet("color: #c62828")
+        self.error.setWordWrap(True)
+        self.error.hide()
+        layout.addWidget(self.error)
+        self.status = QtWidgets.QLabel("Choose lists of grids and blocks (N or NxM each), then "
                                        "Run sweep. Click a cell to open it in the Maps tab.")
         self.status.setWordWrap(True)
         layout.addWidget(self.status)
@@ -131,10 +143,26 @@ class SweepView(QtWidgets.QWidget):
     def map_name(self) -> str:
         return self.map_combo.currentData()
 
-    def blocks_and_threads(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """The lists asked for; ThreadMapError names a bad one."""
-        return (parse_list(self.blocks_edit.text(), "blocks"),
-                parse_list(self.threads_edit.text(), "threads per block"))
+    def grids_and_blocks(self) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
+        """The lists asked for, as dims; ThreadMapError names a bad entry."""
+        return (parse_list(self.blocks_edit.text(), "Grids"),
+                parse_list(self.threads_edit.text(), "Blocks"))
+
+    def show_error(self, message: str) -> None:
+        """One line of ``message`` above the matrix (all of it in the tooltip);
+        empty hides it."""
+        self.error.setText(message.splitlines()[0] if message else "")
+        self.error.setToolTip(message)
+        self.error.setVisible(bool(message))
+
+    def set_defaults(self, grids: str, blocks: str) -> None:
+        """A kernel's default lists (kernels.sweep_defaults), where the fields
+        still hold defaults: what the user typed is kept."""
+        defaults = {(DEFAULT_BLOCKS, DEFAULT_THREADS), self._defaults}
+        if (self.blocks_edit.text(), self.threads_edit.text()) in defaults:
+            self.blocks_edit.setText(grids)
+            self.threads_edit.setText(blocks)
+        self._defaults = (grids, blocks)
 
     def _on_assumed_registers_changed(self, registers: int) -> None:
         self.assumed_registers = registers
@@ -144,18 +172,20 @@ class SweepView(QtWidgets.QWidget):
         self._grid = None
         self.redraw()
 
-    def begin(self, blocks, threads) -> None:
-        """A sweep of ``blocks`` x ``threads`` starts: its cells will arrive one
-        by one, each drawn into its place (redrawing the whole matrix at every
-        arrival made a sweep quadratic: 55 s with the window frozen for 64)."""
+    def begin(self, grids, blocks) -> None:
+        """A sweep of ``grids`` x ``blocks`` (dims tuples) starts: its cells
+        will arrive one by one, each drawn into its place (redrawing the whole
+        matrix at every arrival made a sweep quadratic: 55 s with the window
+        frozen for 64)."""
+        self.show_error("")
         self.clear()
-        self._grid = (tuple(sorted(set(blocks))), tuple(sorted(set(threads))))
+        self._grid = (tuple(dims_order(grids)), tuple(dims_order(blocks)))
         self._draw_axes(*self._grid)
 
     def add_cell(self, cell: SweepCell) -> None:
         """(The session has added ``cell`` to :attr:`cells`.)"""
         grid = self._grid
-        if grid is None or cell.blocks not in grid[0] or cell.threads not in grid[1]:
+        if grid is None or cell.grid not in grid[0] or cell.block not in grid[1]:
             self.redraw()
             return
         top = shared_top(self.cells, self.map_name)
@@ -185,8 +215,8 @@ class SweepView(QtWidgets.QWidget):
             self.time_plot.clear()
             return
         grid = self._grid
-        blocks = sorted({c.blocks for c in self.cells} | set(grid[0] if grid else ()))
-        threads = sorted({c.threads for c in self.cells} | set(grid[1] if grid else ()))
+        blocks = dims_order([c.grid for c in self.cells] + list(grid[0] if grid else ()))
+        threads = dims_order([c.block for c in self.cells] + list(grid[1] if grid else ()))
         self._top = shared_top(self.cells, self.map_name)
         self._draw_axes(blocks, threads)
         for cell in self.cells:
@@ -195,13 +225,13 @@ class SweepView(QtWidgets.QWidget):
         self._after_cells_changed()
 
     def _draw_axes(self, blocks, threads) -> None:
-        for col, t in enumerate(threads):
-            self.matrix.addLabel(f"{t} threads", row=0, col=col + 1)
-        for row, b in enumerate(blocks):
-            self.matrix.addLabel(counted(b, "block"), row=row + 1, col=0, angle=-90)
+        for col, dims in enumerate(threads):
+            self.matrix.addLabel(dims_heading(dims, "thread"), row=0, col=col + 1)
+        for row, dims in enumerate(blocks):
+            self.matrix.addLabel(dims_heading(dims, "block"), row=row + 1, col=0, angle=-90)
 
     def _draw_cell(self, cell: SweepCell, blocks, threads, top) -> HeatmapPlot:
-        row, col = list(blocks).index(cell.blocks) + 1, list(threads).index(cell.threads) + 1
+        row, col = list(blocks).index(cell.grid) + 1, list(threads).index(cell.block) + 1
         plot = HeatmapPlot(self.matrix.ci, row=row, col=col, colour_bar=False, axes=False)
         plot.plot.setMouseEnabled(x=False, y=False)
         plot.plot.hideButtons()
