@@ -175,6 +175,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.sweep_view.export_folder_requested.connect(self.export_folder_action.trigger)
         s.sweep_started.connect(lambda *_: self.tabs.setCurrentWidget(self.sweep_view))
         s.sweep_error_raised.connect(self._show_sweep_error)
+        s.current_changed.connect(self._follow_shown_run)
         controls.kernel_changed.connect(self._apply_sweep_defaults)
 
     def _on_busy_changed(self, busy: bool) -> None:
@@ -197,6 +198,19 @@ class MainWindow(QtWidgets.QMainWindow):
         chosen = self.controller.file_launch(request)
         if chosen is not None:
             self.controls.apply_launch(chosen.grid, chosen.block, chosen.launch_source)
+
+    def _follow_shown_run(self, result) -> None:
+        """The Run panel shows the request of the run shown (a row of the
+        results table, a sweep's cell), its launch named as that run's: Run
+        then runs it again."""
+        if result is None:
+            return
+        try:
+            if self.controls.request() == result.request:
+                return
+        except ThreadMapError:
+            pass
+        self.controls.set_request(result.request)
 
     def _show_sweep_error(self, message: str) -> None:
         self.sweep_view.show_error(message)

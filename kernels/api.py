@@ -60,7 +60,7 @@ from .sweep import (
     sweep_requests,
     write_sweep,
 )
-from .thumbnail import MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR
+from .thumbnail import MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR, REPEAT_COLOUR
 from .thumbnail import png as encode_png
 from .watch import FileWatcher
 from .words import counted, percent
@@ -228,7 +228,7 @@ def command_line(argv: Sequence[str], exporter=None, sweep_exporter=None, opener
 __all__ = [
     "ASSUMED_REGISTERS", "BACKEND_LABELS", "BACKEND_SHORT", "BACKENDS", "BackendUnavailable",
     "bank_conflict_model", "bytes_in_memory", "CATALOGUE", "check_request", "command_line",
-    "COUNT_COLOURS", "counted", "default_launch", "describe_seconds", "diff_category_names",
+    "COUNT_COLOURS", "REPEAT_COLOUR", "counted", "default_launch", "describe_seconds", "diff_category_names",
     "diff_runs", "dims_heading", "dims_order", "DTYPES", "encode_png", "file_launch_dims", "Finding", "format_bytes",
     "format_dims", "format_seconds", "gpu_available", "GPU_MODEL_NAMES", "gpu_model_source",
     "gpu_status", "hunt", "HuntReport", "KERNEL_FILE_TIME_LIMIT", "kernel_names",

@@ -137,8 +137,13 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
                                      dtype=dtype, seed=seed, backend=backend, tier=tier)
                 if launch.grid is None:
                     request = default_launch(request)
-                    row["launch"] = (f"file: {'x'.join(map(str, request.grid))}:"
+                    # the file's own launch, or one guessed: said so (a
+                    # guessed launch read as the file's own)
+                    guessed = request.launch_source.startswith("guessed")
+                    row["launch"] = (f"{'guessed' if guessed else 'file'}: "
+                                     f"{'x'.join(map(str, request.grid))}:"
                                      f"{'x'.join(map(str, request.block))}")
+                    row["launch_source"] = request.launch_source
                 else:
                     request = request.with_(grid=launch.grid, block=launch.block)
                 check_request(request)
@@ -159,7 +164,9 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
                        seconds=round(timing.seconds, 6) if timing else None,
                        time_what=f"{timing.label}" if timing else None,
                        thumbnail=base64.b64encode(
-                           count_thumbnail(result.maps.count)).decode())
+                           count_thumbnail(
+                               result.maps.count, one_writer=(
+                                   result.maps.min_writer == result.maps.max_writer))).decode())
     from .backends.child import stop_all
     stop_all()  # (a pool worker's child process ends with its task)
     return rows
@@ -277,7 +284,8 @@ def _on_dask(address: str, work, arguments, progress) -> list[list[dict]]:
         client.close()
 
 
-COLUMNS = ("file", "kernel", "shape", "launch", "verdict", "reasons", "seconds", "time_what")
+COLUMNS = ("file", "kernel", "shape", "launch", "launch_source", "verdict", "reasons", "seconds",
+           "time_what")
 
 
 def write_report(rows: list[dict], out: Path, title: str = "ThreadMap check",
@@ -334,7 +342,7 @@ def _case(row: dict) -> tuple[str, str]:
     """A row's column of the report: its shape and launch as asked ("file",
     whatever launch the file gave)."""
     launch = row["launch"]
-    return row["shape"], launch.split(":")[0] if launch.startswith("file") else launch
+    return row["shape"], "file" if launch.startswith(("file", "guessed")) else launch
 
 
 def report_html(rows: list[dict], title: str) -> str:
@@ -367,8 +375,10 @@ def report_html(rows: list[dict], title: str) -> str:
             seconds = (f"{format_seconds(row['seconds'])} <small>({e(row.get('time_what') or '')})"
                        "</small>" if row.get("seconds") is not None else "")
             verdict = e(row["verdict"])
+            used = (f"<br><small title='{e(row.get('launch_source') or '')}'>"
+                    f"{e(row['launch'])}</small>" if case[1] == "file" else "")
             cells.append(f"<td class='{verdict.lower()}' title='{e(row['reasons'])}'>"
-                         f"<b>{verdict}</b> {seconds}<br>{image}"
+                         f"<b>{verdict}</b> {seconds}{used}<br>{image}"
                          f"<div class='why'>{e(row['reasons'][:160])}</div></td>")
         body.append(f"<tr><th class='file'>{e(shown[path])}<br><small>{e(kernel)}</small>"
                     f"</th>{''.join(cells)}</tr>")
@@ -384,7 +394,9 @@ th.file {{ text-align: left; }} img {{ image-rendering: pixelated; display: bloc
 <h1>{e(title)}</h1>
 <p>{len(groups)} kernels or files, {len(rows)} cases: {passed} PASS,
 {sum(r['verdict'] == 'FAIL' for r in rows)} FAIL, {sum(r['verdict'] == 'ERROR' for r in rows)}
-ERROR. Count maps: black = never written, green = once, orange to dark red = more than once.</p>
+ERROR. Count maps: black = never written, green = once, blue = more than once by one thread,
+orange to dark red = more than once by several threads (collisions). "guessed:" marks a launch
+ThreadMap guessed for a file that gives none.</p>
 <table><tr><th>file, kernel</th>{head}</tr>
 {''.join(body)}
 </table></body></html>

@@ -185,7 +185,9 @@ def sweep_requests(base: RunRequest, grids, blocks) -> list[RunRequest]:
     repeats = min(base.repeats, SWEEP_REPEATS)
     for grid in as_dims(grids):
         for block in as_dims(blocks):
-            request = base.with_(grid=grid, block=block, repeats=repeats)
+            request = base.with_(grid=grid, block=block, repeats=repeats,
+                                 launch_source=f"the sweep's configuration "
+                                               f"{format_dims(grid)} x {format_dims(block)}")
             try:
                 check_request(request)
             except ThreadMapError as exc:

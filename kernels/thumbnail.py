@@ -13,15 +13,19 @@ import numpy as np
 MISSING_COLOUR = "#000000"
 ONCE_COLOUR = "#1a9850"
 MANY_COLOURS = ("#fdae61", "#d73027", "#67001f")
+#: An element stored more than once, every time by the same thread (``C[i, j]
+#: +=`` in a loop): correct, and never drawn as a collision.
+REPEAT_COLOUR = "#4575b4"
 
 
 def _rgb(colour: str) -> np.ndarray:
     return np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)], np.uint8)
 
 
-def count_rgb(count: np.ndarray) -> np.ndarray:
+def count_rgb(count: np.ndarray, one_writer: np.ndarray | None = None) -> np.ndarray:
     """RGB bytes of a write-count map: 0, 1 and more than once apart, the
-    last on a log scale from 2 to the maximum."""
+    last on a log scale from 2 to the maximum; where ``one_writer`` (the
+    elements stored more than once, all by one thread), :data:`REPEAT_COLOUR`."""
     rgb = np.empty(count.shape + (3,), np.uint8)
     rgb[count <= 0] = _rgb(MISSING_COLOUR)
     rgb[count == 1] = _rgb(ONCE_COLOUR)
@@ -33,6 +37,8 @@ def count_rgb(count: np.ndarray) -> np.ndarray:
         first = place[:, None] < 0.5
         t = np.where(first, place[:, None] * 2, place[:, None] * 2 - 1)
         rgb[many] = np.where(first, low + (mid - low) * t, mid + (high - mid) * t).astype(np.uint8)
+    if one_writer is not None:
+        rgb[one_writer & many] = _rgb(REPEAT_COLOUR)
     return rgb
 
 
@@ -59,19 +65,28 @@ def png(pixels: np.ndarray, level: int = 6) -> bytes:
             + chunk(b"IDAT", zlib.compress(raw.tobytes(), level)) + chunk(b"IEND", b""))
 
 
-def count_thumbnail(count: np.ndarray, size: int = 96) -> bytes:
+def count_thumbnail(count: np.ndarray, size: int = 96,
+                    one_writer: np.ndarray | None = None) -> bytes:
     """A PNG of ``count`` about ``size`` pixels on its longer side: small maps
     are enlarged by whole pixels; large ones keep, in each pixel, the block's
-    most telling value (0 if any element there was missed, else the most writes)."""
+    most telling value (0 if any element there was missed, else the most
+    writes, drawn as one thread's repeated stores only where every element
+    stored more than once there was: ``one_writer``)."""
     rows, cols = count.shape
     step = max(1, -(-max(rows, cols) // size))
     if step > 1:
         pad_r, pad_c = -rows % step, -cols % step
-        padded = np.pad(count, ((0, pad_r), (0, pad_c)), constant_values=1)
-        blocks = padded.reshape(padded.shape[0] // step, step, padded.shape[1] // step, step)
+
+        def blocks_of(array, fill):
+            padded = np.pad(array, ((0, pad_r), (0, pad_c)), constant_values=fill)
+            return padded.reshape(padded.shape[0] // step, step, padded.shape[1] // step, step)
+
+        blocks = blocks_of(count, 1)
+        if one_writer is not None:
+            one_writer = blocks_of(one_writer | (count <= 1), True).all(axis=(1, 3))
         most = blocks.max(axis=(1, 3))
         count = np.where(blocks.min(axis=(1, 3)) == 0, 0, most)
-    rgb = count_rgb(count)
+    rgb = count_rgb(count, one_writer)
     scale = max(1, size // max(count.shape))
     if scale > 1:
         rgb = rgb.repeat(scale, axis=0).repeat(scale, axis=1)

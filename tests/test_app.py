@@ -681,3 +681,44 @@ def test_saving_the_shown_kernel_file_runs_it_again_beside_the_old_result(window
     path.write_text(TWO_KERNELS)
     window.controller._look_at_the_file()
     assert window.results_view.results.rowCount() == 2
+
+
+def test_sweep_plots_name_their_points_and_keep_tick_labels_apart(window):
+    from app.views.sweep_view import spread_ticks
+
+    # 4 x 64 and 1 x 256: the same 256 threads, the same share idle: one label
+    prepare_sweep(window, "grid-stride", (4, 4, 4), "1,4", "64,256")
+    window.sweep_action.trigger()
+    labels = {item.toPlainText() for item in window.sweep_view.point_labels["idle"]}
+    assert "1 x 256, 4 x 64" in labels or "4 x 64, 1 x 256" in labels
+    assert {item.toPlainText() for item in window.sweep_view.point_labels["time"]} >= {
+        "1 x 64", "4 x 256"}
+    # 8,192 lies 0.3 decades from 4,096 and from 16,384: too close where a
+    # label takes 0.35
+    ticks = spread_ticks([64, 256, 1024, 4096, 8192, 16384], apart=0.35)
+    assert [label for _, label in ticks] == ["64", "256", "1,024", "4,096", "16,384"]
+    assert [label for _, label in spread_ticks([64, 4096, 8192], apart=0.2)] == [
+        "64", "4,096", "8,192"]
+
+
+def test_the_run_panel_and_the_launch_label_follow_the_run_shown(window):
+    from app.views.maps_view import verdict_html
+
+    prepare_sweep(window, "grid-stride", (20, 4, 30), "1,2", "32,64")
+    window.controls.apply_preset("ragged")
+    window.sweep_action.trigger()
+    cell = window.session.sweep_cells[3]  # 2 x 64
+    window.sweep_view.cell_opened.emit(cell)
+    assert window.session.current is cell.result
+    assert (window.controls.grid_edit.text(), window.controls.block_edit.text()) == ("2", "64")
+    assert "launch: 2 x 64 (the sweep's configuration 2 x 64)" in verdict_html(cell.result)
+    assert "preset" not in verdict_html(cell.result)
+    # a row of the results table: the fields follow it too
+    first = window.session.sweep_cells[0].result
+    window.session.add_result(first)
+    window.session.add_result(window.session.sweep_cells[1].result)
+    window.results_view.selectRow(window.session.row_of(first))
+    assert window.session.current is first
+    assert (window.controls.grid_edit.text(), window.controls.block_edit.text()) == ("1", "32")
+    assert window.controls.request().grid == (1,) and window.controls.launch_source() == \
+        "the sweep's configuration 1 x 32"

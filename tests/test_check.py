@@ -46,6 +46,11 @@ def test_a_folder_of_submissions_gives_one_report_and_never_stops(course, tmp_pa
         by_file.setdefault(Path(row["file"]).name, []).append(row)
     assert set(by_file) == {"grid_stride.py", "bob.py", "carol.py", "dave.py"}
     assert [r["verdict"] for r in by_file["grid_stride.py"]] == ["PASS"] * 4
+    # no launch in the file: the one used is said to be guessed, and how
+    guessed = [r for r in by_file["grid_stride.py"] if r["shape"] == "33x7x20"][0]
+    assert guessed["launch"] == "guessed: 3:256"
+    assert guessed["launch_source"] == ("guessed: 1-D kernel, one thread per element of C in "
+                                        "blocks of 256")
     assert all(r["verdict"] == "FAIL" for r in by_file["bob.py"])  # the seed's kernel
     assert any("more than one thread" in r["reasons"] for r in by_file["bob.py"])
     [carol] = by_file["carol.py"]  # does not parse: one failed row, with its line
@@ -58,6 +63,7 @@ def test_a_folder_of_submissions_gives_one_report_and_never_stops(course, tmp_pa
     page = (out / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 8  # a count map per case that ran
     assert "carol.py" in page and "time limit" in page
+    assert "guessed: 3:256" in page  # in the case's cell
     assert "13 cases: 4 PASS, 4 FAIL, 5 ERROR" in capsys.readouterr().out
 
 

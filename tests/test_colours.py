@@ -4,7 +4,7 @@ readable at 1,024 threads."""
 import numpy as np
 import pytest
 
-from kernels import RunRequest, run
+from kernels import REPEAT_COLOUR, RunRequest, run
 
 
 @pytest.fixture
@@ -26,16 +26,40 @@ def test_never_once_and_many_keep_their_bands_at_a_maximum_of_1024(maps_module):
     assert tuple(rgba[1, :3]) == once  # once: green, not a sliver of orange
     many = [tuple(c) for c in rgba[2:, :3]]
     assert len(set(many)) == 3 and once not in many and (0, 0, 0) not in many
-    # On the bar, 0 and 1 each hold 1/3.5 of its height (they held 1/1025 each).
+    # On the bar, one thread's repeated stores, 0 and 1 each hold 1/4.5 of its
+    # height (0 and 1 held 1/1025 each on a linear scale).
     low, high = image.levels
-    assert (0.5 - low) / (high - low) == pytest.approx(1 / 3.5)
+    assert (0.5 - low) / (high - low) == pytest.approx(2 / 4.5)
+
+
+def test_one_thread_storing_an_element_again_is_not_drawn_as_a_collision(maps_module):
+    from pathlib import Path
+
+    maps, colors, heatmap = maps_module
+    kernel = str(Path(__file__).parent / "kernels" / "accumulate_in_c.py")
+    correct = run(RunRequest(kernel=None, kernel_file=kernel, m=20, k=6, n=12, grid=(3, 2),
+                             block=(8, 8), backend="cpu"))
+    assert correct.verdict.passed and correct.maps.writes.max() == 7  # K + 1 stores
+    broken = run(RunRequest(kernel="tid-rows", m=16, k=4, n=16, grid=(1,), block=(64,),
+                            backend="cpu"))
+    blue = tuple(int(c) for c in bytes.fromhex(REPEAT_COLOUR[1:]))
+    for result, expected in ((correct, True), (broken, False)):
+        image = maps.make_map(result, "count")
+        rgba = colors.image_rgba(image)
+        stored_again = result.maps.writes >= 2
+        is_blue = (rgba[..., :3] == blue).all(axis=2)
+        assert (is_blue[stored_again] == expected).all()
+        assert not is_blue[~stored_again].any()
+    assert "blue = stored more than once by one thread" in image.legend
+    assert heatmap.count_ticks(7)[0] == (-1.0, "1 thread, 2+")
 
 
 def test_count_bar_ticks_are_whole_numbers_up_to_the_maximum(maps_module):
     _, _, heatmap = maps_module
     labels = [label for _, label in heatmap.count_ticks(1024)]
-    assert labels[:3] == ["0", "1", "2"] and labels[-1] == "1,024"
-    assert all(label.replace(",", "").isdigit() for label in labels)
+    # (below 0: the band of one thread's repeated stores)
+    assert labels[:4] == ["1 thread, 2+", "0", "1", "2"] and labels[-1] == "1,024"
+    assert all(label.replace(",", "").isdigit() for label in labels[1:])
     positions = [p for p, _ in heatmap.count_ticks(1024)]
     assert positions == sorted(positions)
 
@@ -61,6 +85,35 @@ def test_writers_at_1024_threads_are_coloured_by_warp_and_shaded_by_lane(maps_mo
     assert abs(hue[0] - hue[32]) > 0.1  # the next warp, another hue
     assert value[0] > value[31] + 0.2  # lane 0 light, lane 31 dark
     assert "warp" in image.legend and "lane" in image.legend
+
+
+def _lab(rgb: np.ndarray) -> np.ndarray:
+    """sRGB bytes to CIE Lab (D65)."""
+    c = np.asarray(rgb, float) / 255
+    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    xyz = linear @ np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722],
+                             [0.0193, 0.1192, 0.9505]]).T / np.array([0.95047, 1, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.stack([116 * f[..., 1] - 16, 500 * (f[..., 0] - f[..., 1]),
+                     200 * (f[..., 1] - f[..., 2])], -1)
+
+
+def test_the_32_warps_of_a_block_have_32_colours_and_a_legend(maps_module):
+    maps, colors, heatmap = maps_module
+    result = run(RunRequest(kernel="grid-stride", m=32, k=4, n=64, grid=(1,), block=(1024,),
+                            backend="cpu"))
+    image = maps.make_map(result, "writer")
+    rgba = colors.image_rgba(image)
+    # element e is thread e's (1,024 threads, 64 columns): lane 16 of warp w
+    # at element 32 w + 16
+    middles = np.array([rgba[(32 * w + 16) // 64, (32 * w + 16) % 64, :3] for w in range(32)])
+    lab = _lab(middles)
+    distance = np.linalg.norm(lab[:, None] - lab[None], axis=2) + np.eye(32) * 1e3
+    assert distance.min() > 12  # CIE76: clearly apart, warps 0, 10, 20 and 30 too
+    assert "mod 32" in image.legend
+    ticks = heatmap.colour_bar_ticks(image)
+    named = [label for level in ticks for _, label in level]
+    assert {f"w{w}" for w in range(32)} <= set(named) and "none" in named
 
 
 def test_maps_made_off_the_gui_thread_look_as_pyqtgraph_draws_them(maps_module):

@@ -11,7 +11,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels import COUNT_COLOURS, RunResult, counted, diff_category_names, diff_runs
+from kernels import (
+    COUNT_COLOURS,
+    RunResult,
+    counted,
+    diff_category_names,
+    diff_runs,
+)
 
 WARP = 32
 #: Categorical palette for thread / block / warp ids (20 colours, neighbours distinct).
@@ -20,8 +26,19 @@ PALETTE = (
     "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2",
     "#dbdb8d", "#9edae5", "#7f7f7f", "#393b79",
 )
-#: Hues of the warp-lane writer colouring (the palette's first, saturated ones).
-WARP_HUES = 10
+#: Hues of the warp-lane writer colouring: one per warp of a full block, so
+#: 32 warps tell apart (warp ids mod 10 made warps 0, 10, 20 and 30 alike).
+#: tab10's first nine, then 23 picked one by one (from 810 HSV colours) as far
+#: as possible (CIE76 in Lab) from every colour picked before, measured on
+#: the lane ramps as drawn (lane 0, 16 and 31): lane 16 of no two warps
+#: closer than 15 (tests/test_colours.py).
+WARP_PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
+    "#17becf", "#1313bf", "#e617e6", "#17e6ae", "#e6b873", "#990f50", "#7f994c", "#e617a1",
+    "#0f3499", "#740f99", "#99500f", "#50e645", "#997d0f", "#0f9962", "#91e673", "#7abf13",
+    "#73b8e6", "#bf6079", "#174ee6", "#4c8a99", "#bf1341", "#e67045", "#99804c", "#99220f",
+)
+WARP_HUES = len(WARP_PALETTE)
 # The count colours: one source, shared with the engine's report thumbnails.
 MISSING_COLOUR, ONCE_COLOUR, MANY_COLOURS = COUNT_COLOURS
 
@@ -55,8 +72,8 @@ class MapImage:
     @property
     def levels(self) -> tuple[float, float]:
         c = self.colouring
-        if c.kind == "count":  # see count_scale
-            return (-0.5, 3.0) if c.top >= 2 else (-0.5, 1.5)
+        if c.kind == "count":  # see count_scale; -1: stored again by one thread
+            return (-1.5, 3.0) if c.top >= 2 else (-0.5, 1.5)
         if c.kind == "categorical":
             return (-1.5, len(PALETTE) - 0.5)
         if c.kind == "warp-lane":
@@ -179,6 +196,17 @@ def count_scale(counts: np.ndarray, top: float) -> np.ndarray:
     return shown
 
 
+#: Where count_scale's map puts an element stored more than once, every time
+#: by the same thread: a band of its own below "never written".
+REPEATED = -1.0
+
+
+def repeated_by_one_thread(result: RunResult) -> np.ndarray:
+    """Elements stored more than once, all of the stores by one thread."""
+    maps = result.maps
+    return (maps.writes >= 2) & (maps.min_writer == maps.max_writer) & (maps.min_writer >= 0)
+
+
 def count_of_scale(position: float, top: float) -> float:
     """The write count drawn at ``position`` of :func:`count_scale`."""
     if position <= 2 or top <= 2:
@@ -194,10 +222,12 @@ def make_map(result: RunResult, name: str, writer_kind: str = "thread",
     c_labels = ("column of C", "row of C")
     if name == "count":
         top = float(shared_top if shared_top is not None else max(int(maps.writes.max()), 1))
-        return MapImage(name, "Write count", count_scale(maps.writes, top),
-                        Colouring("count", top),
-                        "black = never written, green = written once, orange to dark red = "
-                        "written more than once (a collision when by several threads)",
+        data = count_scale(maps.writes, top)
+        data[repeated_by_one_thread(result)] = REPEATED
+        return MapImage(name, "Write count", data, Colouring("count", top),
+                        "black = never written, green = written once, blue = stored more than "
+                        "once by one thread (C[i, j] += in a loop: no collision), orange to dark "
+                        "red = written more than once by several threads (a collision)",
                         *c_labels, "C")
     if name == "writer" and writer_kind == "thread" and \
             result.request.total_threads > len(PALETTE):
@@ -213,8 +243,9 @@ def make_map(result: RunResult, name: str, writer_kind: str = "thread",
         data[ids < 0] = -1
         return MapImage(name, "Writer (thread, lowest writer)", data,
                         Colouring("warp-lane", WARP_HUES * WARP - 1),
-                        f"hue = warp (w = global warp id mod {WARP_HUES}), light to dark = lane 0 "
-                        "to 31 in it; black = never written (hover for the thread)",
+                        f"hue = warp (w = global warp id mod {WARP_HUES}: the {WARP_HUES} warps "
+                        "of a block apart), light to dark = lane 0 to 31 in it; black = never "
+                        "written (hover for the thread)",
                         *c_labels, "C")
     if name == "writer":
         ids = writer_ids(result, writer_kind)

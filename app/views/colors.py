@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernels import REPEAT_COLOUR
+
 from ..models.map_images import (
     DIFF_COLOURS,
     MANY_COLOURS,
@@ -11,6 +13,7 @@ from ..models.map_images import (
     PALETTE,
     WARP,
     WARP_HUES,
+    WARP_PALETTE,
     Colouring,
     MapImage,
 )
@@ -35,16 +38,19 @@ def colour_map(colouring: Colouring) -> pg.ColorMap:
     """The pyqtgraph colour map for ``colouring`` over ``MapImage.levels``."""
     black = _rgb(MISSING_COLOUR)
     if colouring.kind == "count":
-        # Over the levels of maps.count_scale: -0.5..0.5 never written,
-        # 0.5..1.5 once, 1.5..3 more than once (log scale from 2 to the top).
+        # Over the levels of maps.count_scale: -1.5..-0.5 stored again by one
+        # thread, -0.5..0.5 never written, 0.5..1.5 once, 1.5..3 more than
+        # once by several threads (log scale from 2 to the top).
         green = _rgb(ONCE_COLOUR)
         if colouring.top < 2:
             return _stepped([(0.0, 0.5, black, black), (0.5, 1.0, green, green)])
-        unit = 1 / 3.5
+        unit = 1 / 4.5
         low, mid, high = (_rgb(c) for c in MANY_COLOURS)
-        middle = 2 * unit + (1 - 2 * unit) / 2
-        return _stepped([(0.0, unit, black, black), (unit, 2 * unit, green, green),
-                         (2 * unit, middle, low, mid), (middle, 1.0, mid, high)])
+        blue = _rgb(REPEAT_COLOUR)
+        middle = 3 * unit + (1 - 3 * unit) / 2
+        return _stepped([(0.0, unit, blue, blue), (unit, 2 * unit, black, black),
+                         (2 * unit, 3 * unit, green, green),
+                         (3 * unit, middle, low, mid), (middle, 1.0, mid, high)])
     if colouring.kind == "categorical":
         n = len(PALETTE) + 1
         bins = [(0.0, 1 / n, black, black)]
@@ -58,7 +64,7 @@ def colour_map(colouring: Colouring) -> pg.ColorMap:
         span = colouring.top + 2
         bins = [(0.0, 1 / span, black, black)]
         for hue in range(WARP_HUES):
-            colour = QtGui.QColor(PALETTE[hue])
+            colour = QtGui.QColor(WARP_PALETTE[hue])
             light, dark = colour.lighter(150), colour.darker(170)
             start = (1 + hue * WARP) / span
             bins.append((start, start + WARP / span, _rgb(light.name()), _rgb(dark.name())))
@@ -77,9 +83,10 @@ def colour_map(colouring: Colouring) -> pg.ColorMap:
 
 
 #: entries of the lookup tables the maps are drawn with.  pyqtgraph's
-#: default, 256, is fewer than the 322 values of a warp-lane writer map:
-#: warp 1's first lanes were drawn in warp 0's colour.
-LOOKUP_ENTRIES = 1024
+#: default, 256, is fewer than the 1,026 values of a warp-lane writer map
+#: (32 warps x 32 lanes, and "never written"): warp 1's first lanes were
+#: drawn in warp 0's colour.  Four entries a value keep each value's own.
+LOOKUP_ENTRIES = 4096
 
 
 def lookup_table(colouring: Colouring) -> np.ndarray:

@@ -20,8 +20,11 @@ def colour_bar_ticks(image: MapImage) -> list | None:
     if colouring.kind == "count":
         return [count_ticks(colouring.top)]
     if colouring.kind == "warp-lane":
+        # The warp legend: every warp's hue named; pyqtgraph shows the second
+        # level's labels only where they fit, the first's (every 4th) always.
         hues = int(colouring.top + 1) // 32
-        return [[(-1, "none")] + [(h * 32 + 15.5, f"w{h}") for h in range(hues)]]
+        return [[(-1, "none")] + [(h * 32 + 15.5, f"w{h}") for h in range(0, hues, 4)],
+                [(h * 32 + 15.5, f"w{h}") for h in range(hues) if h % 4]]
     if colouring.kind == "zero" and colouring.top <= 20:
         return [[(v, str(v)) for v in range(int(max(colouring.top, 1)) + 1)]]
     if colouring.kind == "zero":
@@ -50,6 +53,7 @@ def count_ticks(top: float) -> list[tuple[float, str]]:
     ticks = [(0.0, "0"), (1.0, "1")]
     if top < 2:
         return ticks
+    ticks.insert(0, (-1.0, "1 thread, 2+"))  # stored again by the same thread
     ticks.append((2.0, "2"))
     if top == 2:
         return ticks

@@ -6,7 +6,7 @@ map; it never runs anything and never reads another view's insides.
 """
 from __future__ import annotations
 
-from kernels import KERNEL_OUTPUT_LINES, RunResult, ThreadMapError
+from kernels import KERNEL_OUTPUT_LINES, RunResult, ThreadMapError, format_dims
 
 from ..export import run_title
 from ..models.map_images import ANALYSIS_MAPS, MAP_CHOICES, WRITER_KINDS
@@ -38,7 +38,8 @@ def verdict_html(result: RunResult) -> str:
     reasons = "".join(f"<li>{r}</li>" for r in verdict.reasons)
     return (f"<b style='color:{colour}; font-size:14pt'>{verdict.word}</b> &nbsp; "
             f"{run_title(result)}<br>backend: {result.backend_note}; launch: "
-            f"{result.request.launch_source}"
+            f"{format_dims(result.request.grid)} x {format_dims(result.request.block)} "
+            f"({result.request.launch_source})"
             + (f"; output: {result.output} ({result.output_reason})"
                if result.request.kernel_file else "")
             + (f"<ul style='margin:0'>{reasons}</ul>" if reasons else

@@ -23,13 +23,74 @@ from kernels import (
 from ..export import cell_findings, cell_title, shared_top
 from ..models.map_images import MAP_CHOICES, make_map
 from ..models.session import Session
-from ..qt import QtCore, QtWidgets, pg
+from ..qt import QtCore, QtGui, QtWidgets, pg
 from .colors import colour_map
 from .heatmap import HeatmapPlot, colour_bar_ticks
 
 DEFAULT_BLOCKS = "1,2,4,8,16,32"  # grids: a kernel's own defaults replace them (sweep_defaults)
 DEFAULT_THREADS = "32,64,128,256,512,1024"
 SWEEP_MAPS = ("count", "iteration", "stores", "oob", "writer")
+
+
+def spread_ticks(totals: list[int], apart: float) -> list[tuple[float, str]]:
+    """Ticks at the configurations' own thread counts (log axis: log10
+    values), kept ``apart`` decades from each other ("4,096" and "8,192",
+    0.3 decades apart, once ran together as "4,0968,192"): the smallest,
+    the largest, and between them each that keeps its distance."""
+    if not totals:
+        return []
+    logs = [float(np.log10(t)) for t in totals]
+    kept = [0]
+    for i in range(1, len(totals)):
+        if logs[i] - logs[kept[-1]] >= apart:
+            kept.append(i)
+    if kept[-1] != len(totals) - 1:  # the largest wins over a close neighbour
+        if len(kept) > 1 and logs[-1] - logs[kept[-1]] < apart:
+            kept.pop()
+        kept.append(len(totals) - 1)
+    return [(logs[i], f"{totals[i]:,}") for i in kept]
+
+
+def _tick_gap(plot: pg.PlotWidget, totals: list[int]) -> float:
+    """How many decades the widest tick label takes on ``plot``'s axis, with
+    room between labels."""
+    if len(totals) < 2:
+        return 0.0
+    width = plot.getViewBox().width() or 300.0
+    decades = np.log10(totals[-1]) - np.log10(totals[0])
+    per_decade = width / (decades * 1.1)  # (pyqtgraph pads the range by ~5% a side)
+    metrics = QtGui.QFontMetrics(plot.getAxis("bottom").style.get("tickFont") or QtGui.QFont())
+    widest = max(metrics.horizontalAdvance(f"{t:,}") for t in totals)
+    return (widest + 12) / per_decade
+
+
+def _label_points(plot: pg.PlotWidget, points: list[tuple[float, float, str]],
+                  log_y: bool) -> list[pg.TextItem]:
+    """Each point named by its configuration ("4 x 256"); configurations on
+    one point (4 x 64 and 1 x 256: the same threads, the same idle share)
+    share one label.  Positions are the axes' own: log10 on a log axis."""
+    grouped: dict[tuple[float, float], list[str]] = {}
+    for x, y, label in points:
+        if x <= 0 or (log_y and y <= 0) or not np.isfinite(y):
+            continue
+        key = (round(float(np.log10(x)), 6), round(float(np.log10(y)) if log_y else y, 6))
+        grouped.setdefault(key, []).append(label)
+    items = []
+    for (x, y), labels in grouped.items():
+        text = ", ".join(labels[:3]) + (f" +{len(labels) - 3}" if len(labels) > 3 else "")
+        item = pg.TextItem(text, color="#444444", anchor=(0, 1))
+        item.setFont(_small_font())
+        item.setToolTip("\n".join(labels))
+        item.setPos(x, y)
+        plot.addItem(item)
+        items.append(item)
+    return items
+
+
+def _small_font() -> QtGui.QFont:
+    font = QtGui.QFont()
+    font.setPointSize(7)
+    return font
 
 
 class SweepView(QtWidgets.QWidget):
@@ -51,6 +112,8 @@ class SweepView(QtWidgets.QWidget):
         self._top: float | None = None
         self._bar: pg.ColorBarItem | None = None
         self._defaults = (DEFAULT_BLOCKS, DEFAULT_THREADS)
+        #: the labels on the time and idle-threads plots (their points' configurations)
+        self.point_labels: dict[str, list] = {"time": [], "idle": []}
         layout = QtWidgets.QVBoxLayout(self)
         form = QtWidgets.QHBoxLayout()
         self.blocks_edit = QtWidgets.QLineEdit(DEFAULT_BLOCKS)
@@ -131,6 +194,9 @@ class SweepView(QtWidgets.QWidget):
         splitter.setSizes([600, 250])
         layout.addWidget(splitter, 1)
         self._set_export_enabled()
+        self._draw_times()
+        for plot in (self.time_plot, self.idle_plot):
+            plot.getViewBox().sigResized.connect(self._retick)
         session.sweep_started.connect(self.begin)
         session.sweep_cell_added.connect(self.add_cell)
         session.assumed_registers_changed.connect(self._on_assumed_registers_changed)
@@ -212,7 +278,7 @@ class SweepView(QtWidgets.QWidget):
         self._top = None
         self._set_export_enabled()
         if not self.cells:
-            self.time_plot.clear()
+            self._draw_times()
             return
         grid = self._grid
         blocks = dims_order([c.grid for c in self.cells] + list(grid[0] if grid else ()))
@@ -288,6 +354,7 @@ class SweepView(QtWidgets.QWidget):
         self.time_plot.clear()
         self.idle_plot.clear()
         points = {"PASS": [], "FAIL": []}
+        labelled_times: list[tuple[float, float, str]] = []
         backends = set()
         for cell in self.cells:
             if cell.result is None:
@@ -296,7 +363,9 @@ class SweepView(QtWidgets.QWidget):
             if timing is None:
                 continue
             backends.add(timing.backend)
-            points[cell.result.verdict.word].append((cell.total_threads, timing.seconds * 1e3))
+            point = (cell.total_threads, timing.seconds * 1e3)
+            points[cell.result.verdict.word].append(point)
+            labelled_times.append((*point, cell.label))
         for word, colour in (("PASS", "#1a7f37"), ("FAIL", "#c62828")):
             if points[word]:
                 xs, ys = np.array(points[word], dtype=float).T
@@ -308,19 +377,29 @@ class SweepView(QtWidgets.QWidget):
             self.time_plot.setLabel("left", f"kernel time (ms), {label}"
                                     + ("" if gpu else ", not GPU"))
             self.time_plot.setToolTip("; ".join(BACKEND_LABELS[b] for b in sorted(backends)))
+        done = [c for c in self.cells if c.result is not None]
         idle = np.array([(c.total_threads, 100 * c.result.maps.idle_threads / c.total_threads)
-                         for c in self.cells if c.result is not None], dtype=float)
+                         for c in done], dtype=float)
         if idle.size:
             self.idle_plot.plot(idle[:, 0], idle[:, 1], pen=None, symbol="s",
                                 symbolBrush="#4c72b0", symbolPen=None)
-        # Ticks at the configurations' own thread counts (log axis: log10 values).
+        self.point_labels = {
+            "time": _label_points(self.time_plot, labelled_times, log_y=True),
+            "idle": _label_points(self.idle_plot, [(x, y, c.label) for (x, y), c
+                                                   in zip(idle.tolist(), done)], log_y=False)}
         totals = sorted({c.total_threads for c in self.cells})
-        if len(totals) > 7:  # keep the labels apart: about 7, evenly spread in log
-            picks = np.unique(np.round(np.linspace(0, len(totals) - 1, 7)).astype(int))
-            totals = [totals[i] for i in picks]
-        ticks = [[(float(np.log10(t)), f"{t:,}") for t in totals]]
-        self.time_plot.getAxis("bottom").setTicks(ticks)
-        self.idle_plot.getAxis("bottom").setTicks(ticks)
+        if not totals:  # nothing yet: a plain decade axis, not pyqtgraph's +-0.4
+            for plot in (self.time_plot, self.idle_plot):
+                plot.setXRange(np.log10(32), np.log10(32768), padding=0.05)
+            self.time_plot.setYRange(-2, 2)
+        self._totals = totals
+        self._retick()
+
+    def _retick(self) -> None:
+        """The thread-count ticks, as many as the plots' widths keep apart."""
+        totals = getattr(self, "_totals", [])
+        for plot in (self.time_plot, self.idle_plot):
+            plot.getAxis("bottom").setTicks([spread_ticks(totals, _tick_gap(plot, totals))])
 
     def _on_matrix_clicked(self, event) -> None:
         pos = event.scenePos()
