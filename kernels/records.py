@@ -22,7 +22,11 @@ Conventions (also in the README):
   ``thread = threadIdx.y * blockDim.x + threadIdx.x``; warp = thread // 32.
 * Out-of-bounds accesses (negative indices included: numba would wrap them)
   are counted per array and direction and skipped; an out-of-bounds read
-  yields 0.
+  yields 0.  Per array and direction, ``oob_min_thread`` holds the lowest
+  global thread id that made one and ``oob_index`` that thread's first such
+  index (i, j; j = 0 for a 1-D array): per array, not per thread, so a thread
+  whose first out-of-bounds access was of another array still has its index
+  here.
 """
 from __future__ import annotations
 
@@ -41,9 +45,9 @@ DIRECTIONS = ("read", "write")
 #: kernel's own parameters; then one read-count array per input (reads_param).
 RECORD_PARAMS = ("_tm_count", "_tm_atomics", "_tm_min_writer", "_tm_max_writer",
                  "_tm_iteration", "_tm_stores", "_tm_oob", "_tm_oob_min_thread",
-                 "_tm_oob_thread", "_tm_oob_first", "_tm_divz", "_tm_divz_thread")
+                 "_tm_oob_thread", "_tm_oob_index", "_tm_divz", "_tm_divz_thread")
 (COUNT, ATOMICS, MIN_WRITER, MAX_WRITER, ITERATION, STORES, OOB, OOB_MIN_THREAD, OOB_THREAD,
- OOB_FIRST, DIVZ, DIVZ_THREAD) = range(len(RECORD_PARAMS))
+ OOB_INDEX, DIVZ, DIVZ_THREAD) = range(len(RECORD_PARAMS))
 #: Division sites recorded (``_tm_divz``: divisions by zero per site;
 #: ``_tm_divz_thread``: the lowest thread that made one); a kernel with more
 #: shares the last one.
@@ -55,12 +59,13 @@ READS = len(RECORD_PARAMS)
 #: written" (see ``allocate_records``), each kept by a running maximum.
 ENCODED_WRITERS = (MIN_WRITER, MAX_WRITER, ITERATION)
 #: Per-element and per-slot arrays that each worker of a parallel emulation
-#: keeps privately, and how they are merged (the writer maps still encoded).
+#: keeps privately, and how they are merged (the writer maps still encoded;
+#: "follows": taken with the lowest thread, see ``merge_oob_index``).
 PRIVATE_RECORDS = {COUNT: "sum", ATOMICS: "sum", MIN_WRITER: "max", MAX_WRITER: "max",
-                   ITERATION: "max", OOB: "sum", OOB_MIN_THREAD: "min", DIVZ: "sum",
-                   DIVZ_THREAD: "min"}
+                   ITERATION: "max", OOB: "sum", OOB_MIN_THREAD: "min", OOB_INDEX: "follows",
+                   DIVZ: "sum", DIVZ_THREAD: "min"}
 #: Per-thread arrays: each thread belongs to one worker, so they are shared.
-SHARED_RECORDS = (STORES, OOB_THREAD, OOB_FIRST)
+SHARED_RECORDS = (STORES, OOB_THREAD)
 
 #: What the lockstep emulation also records (see helper_library.py), in the
 #: order its functions take them:
@@ -122,7 +127,7 @@ def record_nbytes(output_size: int, input_sizes: tuple[int, int], n_threads: int
     """Bytes the recording arrays take (for the memory estimate); ``n_sites``
     counts access and branch sites, each with two int64 figures per warp."""
     per_element = 4 + 4 + 2 * writer_dtype(n_threads).itemsize + 4
-    per_thread = 4 + 8 + 2 * 3 * 8 + n_sites * 16 / 32
+    per_thread = 4 + 8 + n_sites * 16 / 32
     return int(output_size * per_element + n_threads * per_thread + 8 * sum(input_sizes))
 
 
@@ -148,8 +153,6 @@ def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[in
     4096 run filled 0.5 GB of sentinels before starting, 1.2 s of fresh
     memory on this VM."""
     writers = writer_dtype(n_threads) if writers is None else writers
-    first = np.zeros((n_threads, 2, 3), np.int64)
-    first[:, :, 0] = -1
     if encoded:
         min_writer, max_writer = np.zeros(output_shape, writers), np.zeros(output_shape, writers)
         iteration = np.zeros(output_shape, np.int32)
@@ -167,10 +170,18 @@ def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[in
         np.zeros((n_slots, 2), np.int64),                # oob
         np.full((n_slots, 2), INT64_MAX, np.int64),      # oob_min_thread
         np.zeros(n_threads, np.int64),                   # oob_thread
-        first,                                           # oob_first
+        np.zeros((n_slots, 2, 2), np.int64),             # oob_index
         np.zeros(DIVISION_SITES, np.int64),              # divz
         np.full(DIVISION_SITES, INT64_MAX, np.int64),    # divz_thread
     ] + [np.zeros(shape, np.int64) for shape in input_shapes]
+
+
+def merge_oob_index(into: list[np.ndarray], other: list[np.ndarray]) -> None:
+    """Take ``other``'s out-of-bounds indices where its lowest thread is lower
+    than ``into``'s (workers run disjoint threads: no ties); call it before
+    the lowest threads themselves are merged (``PRIVATE_RECORDS``)."""
+    lower = other[OOB_MIN_THREAD] < into[OOB_MIN_THREAD]
+    into[OOB_INDEX][lower] = other[OOB_INDEX][lower]
 
 
 def decode_writers(records: list[np.ndarray]) -> None:
@@ -250,8 +261,8 @@ class OutOfBounds:
     count: int
     #: lowest global thread id that made such an access (-1 if none)
     first_thread: int
-    #: that thread's first out-of-bounds index in this direction, when it was
-    #: on this array (None otherwise)
+    #: that thread's first out-of-bounds index on this array in this
+    #: direction (None only where no thread made one)
     first_index: tuple[int, ...] | None
 
     def describe(self) -> str:
@@ -336,7 +347,7 @@ def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, int], ...],
     arrays are reshaped to them.  ``slots`` gives (name, role, ndim) per slot;
     ``division_sites`` (line, text) per division site.
     """
-    count, atomics, min_w, max_w, iteration, stores, oob, oob_min, oob_thread, first = raw[:10]
+    count, atomics, min_w, max_w, iteration, stores, oob, oob_min, oob_thread, oob_index = raw[:10]
     divisions = tuple(
         DivisionByZero(line, text, int(raw[DIVZ][site]), int(raw[DIVZ_THREAD][site]))
         for site, (line, text) in enumerate(division_sites[:DIVISION_SITES])
@@ -356,10 +367,8 @@ def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, int], ...],
             if n == 0:
                 continue
             thread = int(oob_min[slot, direction])
-            index = None
-            if first[thread, direction, 0] == slot:
-                i, j = int(first[thread, direction, 1]), int(first[thread, direction, 2])
-                index = (i, j) if ndim == 2 else (i,)
+            i, j = (int(x) for x in oob_index[slot, direction])
+            index = (i, j) if ndim == 2 else (i,)
             summaries.append(OutOfBounds(name, role, DIRECTIONS[direction], n, thread, index))
     return AccessMaps(
         count=count.reshape(shape_c), atomics=atomics.reshape(shape_c), min_writer=min_w,

@@ -51,6 +51,7 @@ from ..records import (
     allocate_records,
     decode_writers,
     merge_lockstep_records,
+    merge_oob_index,
     reads_flat_param,
     reads_param,
 )
@@ -373,12 +374,13 @@ def _merge(records: list[np.ndarray], private: list[list[np.ndarray]]) -> None:
     """Fold each extra worker's private recording arrays into ``records``
     (the writer maps still encoded: a running maximum each)."""
     for copy in private:
+        merge_oob_index(records, copy)  # (before the lowest threads are merged)
         for index, how in PRIVATE_RECORDS.items():
             if how == "sum":
                 records[index] += copy[index]
             elif how == "min":
                 np.minimum(records[index], copy[index], out=records[index])
-            else:
+            elif how == "max":
                 np.maximum(records[index], copy[index], out=records[index])
         for index in range(READS, len(records)):  # read counts
             records[index] += copy[index]

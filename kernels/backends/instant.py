@@ -51,7 +51,7 @@ from ..records import (
     MAX_WRITER,
     MIN_WRITER,
     OOB,
-    OOB_FIRST,
+    OOB_INDEX,
     OOB_MIN_THREAD,
     OOB_THREAD,
     READS,
@@ -412,15 +412,14 @@ class VectorRuntime:
         g = self.G[lanes]
         oob = self.records[OOB]
         oob[slot, direction] += len(g)
-        lowest = int(g.min())
-        self.records[OOB_MIN_THREAD][slot, direction] = min(self.records[OOB_MIN_THREAD][slot, direction], lowest)
-        first = self.records[OOB_FIRST]
-        fresh = first[g, direction, 0] < 0
-        if fresh.any():
-            gf = g[fresh]
-            first[gf, direction, 0] = slot
-            first[gf, direction, 1] = i[fresh]
-            first[gf, direction, 2] = j[fresh] if j is not None else 0
+        # The lowest thread, and its index when it is a new lowest: then this
+        # is its first such access of this array (a thread's accesses come in
+        # program order), as helper_library's _tm_oob_hit records it.
+        at = int(np.argmin(g))
+        lowest = int(g[at])
+        if lowest < self.records[OOB_MIN_THREAD][slot, direction]:
+            self.records[OOB_MIN_THREAD][slot, direction] = lowest
+            self.records[OOB_INDEX][slot, direction] = (i[at], j[at] if j is not None else 0)
         self.records[OOB_THREAD][g] += 1
 
     # -- the shared-memory shadow (see helper_library's _tm_shared_*) ---------------------

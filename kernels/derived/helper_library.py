@@ -39,16 +39,7 @@ def helper_library(target: str, mode: str) -> str:
         for nd in (1, 2):
             _plain_helpers(emit, target, nd)
         return "\n\n".join(out)
-    emit(f"""
-def _tm_oob_hit(oob, oobmin, oobt, oobf, sl, d, g, i, j):
-    {_atomic_line(target, "add", "oob", "(sl, d)", "1")}
-    {_atomic_line(target, "min", "oobmin", "(sl, d)", "g")}
-    if oobf[g, d, 0] < 0:
-        oobf[g, d, 0] = sl
-        oobf[g, d, 1] = i
-        oobf[g, d, 2] = j
-    oobt[g] += 1
-""")
+    out.append(_oob_hit(target, decorator))
     if target == "cpu":
         out.append(CPU_RECORD_LIBRARY)
     for nd in (1, 2):
@@ -56,6 +47,71 @@ def _tm_oob_hit(oob, oobmin, oobt, oobf, sl, d, g, i, j):
             _record_helpers(emit, target, nd, role)
     out.append(_division_helpers(target, decorator))
     return "\n\n".join(out)
+
+
+def _oob_hit(target: str, decorator: str) -> str:
+    """``_tm_oob_hit``: an out-of-bounds access of array ``sl`` in direction
+    ``d`` by thread ``g`` at ``(i, j)``: counted, and per array and direction
+    the lowest thread that made one (``oobmin``) and that thread's first such
+    index (``oobi``; see records.py); ``oobt``: per thread.
+
+    The index is written when this thread becomes the lowest: a thread's
+    accesses come in program order, so that is its first such access, and
+    it is never written again for this thread.  On the CPU one worker makes
+    its threads' accesses one at a time (workers' records are merged after,
+    records.merge_oob_index); the simulator runs threads as Python threads,
+    so there the update holds a lock.
+
+    On a GPU threads race.  The lowest thread is an atomic min, always right.
+    A thread writes the index only when the min it displaced was higher (its
+    first such access) and the min still holds it when read back (of the
+    lanes of a warp that get there together, only the lowest writes).  The
+    read back is a second atomic min by the same thread id, which changes
+    nothing (the min is at most g by then) but reads L2, never a stale L1
+    line.  What the race can still cost: a lower thread that takes the min
+    between that read and this thread's two stores can have its index
+    overwritten by this one's (or i from one thread and j from the other):
+    the index shown is then that of a higher thread's out-of-bounds access
+    of the same array, with the right (lowest) thread and count.
+    """
+    plain = f"""{decorator}
+def _tm_oob_hit(oob, oobmin, oobt, oobi, sl, d, g, i, j):
+    oob[sl, d] += 1
+    if g < oobmin[sl, d]:
+        oobmin[sl, d] = g
+        oobi[sl, d, 0] = i
+        oobi[sl, d, 1] = j
+    oobt[g] += 1
+"""
+    if target != "cuda":
+        return plain
+    simulated = f"""_TM_OOB_LOCK = _tm_threading.Lock()
+
+
+{decorator}
+def _tm_oob_hit(oob, oobmin, oobt, oobi, sl, d, g, i, j):
+    with _TM_OOB_LOCK:
+        oob[sl, d] += 1
+        if g < oobmin[sl, d]:
+            oobmin[sl, d] = g
+            oobi[sl, d, 0] = i
+            oobi[sl, d, 1] = j
+        oobt[g] += 1
+"""
+    compiled = f"""{decorator}
+def _tm_oob_hit(oob, oobmin, oobt, oobi, sl, d, g, i, j):
+    _tm_cuda.atomic.add(oob, (sl, d), 1)
+    old = _tm_cuda.atomic.min(oobmin, (sl, d), g)
+    if g < old and _tm_cuda.atomic.min(oobmin, (sl, d), g) == g:
+        oobi[sl, d, 0] = i
+        oobi[sl, d, 1] = j
+    oobt[g] += 1
+"""
+    indent = lambda text: "\n".join("    " + line if line else line for line in text.splitlines())
+    return ("from numba import config as _tm_numba_config\n"
+            "if _tm_numba_config.ENABLE_CUDASIM:\n"
+            "    import threading as _tm_threading\n\n" + indent(simulated)
+            + "\nelse:\n" + indent(compiled) + "\n")
 
 
 #: Python's operator of each division helper, and numpy's function for it.
@@ -153,7 +209,7 @@ def _record_helpers(emit, target: str, nd: int, role: str) -> None:
     idx, tup, outside, j = _index_forms(nd)
     cpu = target == "cpu"
     offset = "i * x.shape[1] + j" if nd == 2 else "i"
-    oob = "oob, oobmin, oobt, oobf" + (", req, lane" if cpu else "") + ", g"
+    oob = "oob, oobmin, oobt, oobi" + (", req, lane" if cpu else "") + ", g"
     shared = ", shadow, epoch, epoch0, race, uninit, block" if cpu and role == "sh" else ""
     # What is noted for the warp request: the element offset (global memory),
     # or offset and lane (shared memory: banks are served per lane group).
@@ -174,7 +230,7 @@ def _record_helpers(emit, target: str, nd: int, role: str) -> None:
 
     def miss(direction: int, returned: str) -> str:
         return (f"    if {outside}:\n"
-                f"        _tm_oob_hit(oob, oobmin, oobt, oobf, sl, _tm_i64({direction}), g, i, {j})\n"
+                f"        _tm_oob_hit(oob, oobmin, oobt, oobi, sl, _tm_i64({direction}), g, i, {j})\n"
                 f"        return{returned}\n")
 
     def writer(count: str) -> str:

@@ -40,8 +40,8 @@ _COORDINATES = {
 #: emulation also notes each lane's offset for its warp's request
 #: (in ``_tm_req``, by lane ``_tm_l``; see records.py).
 OOB_ARGS = {
-    "cuda": ("_tm_oob", "_tm_oob_min_thread", "_tm_oob_thread", "_tm_oob_first", "_tm_gtid"),
-    "cpu": ("_tm_oob", "_tm_oob_min_thread", "_tm_oob_thread", "_tm_oob_first",
+    "cuda": ("_tm_oob", "_tm_oob_min_thread", "_tm_oob_thread", "_tm_oob_index", "_tm_gtid"),
+    "cpu": ("_tm_oob", "_tm_oob_min_thread", "_tm_oob_thread", "_tm_oob_index",
             "_tm_req", "_tm_l", "_tm_gtid"),
 }
 _WRITER_ARGS = ("_tm_min_writer", "_tm_max_writer", "_tm_iteration", "_tm_stores")
