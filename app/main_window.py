@@ -21,7 +21,7 @@ from .actions import (
     SweepAction,
 )
 from .controllers.session_controller import SessionController
-from .gui_gc import collect_on_gui_thread
+from .gui_gc import collect_on_gui_thread, freeze_what_lasts
 from .models.session import Session
 from .qt import QtCore, QtGui, QtWidgets
 from .settings import Settings
@@ -74,6 +74,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._build_actions()
         self._connect()
         self._load_settings()
+        freeze_what_lasts()
         self.setAcceptDrops(True)  # a .py file dropped on the window opens it
 
     # -- assembly ------------------------------------------------------------------------
@@ -179,6 +180,8 @@ class MainWindow(QtWidgets.QMainWindow):
         controls.kernel_changed.connect(self._apply_sweep_defaults)
 
     def _on_busy_changed(self, busy: bool) -> None:
+        if not busy:
+            self.sweep_view.finish_running()
         for button in (self.controls.run_button, self.controls.hunt_button,
                        self.sweep_view.run_button):
             button.setEnabled(not busy)
@@ -321,6 +324,7 @@ class MainWindow(QtWidgets.QMainWindow):
                                     "or a GPU launch); close again in a moment")
             event.ignore()
             return
+        self.sweep_view.shut_down()
         self.session.close()
         super().closeEvent(event)
 

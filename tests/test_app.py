@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.qt import QtCore, QtGui
+from app.qt import QtCore, QtGui, QtWidgets
 
 
 @pytest.fixture
@@ -28,6 +28,17 @@ def set_shape(window, m, k, n):
     for spin, value in ((window.controls.m_spin, m), (window.controls.k_spin, k),
                         (window.controls.n_spin, n)):
         spin.setValue(value)
+
+
+def wait_for_pictures(window, timeout: float = 30.0) -> None:
+    """Until the sweep's cells are painted (off the GUI thread) and placed."""
+    import time
+
+    end = time.monotonic() + timeout
+    while window.sweep_view.painting and time.monotonic() < end:
+        QtWidgets.QApplication.processEvents()
+        time.sleep(0.005)
+    QtWidgets.QApplication.processEvents()
 
 
 def prepare_sweep(window, kernel, shape, blocks, threads):
@@ -234,11 +245,12 @@ def test_sweep_fills_the_matrix_and_opens_a_cell(window):
     assert [(c.blocks, c.threads) for c in cells] == [(1, 32), (1, 64), (1, 96), (2, 32),
                                                        (2, 64), (2, 96)]
     assert all(c.result.verdict.passed for c in cells)
-    assert len(window.sweep_view._plots) == 6
+    wait_for_pictures(window)
+    assert len(window.sweep_view.matrix.painted) == 6
     # The time plot's numbers are in the unit its label names.
     assert "kernel time (ms)" in window.sweep_view.time_plot.getAxis("left").labelString()
     plotted = sorted(y for item in window.sweep_view.time_plot.getPlotItem().listDataItems()
-                     for y in item.yData)
+                     for y in (item.yData if item.yData is not None else ()))
     assert plotted == pytest.approx(sorted(c.result.kernel_timing.seconds * 1e3 for c in cells))
     # Occupancy for every GPU model came with each cell's result, from the worker.
     assert all(len(c.result.occupancy) == 5 for c in cells)
@@ -268,8 +280,8 @@ def test_a_2d_kernel_sweeps_2d_launches_and_errors_show_on_the_sweep_tab(window)
     assert [c.label for c in cells] == ["2x3 x 16x16", "1x1 x 16x16"]
     assert [c.result.verdict.word for c in cells] == ["PASS", "FAIL"]
     # placed by their dims: 1x1 on the first row, 2x3 on the second
-    places = {cell.label: (plot.plot.scene() is not None) for plot, cell in view._plots}
-    assert len(view._plots) == 2 and all(places.values())
+    wait_for_pictures(window)
+    assert set(view.matrix.painted) == {((1, 1), (16, 16)), ((2, 3), (16, 16))}
     assert view._grid == (((1, 1), (2, 3)), ((16, 16),))
     # a launch past CUDA's limits: named, with the launch, on the Sweep tab
     view.threads_edit.setText("64x32")
@@ -627,23 +639,37 @@ def test_an_export_error_is_shown_once(window, monkeypatch, tmp_path):
     assert window.session.current is shown  # and the result stays
 
 
-def test_a_sweep_draws_each_cell_once_as_it_arrives(window, monkeypatch):
-    import app.views.sweep_view as sweep_view
+def test_a_sweep_paints_each_cell_off_the_gui_thread_as_it_arrives(window, monkeypatch):
+    import threading
 
-    made = []
-    original = sweep_view.HeatmapPlot
+    import app.views.sweep_matrix as sweep_matrix
 
-    def counting(*args, **kwargs):
-        made.append(1)
-        return original(*args, **kwargs)
+    painted = []
+    original = sweep_matrix.paint_cell
 
-    monkeypatch.setattr(sweep_view, "HeatmapPlot", counting)
+    def counting(cell, *args, **kwargs):
+        painted.append((cell.label, threading.current_thread() is threading.main_thread()))
+        return original(cell, *args, **kwargs)
+
+    monkeypatch.setattr(sweep_matrix, "paint_cell", counting)
     prepare_sweep(window, "grid-stride", (20, 4, 30), "1,2,4", "32,64,96")
     window.sweep_action.trigger()
     assert len(window.session.sweep_cells) == 9
-    # One plot per cell, not one per cell per arrival (45 for 9 cells).
-    assert len(made) == 9
-    assert len(window.sweep_view._plots) == 9
+    wait_for_pictures(window)
+    # every cell painted, none on the GUI thread; not once per arrival (81
+    # for 9 cells): once, and again only when the cells' size changed with
+    # the window (or a new colour scale's top: not here, every count is 1)
+    assert not any(on_gui for _, on_gui in painted)
+    labels = [label for label, _ in painted]
+    assert set(labels) == {c.label for c in window.session.sweep_cells}
+    assert len(labels) <= 18
+    assert len(window.sweep_view.matrix.painted) == 9
+    # titles are part of the pictures: a map switch keeps them
+    window.sweep_view.map_combo.setCurrentIndex(window.sweep_view.map_combo.findData("writer"))
+    wait_for_pictures(window)
+    label = window.sweep_view.matrix.labels[((2,), (64,))]
+    assert label.pixmap() is not None and not label.pixmap().isNull()
+    assert label.toolTip().startswith("2 x 64 PASS")
 
 
 def test_the_map_and_tabs_stay_put_whatever_the_verdict_says(window, qtbot):
@@ -689,10 +715,10 @@ def test_sweep_plots_name_their_points_and_keep_tick_labels_apart(window):
     # 4 x 64 and 1 x 256: the same 256 threads, the same share idle: one label
     prepare_sweep(window, "grid-stride", (4, 4, 4), "1,4", "64,256")
     window.sweep_action.trigger()
-    labels = {item.toPlainText() for item in window.sweep_view.point_labels["idle"]}
+    wait_for_pictures(window)
+    labels = set(window.sweep_view.point_labels["idle"].texts)
     assert "1 x 256, 4 x 64" in labels or "4 x 64, 1 x 256" in labels
-    assert {item.toPlainText() for item in window.sweep_view.point_labels["time"]} >= {
-        "1 x 64", "4 x 256"}
+    assert set(window.sweep_view.point_labels["time"].texts) >= {"1 x 64", "4 x 256"}
     # 8,192 lies 0.3 decades from 4,096 and from 16,384: too close where a
     # label takes 0.35
     ticks = spread_ticks([64, 256, 1024, 4096, 8192, 16384], apart=0.35)

@@ -16,19 +16,21 @@ class StatusBar(QtWidgets.QStatusBar):
         self.progress_bar = QtWidgets.QProgressBar()
         self.progress_bar.setRange(0, 1000)
         self.progress_bar.setMaximumWidth(260)
-        self.progress_bar.hide()
         self.addPermanentWidget(self.progress_bar)
         self.cancel_button = QtWidgets.QPushButton("Cancel")
         self.cancel_button.setToolTip("Esc")
-        self.cancel_button.hide()
         self.addPermanentWidget(self.cancel_button)
+        # Always there, idle between runs: showing them at a run's start
+        # repainted the whole window (200 ms of a busy machine, at the start
+        # of every sweep).
+        self.set_busy(False)
         session.told.connect(self.showMessage)
 
     def set_busy(self, busy: bool) -> None:
-        self.cancel_button.setVisible(busy)
-        self.progress_bar.setVisible(busy)
-        if busy:
-            self.progress_bar.setValue(0)
+        self.cancel_button.setEnabled(busy)
+        self.progress_bar.setEnabled(busy)
+        self.progress_bar.setValue(0)
+        self.progress_bar.setFormat("0%" if busy else "idle")
 
     def show_progress(self, fraction: float, message: str) -> None:
         self.progress_bar.setValue(int(1000 * max(0.0, min(1.0, fraction))))

@@ -1,6 +1,8 @@
 """The sweep tab: a matrix of small heatmaps (grids down, blocks across, each of
 one or two dimensions) on one shared colour scale, each marked PASS/FAIL with
-its time, and time against total threads."""
+its time, and time against total threads.  The cells' pictures are painted off
+the GUI thread (sweep_matrix.py); the plots are brought up to date at most
+every few hundred milliseconds."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +14,6 @@ from kernels import (
     GPU_MODEL_NAMES,
     SweepCell,
     counted,
-    dims_heading,
     dims_order,
     gpu_model_source,
     parse_list,
@@ -21,11 +22,15 @@ from kernels import (
 )
 
 from ..export import cell_findings, cell_title, shared_top
-from ..models.map_images import MAP_CHOICES, make_map
+from ..models.map_images import MAP_CHOICES, MapImage, make_map
 from ..models.session import Session
 from ..qt import QtCore, QtGui, QtWidgets, pg
 from .colors import colour_map
-from .heatmap import HeatmapPlot, colour_bar_ticks
+from .heatmap import colour_bar_ticks
+from .sweep_matrix import FAIL_COLOUR, PASS_COLOUR, CellTitle, SweepMatrix
+
+#: how often the time and idle-threads plots follow a running sweep
+PLOTS_EVERY_MS = 1000
 
 DEFAULT_BLOCKS = "1,2,4,8,16,32"  # grids: a kernel's own defaults replace them (sweep_defaults)
 DEFAULT_THREADS = "32,64,128,256,512,1024"
@@ -64,27 +69,58 @@ def _tick_gap(plot: pg.PlotWidget, totals: list[int]) -> float:
     return (widest + 12) / per_decade
 
 
-def _label_points(plot: pg.PlotWidget, points: list[tuple[float, float, str]],
-                  log_y: bool) -> list[pg.TextItem]:
-    """Each point named by its configuration ("4 x 256"); configurations on
-    one point (4 x 64 and 1 x 256: the same threads, the same idle share)
-    share one label.  Positions are the axes' own: log10 on a log axis."""
-    grouped: dict[tuple[float, float], list[str]] = {}
-    for x, y, label in points:
-        if x <= 0 or (log_y and y <= 0) or not np.isfinite(y):
-            continue
-        key = (round(float(np.log10(x)), 6), round(float(np.log10(y)) if log_y else y, 6))
-        grouped.setdefault(key, []).append(label)
-    items = []
-    for (x, y), labels in grouped.items():
-        text = ", ".join(labels[:3]) + (f" +{len(labels) - 3}" if len(labels) > 3 else "")
-        item = pg.TextItem(text, color="#444444", anchor=(0, 1))
-        item.setFont(_small_font())
-        item.setToolTip("\n".join(labels))
-        item.setPos(x, y)
-        plot.addItem(item)
-        items.append(item)
-    return items
+class PointLabels(pg.GraphicsObject):
+    """Each point of a plot named by its configuration ("4 x 256"), in one
+    item that paints every label at its point's pixel: a pyqtgraph TextItem
+    per point cost ~0.5 ms each to add and more to lay out at every view
+    change (128 of them stalled the window 200 ms on a busy machine).
+    Configurations on one point (4 x 64 and 1 x 256: the same threads, the
+    same share idle) share one label.  Positions are the axes' own: log10 on
+    a log axis."""
+
+    def __init__(self, log_y: bool):
+        super().__init__()
+        self.log_y = log_y
+        self.labels: list[tuple[float, float, str]] = []
+        self._font = _small_font()
+
+    def set_points(self, points: list[tuple[float, float, str]]) -> None:
+        grouped: dict[tuple[float, float], list[str]] = {}
+        for x, y, label in points:
+            if x <= 0 or (self.log_y and y <= 0) or not np.isfinite(y):
+                continue
+            key = (float(np.log10(x)), float(np.log10(y)) if self.log_y else float(y))
+            grouped.setdefault(key, []).append(label)
+        labels = [(x, y, ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3
+                                                  else ""))
+                  for (x, y), names in grouped.items()]
+        if labels != self.labels:
+            self.prepareGeometryChange()
+            self.labels = labels
+            self.update()
+
+    @property
+    def texts(self) -> list[str]:
+        return [text for _, _, text in self.labels]
+
+    def boundingRect(self) -> QtCore.QRectF:  # noqa: N802 (Qt API)
+        if not self.labels:
+            return QtCore.QRectF()
+        xs = [x for x, _, _ in self.labels]
+        ys = [y for _, y, _ in self.labels]
+        return QtCore.QRectF(min(xs), min(ys), max(max(xs) - min(xs), 1e-9),
+                             max(max(ys) - min(ys), 1e-9))
+
+    def paint(self, painter, *args) -> None:
+        at = painter.transform()
+        painter.save()
+        painter.resetTransform()  # text in pixels, beside each point
+        painter.setFont(self._font)
+        painter.setPen(QtGui.QColor("#444444"))
+        for x, y, text in self.labels:
+            point = at.map(QtCore.QPointF(x, y))
+            painter.drawText(point + QtCore.QPointF(4, -3), text)
+        painter.restore()
 
 
 def _small_font() -> QtGui.QFont:
@@ -105,15 +141,14 @@ class SweepView(QtWidgets.QWidget):
     def __init__(self, session: Session, parent=None):
         super().__init__(parent)
         self.session = session
-        self._plots: list[tuple[HeatmapPlot, SweepCell]] = []
-        #: the running sweep's blocks and threads (its cells' places), the
-        #: shared colour scale's top, and the matrix's colour bar
-        self._grid: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+        #: the running sweep's grids and blocks (its cells' places), and the
+        #: shared colour scale's top
+        self._grid: tuple[tuple, tuple] | None = None
         self._top: float | None = None
-        self._bar: pg.ColorBarItem | None = None
+        #: what the painting thread reads (never a widget): map, GPU model,
+        #: assumed registers, colour scale's top
+        self._paint_settings = ("count", GPU_MODEL_NAMES[0], ASSUMED_REGISTERS, None)
         self._defaults = (DEFAULT_BLOCKS, DEFAULT_THREADS)
-        #: the labels on the time and idle-threads plots (their points' configurations)
-        self.point_labels: dict[str, list] = {"time": [], "idle": []}
         layout = QtWidgets.QVBoxLayout(self)
         form = QtWidgets.QHBoxLayout()
         self.blocks_edit = QtWidgets.QLineEdit(DEFAULT_BLOCKS)
@@ -170,10 +205,20 @@ class SweepView(QtWidgets.QWidget):
         self.status.setWordWrap(True)
         layout.addWidget(self.status)
         splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
-        self.matrix = pg.GraphicsLayoutWidget()
-        self.matrix.setObjectName("sweep-matrix")
-        self.matrix.scene().sigMouseClicked.connect(self._on_matrix_clicked)
-        splitter.addWidget(self.matrix)
+        matrix_row = QtWidgets.QWidget()
+        matrix_layout = QtWidgets.QHBoxLayout(matrix_row)
+        matrix_layout.setContentsMargins(0, 0, 0, 0)
+        self.matrix = SweepMatrix(self._describe)
+        self.matrix.cell_opened.connect(self.cell_opened.emit)
+        self.matrix.settled.connect(self._on_pictures_settled)
+        matrix_layout.addWidget(self.matrix, 1)
+        # the shared colour scale, beside the scroll area: always in view
+        self.bar_view = pg.GraphicsLayoutWidget()
+        self.bar_view.setObjectName("sweep-colour-bar")
+        self.bar_view.setFixedWidth(110)
+        self._bar: pg.ColorBarItem | None = None
+        matrix_layout.addWidget(self.bar_view)
+        splitter.addWidget(matrix_row)
         self.time_plot = pg.PlotWidget()
         self.time_plot.setLogMode(x=True, y=True)
         self.time_plot.setLabel("bottom", "total threads (blocks x threads per block)")
@@ -182,6 +227,10 @@ class SweepView(QtWidgets.QWidget):
         # apply to a log axis, where they left "(s)" under millisecond ticks.
         self.time_plot.getAxis("left").enableAutoSIPrefix(False)
         self.time_plot.addLegend()
+        self._scatter = {
+            word: self.time_plot.plot([], [], pen=None, symbol="o", symbolBrush=colour,
+                                      symbolPen=None, name=word)
+            for word, colour in (("PASS", PASS_COLOUR), ("FAIL", FAIL_COLOUR))}
         plots = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
         plots.addWidget(self.time_plot)
         self.idle_plot = pg.PlotWidget()
@@ -189,16 +238,27 @@ class SweepView(QtWidgets.QWidget):
         self.idle_plot.setLabel("bottom", "total threads")
         self.idle_plot.setLabel("left", "idle threads (%)")
         self.idle_plot.setYRange(0, 100)
+        self._idle_scatter = self.idle_plot.plot([], [], pen=None, symbol="s",
+                                                 symbolBrush="#4c72b0", symbolPen=None)
+        #: the labels on the time and idle-threads plots (their points' configurations)
+        self.point_labels = {"time": PointLabels(log_y=True), "idle": PointLabels(log_y=False)}
+        self.time_plot.addItem(self.point_labels["time"], ignoreBounds=True)
+        self.idle_plot.addItem(self.point_labels["idle"], ignoreBounds=True)
         plots.addWidget(self.idle_plot)
         splitter.addWidget(plots)
         splitter.setSizes([600, 250])
         layout.addWidget(splitter, 1)
+        self._times_timer = QtCore.QTimer(self)
+        self._times_timer.setSingleShot(True)
+        self._times_timer.setInterval(PLOTS_EVERY_MS)
+        self._times_timer.timeout.connect(self._draw_times)
         self._set_export_enabled()
         self._draw_times()
         for plot in (self.time_plot, self.idle_plot):
             plot.getViewBox().sigResized.connect(self._retick)
         session.sweep_started.connect(self.begin)
         session.sweep_cell_added.connect(self.add_cell)
+        session.sweep_finished.connect(lambda _: self.finish_running())
         session.assumed_registers_changed.connect(self._on_assumed_registers_changed)
 
     @property
@@ -208,6 +268,11 @@ class SweepView(QtWidgets.QWidget):
     @property
     def map_name(self) -> str:
         return self.map_combo.currentData()
+
+    @property
+    def painting(self) -> bool:
+        """Pictures or plots still to come (tests and the benchmark wait)."""
+        return self.matrix.busy or self._times_timer.isActive()
 
     def grids_and_blocks(self) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
         """The lists asked for, as dims; ThreadMapError names a bad entry."""
@@ -240,29 +305,34 @@ class SweepView(QtWidgets.QWidget):
 
     def begin(self, grids, blocks) -> None:
         """A sweep of ``grids`` x ``blocks`` (dims tuples) starts: its cells
-        will arrive one by one, each drawn into its place (redrawing the whole
-        matrix at every arrival made a sweep quadratic: 55 s with the window
-        frozen for 64)."""
+        will arrive one by one, each painted into its place off the GUI thread
+        (redrawing the whole matrix at every arrival made a sweep quadratic:
+        55 s with the window frozen for 64)."""
         self.show_error("")
-        self.clear()
         self._grid = (tuple(dims_order(grids)), tuple(dims_order(blocks)))
-        self._draw_axes(*self._grid)
+        self._top = None
+        self._running = True
+        self._settle_paint_settings()
+        self.matrix.begin(*self._grid)
+        self._set_export_enabled()
+        self._draw_times()
 
     def add_cell(self, cell: SweepCell) -> None:
-        """(The session has added ``cell`` to :attr:`cells`.)"""
-        grid = self._grid
-        if grid is None or cell.grid not in grid[0] or cell.block not in grid[1]:
-            self.redraw()
-            return
-        top = shared_top(self.cells, self.map_name)
-        if top != self._top:  # a new maximum: one colour scale for every cell
-            self._top = top
-            for plot, done in self._plots:
-                if done.result is not None:
-                    plot.show(make_map(done.result, self.map_name, shared_top=top), "")
-        self._plots.append((self._draw_cell(cell, *grid, top), cell))
-        self._draw_colour_bar(len(grid[0]), len(grid[1]))
+        """(The session has added ``cell`` to :attr:`cells`.)  Cheap on the GUI
+        thread: its colour scale's top, then its picture is painted elsewhere."""
+        if cell.result is not None:
+            top = shared_top([cell], self.map_name)
+            if top is not None and (self._top is None or top > self._top):
+                # a new maximum: one colour scale for every cell, repainted
+                self._top = top
+                self._settle_paint_settings()
+                self.matrix.repaint_all()
+        self.matrix.add(cell)
         self._after_cells_changed()
+
+    def _settle_paint_settings(self) -> None:
+        self._paint_settings = (self.map_name, self.gpu_combo.currentText(),
+                                self.assumed_registers, self._top)
 
     def _set_export_enabled(self) -> None:
         has = any(c.result is not None for c in self.cells)
@@ -270,89 +340,72 @@ class SweepView(QtWidgets.QWidget):
         self.folder_button.setEnabled(has)
 
     def redraw(self) -> None:
-        """Draw the whole matrix again (the map, the GPU model or the assumed
-        registers changed)."""
-        self.matrix.clear()
-        self._plots = []
-        self._bar = None
-        self._top = None
-        self._set_export_enabled()
-        if not self.cells:
-            self._draw_times()
-            return
-        grid = self._grid
-        blocks = dims_order([c.grid for c in self.cells] + list(grid[0] if grid else ()))
-        threads = dims_order([c.block for c in self.cells] + list(grid[1] if grid else ()))
+        """Paint every cell again (the map, the GPU model or the assumed
+        registers changed), off the GUI thread."""
         self._top = shared_top(self.cells, self.map_name)
-        self._draw_axes(blocks, threads)
+        self._settle_paint_settings()
+        grid = self._grid
+        grids = dims_order([c.grid for c in self.cells] + list(grid[0] if grid else ()))
+        blocks = dims_order([c.block for c in self.cells] + list(grid[1] if grid else ()))
+        self.matrix.begin(grids, blocks)
         for cell in self.cells:
-            self._plots.append((self._draw_cell(cell, blocks, threads, self._top), cell))
-        self._draw_colour_bar(len(blocks), len(threads))
+            self.matrix.add(cell)
         self._after_cells_changed()
 
-    def _draw_axes(self, blocks, threads) -> None:
-        for col, dims in enumerate(threads):
-            self.matrix.addLabel(dims_heading(dims, "thread"), row=0, col=col + 1)
-        for row, dims in enumerate(blocks):
-            self.matrix.addLabel(dims_heading(dims, "block"), row=row + 1, col=0, angle=-90)
+    # -- what a cell shows (on the painting thread) ---------------------------------------
 
-    def _draw_cell(self, cell: SweepCell, blocks, threads, top) -> HeatmapPlot:
-        row, col = list(blocks).index(cell.grid) + 1, list(threads).index(cell.block) + 1
-        plot = HeatmapPlot(self.matrix.ci, row=row, col=col, colour_bar=False, axes=False)
-        plot.plot.setMouseEnabled(x=False, y=False)
-        plot.plot.hideButtons()
-        colour = "#1a7f37" if cell.result and cell.result.verdict.passed else "#c62828"
+    def _describe(self, cell: SweepCell) -> tuple[MapImage | None, CellTitle]:
+        map_name, gpu, registers, top = self._paint_settings
         if cell.result is None:
-            plot.plot.setTitle(f"<span style='color:{colour}'>error</span>", size="8pt")
-            plot.plot.getViewBox().setToolTip(cell.error or "")
-            return plot
-        plot.show(make_map(cell.result, self.map_name, shared_top=top), "")
+            return None, CellTitle(((f"{cell.label}: error", FAIL_COLOUR),
+                                    (cell.error or "", "#444444")))
+        colour = PASS_COLOUR if cell.result.verdict.passed else FAIL_COLOUR
+        lines = [(cell_title(cell), colour)]
         findings = cell_findings(cell)
-        plot.plot.setTitle(f"<span style='color:{colour}'>{cell_title(cell)}</span>"
-                           + (f"<br>{findings}" if findings else "")
-                           + f"<br>{self.occupancy_text(cell)}", size="8pt")
-        # pyqtgraph fixes a title's row at 30 px; these have three or four lines.
-        height = 60 if findings else 46
-        plot.plot.titleLabel.setMaximumHeight(height)
-        plot.plot.layout.setRowFixedHeight(0, height)
-        return plot
+        if findings:
+            lines.append((findings, FAIL_COLOUR if not cell.result.verdict.passed else "#8a5a00"))
+        lines += [(line, "#333333") for line in occupancy_lines(cell, gpu, registers)]
+        return make_map(cell.result, map_name, shared_top=top), CellTitle(tuple(lines))
 
-    def _draw_colour_bar(self, rows: int, cols: int) -> None:
-        shown = [plot.current for plot, cell in self._plots if plot.current is not None]
-        if not shown:
+    def occupancy_text(self, cell: SweepCell) -> str:
+        """``"occ 75%, 2 waves, last 71% idle<br>12% of threads idle"`` on the chosen GPU."""
+        return "<br>".join(occupancy_lines(cell, self.gpu_combo.currentText(),
+                                           self.assumed_registers))
+
+    def _on_pictures_settled(self) -> None:
+        image = self.matrix.last_image
+        if image is None:
             return
-        first = shown[0]
         if self._bar is None:
-            self._bar = pg.ColorBarItem(values=first.levels, colorMap=colour_map(first.colouring),
+            self._bar = pg.ColorBarItem(values=image.levels, colorMap=colour_map(image.colouring),
                                         interactive=False, width=14)
-            self.matrix.addItem(self._bar, row=1, col=cols + 1, rowspan=rows)
+            self.bar_view.addItem(self._bar, row=0, col=0)
         else:
-            self._bar.setLevels(first.levels)
-            self._bar.setColorMap(colour_map(first.colouring))
-        self._bar.axis.setTicks(colour_bar_ticks(first))
+            self._bar.setLevels(image.levels)
+            self._bar.setColorMap(colour_map(image.colouring))
+        self._bar.axis.setTicks(colour_bar_ticks(image))
 
     def _after_cells_changed(self) -> None:
         self._set_export_enabled()
-        self._draw_times()
+        if not self._times_timer.isActive():
+            self._times_timer.start()
         done = [c for c in self.cells if c.result is not None]
         passed = sum(1 for c in done if c.result.verdict.passed)
         self.status.setText(f"{len(self.cells)} configurations: {passed} PASS, "
                             f"{len(done) - passed} FAIL, {len(self.cells) - len(done)} errors. "
                             "One colour scale for all cells. Click a cell to open it.")
 
-    def occupancy_text(self, cell: SweepCell) -> str:
-        """``"occ 75%, 2 waves, last 71% idle<br>12% of threads idle"`` on the chosen GPU."""
-        idle = cell.result.maps.idle_threads / max(cell.total_threads, 1)
-        result = reassume_registers(cell.result, self.assumed_registers)  # arithmetic only
-        occ = result.occupancy.get(self.gpu_combo.currentText())
-        if occ is None:  # not worked out for this cell (its kernel could not be read)
-            return f"{percent(idle)} threads idle"
-        return (f"occ {percent(occ.occupancy)}, {counted(occ.waves, 'wave')}, "
-                f"last {percent(occ.last_wave_idle)} idle<br>{percent(idle)} of threads idle")
+    def finish_running(self) -> None:
+        """The sweep has ended (done, cancelled or failed): the plots in full."""
+        if not getattr(self, "_running", False):
+            return
+        self._running = False
+        self._times_timer.stop()
+        self._draw_times()
 
     def _draw_times(self) -> None:
-        self.time_plot.clear()
-        self.idle_plot.clear()
+        """The time and idle-threads plots, brought up to date (their points
+        set again; once the sweep has ended, each point's label)."""
         points = {"PASS": [], "FAIL": []}
         labelled_times: list[tuple[float, float, str]] = []
         backends = set()
@@ -366,11 +419,10 @@ class SweepView(QtWidgets.QWidget):
             point = (cell.total_threads, timing.seconds * 1e3)
             points[cell.result.verdict.word].append(point)
             labelled_times.append((*point, cell.label))
-        for word, colour in (("PASS", "#1a7f37"), ("FAIL", "#c62828")):
-            if points[word]:
-                xs, ys = np.array(points[word], dtype=float).T
-                self.time_plot.plot(xs, ys, pen=None, symbol="o", symbolBrush=colour,
-                                    symbolPen=None, name=word)
+        for word, item in self._scatter.items():
+            xs, ys = (np.array(points[word], dtype=float).T if points[word]
+                      else (np.array([]), np.array([])))
+            item.setData(xs, ys)
         if backends:
             label = ", ".join(BACKEND_SHORT[b] for b in sorted(backends))
             gpu = backends <= {"gpu"}
@@ -379,14 +431,11 @@ class SweepView(QtWidgets.QWidget):
             self.time_plot.setToolTip("; ".join(BACKEND_LABELS[b] for b in sorted(backends)))
         done = [c for c in self.cells if c.result is not None]
         idle = np.array([(c.total_threads, 100 * c.result.maps.idle_threads / c.total_threads)
-                         for c in done], dtype=float)
-        if idle.size:
-            self.idle_plot.plot(idle[:, 0], idle[:, 1], pen=None, symbol="s",
-                                symbolBrush="#4c72b0", symbolPen=None)
-        self.point_labels = {
-            "time": _label_points(self.time_plot, labelled_times, log_y=True),
-            "idle": _label_points(self.idle_plot, [(x, y, c.label) for (x, y), c
-                                                   in zip(idle.tolist(), done)], log_y=False)}
+                         for c in done], dtype=float).reshape(-1, 2)
+        self._idle_scatter.setData(idle[:, 0], idle[:, 1])
+        self.point_labels["time"].set_points(labelled_times)
+        self.point_labels["idle"].set_points([(x, y, c.label) for (x, y), c
+                                              in zip(idle.tolist(), done)])
         totals = sorted({c.total_threads for c in self.cells})
         if not totals:  # nothing yet: a plain decade axis, not pyqtgraph's +-0.4
             for plot in (self.time_plot, self.idle_plot):
@@ -399,12 +448,23 @@ class SweepView(QtWidgets.QWidget):
         """The thread-count ticks, as many as the plots' widths keep apart."""
         totals = getattr(self, "_totals", [])
         for plot in (self.time_plot, self.idle_plot):
-            plot.getAxis("bottom").setTicks([spread_ticks(totals, _tick_gap(plot, totals))])
+            ticks = [spread_ticks(totals, _tick_gap(plot, totals))]
+            axis = plot.getAxis("bottom")
+            if getattr(axis, "_threadmap_ticks", None) != ticks:  # (each call re-lays out)
+                axis._threadmap_ticks = ticks
+                axis.setTicks(ticks)
 
-    def _on_matrix_clicked(self, event) -> None:
-        pos = event.scenePos()
-        for plot, cell in self._plots:
-            if plot.plot.sceneBoundingRect().contains(pos):
-                if cell.result is not None:
-                    self.cell_opened.emit(cell)
-                return
+    def shut_down(self) -> None:
+        """The painting thread ends (the window closes)."""
+        self.matrix.shut_down()
+
+
+def occupancy_lines(cell: SweepCell, gpu: str, registers: int) -> list[str]:
+    """``["occ 75%, 2 waves, last 71% idle", "12% of threads idle"]`` on ``gpu``."""
+    idle = cell.result.maps.idle_threads / max(cell.total_threads, 1)
+    result = reassume_registers(cell.result, registers)  # arithmetic only
+    occ = result.occupancy.get(gpu)
+    if occ is None:  # not worked out for this cell (its kernel could not be read)
+        return [f"{percent(idle)} threads idle"]
+    return [f"occ {percent(occ.occupancy)}, {counted(occ.waves, 'wave')}, "
+            f"last {percent(occ.last_wave_idle)} idle", f"{percent(idle)} of threads idle"]
