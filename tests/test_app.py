@@ -560,7 +560,7 @@ def naive(A, B, C):
     controls.backend_combo.setCurrentText("cpu")
     window.run_action.trigger()
     assert window.session.current.verdict.passed, window.session.current.verdict.reasons
-    assert "launch: guessed: 2-D kernel" in window.maps_view.verdict_label.text()
+    assert "launch: 7x3 x 16x16 (guessed: 2-D kernel" in window.maps_view.verdict_label.text()
     controls.block_edit.setText("8x8")  # edited: the launch is the user's now
     assert controls.launch_source() == "given"
 

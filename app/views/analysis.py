@@ -18,6 +18,7 @@ from kernels import (
 )
 
 from ..qt import QtCore, QtWidgets, pg
+from .readable import ReadableTable, scroll_page
 
 COALESCING_COLUMNS = ("line", "access", "requests", "mean sectors", "max", "ideal", "efficiency")
 BANK_COLUMNS = ("line", "access", "requests", "mean ways", "max", "ideal")
@@ -27,7 +28,7 @@ OCCUPANCY_COLUMNS = ("GPU", "blocks / SM", "limited by", "occupancy", "waves", "
 
 
 def _read_only_table(name: str, columns: tuple[str, ...]) -> QtWidgets.QTableWidget:
-    table = QtWidgets.QTableWidget(0, len(columns))
+    table = ReadableTable(0, len(columns))
     table.setObjectName(name)
     table.setHorizontalHeaderLabels(columns)
     table.verticalHeader().hide()
@@ -60,13 +61,13 @@ class AnalysisPanel(QtWidgets.QTabWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.result: RunResult | None = None
-        self.addTab(self._build_coalescing(), "Coalescing")
-        self.addTab(self._build_shared(), "Shared")
-        self.addTab(self._build_divergence(), "Divergence")
-        self.addTab(self._build_load_balance(), "Balance")
-        self.addTab(self._build_occupancy(), "Occupancy")
-        self.addTab(self._build_replay(), "Replay")
-        self.addTab(self._build_diff(), "Diff")
+        self.addTab(scroll_page(self._build_coalescing()), "Coalescing")
+        self.addTab(scroll_page(self._build_shared()), "Shared")
+        self.addTab(scroll_page(self._build_divergence()), "Divergence")
+        self.addTab(scroll_page(self._build_load_balance()), "Balance")
+        self.addTab(scroll_page(self._build_occupancy()), "Occupancy")
+        self.addTab(scroll_page(self._build_replay()), "Replay")
+        self.addTab(scroll_page(self._build_diff()), "Diff")
         self._timer = QtCore.QTimer(self)
         self._timer.setInterval(333)  # 3 steps a second (replay_speed)
         self._timer.timeout.connect(self._on_timer_timeout)
@@ -183,6 +184,7 @@ class AnalysisPanel(QtWidgets.QTabWidget):
         self.balance_label.setWordWrap(True)
         layout.addWidget(self.balance_label)
         self.balance_plot = pg.PlotWidget()
+        self.balance_plot.setMinimumHeight(160)
         self.balance_plot.setLabel("bottom", "elements stored by a thread")
         self.balance_plot.setLabel("left", "threads")
         layout.addWidget(self.balance_plot, 1)

@@ -180,7 +180,16 @@ class ControlPanel(QtWidgets.QWidget):
             return False
         self.kernel_combo.setCurrentIndex(index)
         self._refresh_functions()
+        self._show_kernel_tooltip()
         self.kernel_changed.emit()
+
+    def _show_kernel_tooltip(self) -> None:
+        """The chosen kernel's whole name and path on hover: a long file
+        name is elided in the box."""
+        index = self.kernel_combo.currentIndex()
+        tip = self.kernel_combo.itemData(index, QtCore.Qt.ItemDataRole.ToolTipRole)
+        self.kernel_combo.setToolTip(f"{self.kernel_combo.currentText()}\n{tip}" if tip
+                                     else self.kernel_combo.currentText())
         return True
 
     @property
@@ -199,7 +208,16 @@ class ControlPanel(QtWidgets.QWidget):
             self.kernel_combo.setItemData(index, path, QtCore.Qt.ItemDataRole.ToolTipRole)
         self.kernel_combo.setCurrentIndex(index)
         self._refresh_functions()
+        self._show_kernel_tooltip()
         self.kernel_changed.emit()
+
+    def _show_kernel_tooltip(self) -> None:
+        """The chosen kernel's whole name and path on hover: a long file
+        name is elided in the box."""
+        index = self.kernel_combo.currentIndex()
+        tip = self.kernel_combo.itemData(index, QtCore.Qt.ItemDataRole.ToolTipRole)
+        self.kernel_combo.setToolTip(f"{self.kernel_combo.currentText()}\n{tip}" if tip
+                                     else self.kernel_combo.currentText())
 
     def _refresh_functions(self) -> None:
         kind, value = self.kernel_choice()

@@ -6,7 +6,7 @@ import numpy as np
 from kernels import RunResult
 
 from ..models.map_images import MapImage, count_scale, hover_text
-from ..qt import QtCore, pg
+from ..qt import QtCore, QtGui, pg
 from .colors import colour_map, lookup_table
 
 
@@ -165,7 +165,8 @@ class HeatmapPlot:
             self.colour_bar.axis.setWidth(int(14 + 7.5 * longest))
         draw_map(self.image, image, rgba)
         rows, cols = image.data.shape
-        self.plot.setTitle(title if title is not None else image.title)
+        self.title = title if title is not None else image.title
+        self.fit_title()
         if self.axes:
             self.plot.setLabel("bottom", image.x_label)
             self.plot.setLabel("left", image.y_label)
@@ -174,6 +175,33 @@ class HeatmapPlot:
                 [[(c, str(c)) for c in range(cols)]] if cols <= 16 else None)
         if reset_view or shape_changed:
             self.plot.setRange(xRange=(-0.5, cols - 0.5), yRange=(-0.5, rows - 0.5), padding=0)
+
+    def fit_title(self, width: int | None = None) -> None:
+        """The title, elided to the plot's width (the whole of it in the
+        tooltip): a long one ("Active lanes per branch: line 13: if y >= ...")
+        once made the plot wider than its view, the colour bar out of sight."""
+        title = getattr(self, "title", "")
+        if width is None:
+            views = self.plot.scene().views() if self.plot.scene() is not None else []
+            width = views[0].width() if views else 0
+        shown = title
+        if width > 0 and "<" not in title:
+            label = self.plot.titleLabel
+            font = label.item.font()
+            size = label.opts.get("size")
+            if isinstance(size, str) and size.endswith("pt"):
+                font.setPointSizeF(float(size[:-2]))
+            metrics = QtGui.QFontMetrics(font)
+            # the title spans the plot's column: the view less the left axis
+            # and the colour bar with its labels
+            room = int(width) - 40
+            if self.axes:
+                room -= int(self.plot.getAxis("left").width())
+            if self.colour_bar is not None:
+                room -= int(self.colour_bar.axis.width()) + 60
+            shown = metrics.elidedText(title, QtCore.Qt.TextElideMode.ElideRight, max(40, room))
+        self.plot.setTitle(shown)
+        self.plot.titleLabel.setToolTip(title if shown != title else "")
 
     def sharpen(self, width_px: int, height_px: int) -> None:
         """Repeat each cell of the shown map so that it covers about
@@ -221,6 +249,12 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
     @property
     def image(self) -> MapImage | None:
         return self.heatmap.current
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        heatmap = getattr(self, "heatmap", None)  # (Qt resizes it while it is built)
+        if heatmap is not None and heatmap.current is not None:
+            heatmap.fit_title(self.width())
 
     def show_map(self, result: RunResult, image: MapImage, title: str | None = None,
                  reset_view: bool = True, rgba=None) -> None:

@@ -15,6 +15,7 @@ from ..qt import QtCore, QtGui, QtWidgets
 from .analysis import AnalysisPanel
 from .heatmap import HeatmapWidget
 from .map_painter import OFF_THREAD_ELEMENTS, MapPainter
+from .readable import scroll_page
 from .source_view import SourceView
 
 HOVER_PROMPT = "Hover over the map to see who wrote an element."
@@ -30,6 +31,17 @@ def scrolled(label: QtWidgets.QLabel, name: str, lines: int) -> QtWidgets.QScrol
     area.setWidget(label)
     area.setMaximumHeight(lines * label.fontMetrics().lineSpacing() + 12)
     return area
+
+
+def elide_long_words(text: str, longest: int = 60) -> str:
+    """Words (file names, paths) past ``longest`` characters, middle elided:
+    a label cannot wrap inside a word, and a 200-character kernel file name
+    made the verdict scroll sideways."""
+    import re
+
+    half = longest // 2 - 1
+    return re.sub(r"[^\s<>]{%d,}" % (longest + 1),
+                  lambda m: f"{m.group(0)[:half]}\u2026{m.group(0)[-half:]}", text)
 
 
 def verdict_html(result: RunResult) -> str:
@@ -96,7 +108,7 @@ class MapsView(QtWidgets.QWidget):
         self.analysis = AnalysisPanel()
         # The source first, beside the map: users think in lines.
         self.source_view = SourceView(session)
-        self.analysis.insertTab(0, self.source_view, "Source")
+        self.analysis.insertTab(0, scroll_page(self.source_view), "Source")
         self.analysis.setCurrentIndex(0)
         splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
         splitter.addWidget(self.heatmap)
@@ -238,7 +250,8 @@ class MapsView(QtWidgets.QWidget):
         shown = self.heatmap.image
         reset = shown is None or self.heatmap.result is None or \
             self.heatmap.result.c.shape != result.c.shape
-        self.verdict_label.setText(verdict_html(result))
+        self.verdict_label.setText(elide_long_words(verdict_html(result)))
+        self.verdict_label.setToolTip(run_title(result))
         self.details_label.setText(details_text(result))
         self.analysis.show_result(result)
         self.analysis.diff_label.clear()

@@ -5,6 +5,7 @@ from kernels import BACKEND_SHORT, RunResult, format_dims, format_seconds
 
 from ..models.session import Session
 from ..qt import QtCore, QtGui, QtWidgets
+from .readable import ROWS_SHOWN
 
 COLUMNS = ("#", "kernel", "shape", "grid x block", "backend", "verdict", "why",
            "rel. error", "kernel time", "GFLOP/s", "reference time")
@@ -105,9 +106,23 @@ class ResultsView(QtWidgets.QTableView):
         self.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.ExtendedSelection)
         self.horizontalHeader().setStretchLastSection(True)
         self.verticalHeader().hide()
+        # One line a row, the rest of a cell on hover: two-line rows let the
+        # dock show three runs at 1280 x 800.
+        self.setWordWrap(False)
+        self.verticalHeader().setDefaultSectionSize(self.fontMetrics().lineSpacing() + 8)
+        self.results.rowsInserted.connect(self.updateGeometry)
+        self.results.rowsRemoved.connect(self.updateGeometry)
         self.selectionModel().currentRowChanged.connect(self._on_current_row_changed)
         self.selectionModel().selectionChanged.connect(self._on_selection_changed)
         session.current_changed.connect(self._on_current_changed)
+
+    def minimumSizeHint(self) -> QtCore.QSize:  # noqa: N802 (Qt API)
+        """Room for five runs (or all of them, when fewer)."""
+        rows = max(1, min(self.model().rowCount(), ROWS_SHOWN))
+        height = (2 * self.frameWidth() + self.horizontalHeader().sizeHint().height()
+                  + rows * self.verticalHeader().defaultSectionSize()
+                  + self.horizontalScrollBar().sizeHint().height())
+        return QtCore.QSize(super().minimumSizeHint().width(), height)
 
     def _on_current_row_changed(self, current: QtCore.QModelIndex, _previous) -> None:
         if current.isValid():

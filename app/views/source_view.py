@@ -12,6 +12,7 @@ from kernels import Finding, RunResult, line_findings, store_lines
 
 from ..models.session import WARP_MAPS, Session
 from ..qt import QtCore, QtGui, QtWidgets
+from .readable import ReadableList, ReadableTable
 
 COLUMNS = ("line", "source")
 FAULT_BACKGROUND = "#fdecea"
@@ -34,7 +35,7 @@ class SourceView(QtWidgets.QWidget):
         self.note.setWordWrap(True)
         layout.addWidget(self.note)
         splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
-        self.table = QtWidgets.QTableWidget(0, len(COLUMNS))
+        self.table = ReadableTable(0, len(COLUMNS))
         self.table.setObjectName("source-table")
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().hide()
@@ -50,7 +51,7 @@ class SourceView(QtWidgets.QWidget):
         self.table.setWordWrap(False)
         self.table.horizontalHeader().setStretchLastSection(True)
         splitter.addWidget(self.table)
-        self.list = QtWidgets.QListWidget()
+        self.list = ReadableList()
         self.list.setObjectName("findings")
         self.list.setWordWrap(True)
         splitter.addWidget(self.list)

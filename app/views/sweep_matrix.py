@@ -26,10 +26,10 @@ from ..qt import QtCore, QtGui, QtWidgets
 from .colors import image_rgba
 
 #: pixels of one title line, and the lines a cell's title has at most
-LINE = 13
-TITLE_LINES = 4
+LINE = 12
+TITLE_LINES = 5
 #: a cell's width: from the viewport's width over the columns, within these
-SMALLEST_CELL, LARGEST_CELL = 150, 300
+SMALLEST_CELL, LARGEST_CELL = 165, 300
 PASS_COLOUR, FAIL_COLOUR = "#1a7f37", "#c62828"
 
 

@@ -82,6 +82,8 @@ class PointLabels(pg.GraphicsObject):
         super().__init__()
         self.log_y = log_y
         self.labels: list[tuple[float, float, str]] = []
+        #: the labels the last paint drew (the others would have covered them)
+        self.drawn: list[str] = []
         self._font = _small_font()
 
     def set_points(self, points: list[tuple[float, float, str]]) -> None:
@@ -117,9 +119,20 @@ class PointLabels(pg.GraphicsObject):
         painter.resetTransform()  # text in pixels, beside each point
         painter.setFont(self._font)
         painter.setPen(QtGui.QColor("#444444"))
-        for x, y, text in self.labels:
-            point = at.map(QtCore.QPointF(x, y))
-            painter.drawText(point + QtCore.QPointF(4, -3), text)
+        metrics = QtGui.QFontMetrics(self._font)
+        taken: list[QtCore.QRectF] = []
+        self.drawn = []
+        # Left to right; a label that would cover one already drawn is left
+        # out (its point's configurations are in the tooltip of the plot):
+        # 36 labels along one line of times ran into each other.
+        for x, y, text in sorted(self.labels):
+            point = at.map(QtCore.QPointF(x, y)) + QtCore.QPointF(4, -3)
+            box = QtCore.QRectF(metrics.boundingRect(text)).translated(point).adjusted(-2, 0, 2, 0)
+            if any(box.intersects(other) for other in taken):
+                continue
+            taken.append(box)
+            self.drawn.append(text)
+            painter.drawText(point, text)
         painter.restore()
 
 
@@ -226,7 +239,7 @@ class SweepView(QtWidgets.QWidget):
         # Times are plotted in ms and said so; pyqtgraph's SI prefixes do not
         # apply to a log axis, where they left "(s)" under millisecond ticks.
         self.time_plot.getAxis("left").enableAutoSIPrefix(False)
-        self.time_plot.addLegend()
+        self.time_plot.addLegend(offset=(-10, 10))  # (top right: the points start at the left)
         self._scatter = {
             word: self.time_plot.plot([], [], pen=None, symbol="o", symbolBrush=colour,
                                       symbolPen=None, name=word)
@@ -426,8 +439,9 @@ class SweepView(QtWidgets.QWidget):
         if backends:
             label = ", ".join(BACKEND_SHORT[b] for b in sorted(backends))
             gpu = backends <= {"gpu"}
-            self.time_plot.setLabel("left", f"kernel time (ms), {label}"
-                                    + ("" if gpu else ", not GPU"))
+            # (the axis keeps to "kernel time (ms)": a longer label was cut
+            # off at the plot's height; where the time was measured is the title)
+            self.time_plot.setTitle(f"{label}{'' if gpu else ', not a GPU time'}", size="8pt")
             self.time_plot.setToolTip("; ".join(BACKEND_LABELS[b] for b in sorted(backends)))
         done = [c for c in self.cells if c.result is not None]
         idle = np.array([(c.total_threads, 100 * c.result.maps.idle_threads / c.total_threads)
@@ -466,5 +480,6 @@ def occupancy_lines(cell: SweepCell, gpu: str, registers: int) -> list[str]:
     occ = result.occupancy.get(gpu)
     if occ is None:  # not worked out for this cell (its kernel could not be read)
         return [f"{percent(idle)} threads idle"]
-    return [f"occ {percent(occ.occupancy)}, {counted(occ.waves, 'wave')}, "
-            f"last {percent(occ.last_wave_idle)} idle", f"{percent(idle)} of threads idle"]
+    return [f"occupancy {percent(occ.occupancy)}, {counted(occ.waves, 'wave')}",
+            f"last wave {percent(occ.last_wave_idle)} idle",
+            f"{percent(idle)} of threads idle"]
