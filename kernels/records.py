@@ -27,10 +27,20 @@ Conventions (also in the README):
   index (i, j; j = 0 for a 1-D array): per array, not per thread, so a thread
   whose first out-of-bounds access was of another array still has its index
   here.
+* ``oob_margin``: where the out-of-bounds writes (stores and atomic updates)
+  to C landed, counted in a band ``OOB_MARGIN`` elements wide around C: a
+  write at row r, column c outside the M x N of C is counted at
+  (clamp(r, -W, M + W - 1), clamp(c, -W, N + W - 1)).  A write through a
+  flat index e (C indexed with one subscript) lands at row e // N, column
+  e % N (floor division: a negative e is above C).  Four strips, never the
+  whole frame: top (W, N + 2W), rows -W .. -1, columns -W .. N + W - 1;
+  bottom (W, N + 2W), rows M .. M + W - 1; left (M, W), columns -W .. -1;
+  right (M, W), columns N .. N + W - 1.  Reads, and writes to other arrays,
+  stay in the summaries above only.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -45,15 +55,20 @@ DIRECTIONS = ("read", "write")
 #: kernel's own parameters; then one read-count array per input (reads_param).
 RECORD_PARAMS = ("_tm_count", "_tm_atomics", "_tm_min_writer", "_tm_max_writer",
                  "_tm_iteration", "_tm_stores", "_tm_oob", "_tm_oob_min_thread",
-                 "_tm_oob_thread", "_tm_oob_index", "_tm_divz", "_tm_divz_thread")
+                 "_tm_oob_thread", "_tm_oob_index", "_tm_divz", "_tm_divz_thread",
+                 "_tm_oob_margin")
 (COUNT, ATOMICS, MIN_WRITER, MAX_WRITER, ITERATION, STORES, OOB, OOB_MIN_THREAD, OOB_THREAD,
- OOB_INDEX, DIVZ, DIVZ_THREAD) = range(len(RECORD_PARAMS))
+ OOB_INDEX, DIVZ, DIVZ_THREAD, MARGIN) = range(len(RECORD_PARAMS))
 #: Division sites recorded (``_tm_divz``: divisions by zero per site;
 #: ``_tm_divz_thread``: the lowest thread that made one); a kernel with more
 #: shares the last one.
 DIVISION_SITES = 64
 #: Index of the first read-count array in a list of recording arrays.
 READS = len(RECORD_PARAMS)
+#: Width W of the band around C where out-of-bounds writes to C are counted
+#: (``AccessMaps.oob_margin``), in elements; writes further out are counted
+#: on its outer edge.
+OOB_MARGIN = 4
 
 #: The writer maps the CPU emulation keeps encoded so that zero means "not
 #: written" (see ``allocate_records``), each kept by a running maximum.
@@ -63,7 +78,7 @@ ENCODED_WRITERS = (MIN_WRITER, MAX_WRITER, ITERATION)
 #: "follows": taken with the lowest thread, see ``merge_oob_index``).
 PRIVATE_RECORDS = {COUNT: "sum", ATOMICS: "sum", MIN_WRITER: "max", MAX_WRITER: "max",
                    ITERATION: "max", OOB: "sum", OOB_MIN_THREAD: "min", OOB_INDEX: "follows",
-                   DIVZ: "sum", DIVZ_THREAD: "min"}
+                   DIVZ: "sum", DIVZ_THREAD: "min", MARGIN: "sum"}
 #: Per-thread arrays: each thread belongs to one worker, so they are shared.
 SHARED_RECORDS = (STORES, OOB_THREAD)
 
@@ -131,11 +146,69 @@ def record_nbytes(output_size: int, input_sizes: tuple[int, int], n_threads: int
     return int(output_size * per_element + n_threads * per_thread + 8 * sum(input_sizes))
 
 
+def margin_record_shape(shape_c: tuple[int, int]) -> tuple[int, int]:
+    """Shape of the out-of-bounds margin record of an M x N output
+    (``_tm_oob_margin``, int32): rows of N + 2W, so that the helpers read N
+    from it even where C is flat.  Rows 0 .. W - 1 are the top strip, W ..
+    2W - 1 the bottom one; from row 2W on, read flat, the left strip (M x W)
+    and then the right one (M x W); the rest of the last row is unused."""
+    m, n = (int(x) for x in shape_c)
+    width = n + 2 * OOB_MARGIN
+    return 2 * OOB_MARGIN + -(-2 * m * OOB_MARGIN // width), width
+
+
+def margin_cells(record_shape: tuple[int, int], m: int, rows: np.ndarray,
+                 cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where, in a margin record of ``record_shape`` for an output of ``m``
+    rows, the out-of-bounds writes at (``rows``, ``cols``) of C are counted
+    (numpy arrays of int64; each position outside C).  The helpers'
+    ``_tm_margin_hit`` does the same for one write."""
+    w = OOB_MARGIN
+    width = record_shape[1]
+    n = width - 2 * w
+    r = np.clip(rows, -w, m + w - 1)
+    c = np.clip(cols, -w, n + w - 1)
+    flat = np.where(r < 0, (r + w) * width + c + w,
+                    np.where(r >= m, (r - m + w) * width + c + w,
+                             np.where(c < 0, 2 * w * width + r * w + c + w,
+                                      2 * w * width + m * w + r * w + c - n)))
+    return flat // width, flat % width
+
+
+def margin_strips(record: np.ndarray, shape_c: tuple[int, int]) -> tuple[np.ndarray, ...]:
+    """The four strips (top, bottom, left, right; int32) of a margin record."""
+    m, n = (int(x) for x in shape_c)
+    w = OOB_MARGIN
+    record = np.asarray(record)
+    if record.shape != margin_record_shape((m, n)):
+        raise ValueError(f"a margin record of shape {record.shape} is not one of a "
+                         f"{m} x {n} output")
+    top = record[:w].astype(np.int32, copy=True)
+    bottom = record[w:2 * w].astype(np.int32, copy=True)
+    sides = record[2 * w:].reshape(-1)
+    left = sides[:m * w].reshape(m, w).astype(np.int32, copy=True)
+    right = sides[m * w:2 * m * w].reshape(m, w).astype(np.int32, copy=True)
+    return top, bottom, left, right
+
+
+def empty_margin(shape_c: tuple[int, int]) -> tuple[np.ndarray, ...]:
+    """Zero strips (top, bottom, left, right) around an M x N output."""
+    m, n = (int(x) for x in shape_c)
+    w = OOB_MARGIN
+    return (np.zeros((w, n + 2 * w), np.int32), np.zeros((w, n + 2 * w), np.int32),
+            np.zeros((m, w), np.int32), np.zeros((m, w), np.int32))
+
+
 def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[int, ...], ...],
                      n_slots: int, n_threads: int, *,
                      writers: np.dtype | None = None, atomics: bool = True,
-                     encoded: bool = False) -> list[np.ndarray]:
+                     encoded: bool = False,
+                     shape_c: tuple[int, int] | None = None) -> list[np.ndarray]:
     """Fresh recording arrays, initialised, in ``RECORD_PARAMS`` order + reads.
+
+    ``shape_c``: the output's M x N, for the out-of-bounds margin record
+    (``margin_record_shape``); by default ``output_shape``, which a flat
+    (1-D) output must not leave to it: its size is read as one row.
 
     Without ``atomics`` (the kernel makes no atomic update of its output) the
     atomics map is one element of the same rank: nothing fills or merges
@@ -153,6 +226,8 @@ def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[in
     4096 run filled 0.5 GB of sentinels before starting, 1.2 s of fresh
     memory on this VM."""
     writers = writer_dtype(n_threads) if writers is None else writers
+    if shape_c is None:
+        shape_c = tuple(output_shape) if len(output_shape) == 2 else (1, int(output_shape[0]))
     if encoded:
         min_writer, max_writer = np.zeros(output_shape, writers), np.zeros(output_shape, writers)
         iteration = np.zeros(output_shape, np.int32)
@@ -173,6 +248,7 @@ def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[in
         np.zeros((n_slots, 2, 2), np.int64),             # oob_index
         np.zeros(DIVISION_SITES, np.int64),              # divz
         np.full(DIVISION_SITES, INT64_MAX, np.int64),    # divz_thread
+        np.zeros(margin_record_shape(shape_c), np.int32),  # oob_margin
     ] + [np.zeros(shape, np.int64) for shape in input_shapes]
 
 
@@ -305,6 +381,21 @@ class AccessMaps:
     reads_b: np.ndarray
     out_of_bounds: tuple[OutOfBounds, ...]
     divisions_by_zero: tuple[DivisionByZero, ...] = ()
+    #: where the out-of-bounds writes to C landed, in a band ``OOB_MARGIN``
+    #: wide around it: (top, bottom, left, right), int32, shaped (W, N + 2W),
+    #: (W, N + 2W), (M, W), (M, W) (see the module's conventions and
+    #: ``margin_frame``); zeros where not recorded
+    oob_margin: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = field(default=None)
+
+    def __post_init__(self) -> None:
+        if self.oob_margin is None:
+            shape = self.count.shape if self.count.ndim == 2 else (1, self.count.size)
+            object.__setattr__(self, "oob_margin", empty_margin(shape))
+
+    @property
+    def oob_margin_total(self) -> int:
+        """Out-of-bounds writes to C, all of them counted in the margin."""
+        return sum(int(strip.sum()) for strip in self.oob_margin)
 
     @property
     def writes(self) -> np.ndarray:
@@ -375,4 +466,20 @@ def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, int], ...],
         max_writer=max_w, iteration=iteration, stores_per_thread=stores,
         oob_per_thread=oob_thread, reads_a=reads_a.reshape(shape_a),
         reads_b=reads_b.reshape(shape_b), out_of_bounds=tuple(summaries),
-        divisions_by_zero=divisions)
+        divisions_by_zero=divisions, oob_margin=margin_strips(raw[MARGIN], shape_c))
+
+
+def margin_frame(maps: AccessMaps, shape_c: tuple[int, int]) -> np.ndarray:
+    """The (M + 2W) x (N + 2W) int32 frame of ``maps.oob_margin`` around an
+    M x N output: frame[r + W, c + W] counts the out-of-bounds writes to C
+    that landed at row r, column c (clamped to the band); the interior, C
+    itself, is zero.  For small and medium C: it is the whole frame."""
+    m, n = (int(x) for x in shape_c)
+    w = OOB_MARGIN
+    top, bottom, left, right = maps.oob_margin
+    frame = np.zeros((m + 2 * w, n + 2 * w), np.int32)
+    frame[:w] = top
+    frame[m + w:] = bottom
+    frame[w:m + w, :w] = left
+    frame[w:m + w, n + w:] = right
+    return frame

@@ -12,6 +12,10 @@ from .records import AccessMaps
 from .request import RunRequest
 from .words import counted
 
+#: The strips of ``AccessMaps.oob_margin``, in order, as ``maps_arrays`` names
+#: them (``oob_margin_<side>``).
+MARGIN_SIDES = ("top", "bottom", "left", "right")
+
 #: What each backend's kernel time is, in words shown next to every figure.
 BACKEND_LABELS = {
     "gpu": "GPU",
@@ -322,7 +326,9 @@ class RunResult:
         where no lane of the warp went on into it):
         ``sectors_site<n>`` (mean sectors per request at global access site
         n), ``ways_site<n>`` (mean passes at shared access site n),
-        ``active_lanes_branch<n>`` (mean lanes taking branch n)."""
+        ``active_lanes_branch<n>`` (mean lanes taking branch n).
+        ``oob_margin_top`` / ``_bottom`` / ``_left`` / ``_right``: where the
+        out-of-bounds writes to C landed (``AccessMaps.oob_margin``)."""
         if self.stowed is not None:
             raise RuntimeError("this result's maps are stowed on disk: unstow it first")
         m = self.maps
@@ -331,6 +337,9 @@ class RunResult:
                   "stores_per_thread": m.stores_per_thread, "oob_per_thread": m.oob_per_thread,
                   "reads_a": m.reads_a, "reads_b": m.reads_b, "C": self.c,
                   "reference": self.reference}
+        # where the out-of-bounds writes to C landed (records.OOB_MARGIN wide)
+        for side, strip in zip(MARGIN_SIDES, m.oob_margin):
+            arrays[f"oob_margin_{side}"] = strip
         if self.analysis is not None:
             for site in self.analysis.coalescing:
                 arrays[f"sectors_site{site.site.site}"] = site.per_warp

@@ -92,9 +92,11 @@ class KernelJob:
         from ..records import allocate_records
 
         output_shape, input_shapes = self.record_shapes()
+        m, _, n = self.request.shape
         return allocate_records(output_shape, input_shapes, len(self.slots),
                                 self.request.total_threads,
-                                atomics=updates_output_atomically(self.plan), encoded=encoded)
+                                atomics=updates_output_atomically(self.plan), encoded=encoded,
+                                shape_c=(m, n))
 
     def record_shapes(self) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
         """Shapes of the output maps and of the two read maps, as the kernel sees

@@ -42,6 +42,7 @@ from ..records import (
     ATOMICS,
     COUNT,
     LOCKSTEP_SHARED,
+    MARGIN,
     OOB,
     PRIVATE_RECORDS,
     READS,
@@ -574,4 +575,5 @@ def _private_copy(records: list[np.ndarray], input_shapes, output_shape) -> list
     fresh = allocate_records(output_shape, input_shapes, records[OOB].shape[0], 0,
                              writers=records[2].dtype,
                              atomics=records[ATOMICS].size == records[COUNT].size, encoded=True)
+    fresh[MARGIN] = np.zeros_like(records[MARGIN])  # (its shape is C's, output_shape may be flat)
     return [records[i] if i in SHARED_RECORDS else fresh[i] for i in range(len(records))]

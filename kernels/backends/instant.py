@@ -8,7 +8,8 @@ into the same arrays (``records.py``), so that ``read_back`` and
 by element:
 
 * every access: bounds (out-of-bounds accesses counted per array, direction
-  and thread, each thread's first kept), the output's write counts, writers
+  and thread, the lowest thread's first index kept, and the output's
+  out-of-bounds writes where they landed), the output's write counts, writers
   and store numbers, the inputs' read counts;
 * each warp's request at each site, per statement: distinct 32-byte sectors
   against the fewest its elements could fill (global memory), passes of the
@@ -48,6 +49,7 @@ from ..records import (
     DIVZ_THREAD,
     INT32_MAX,
     ITERATION,
+    MARGIN,
     MAX_WRITER,
     MIN_WRITER,
     OOB,
@@ -58,6 +60,7 @@ from ..records import (
     STORES,
     allocate_lockstep_records,
     decode_writers,
+    margin_cells,
 )
 from ..result import Timing
 from .common import BackendOutput, KernelJob
@@ -319,6 +322,8 @@ class VectorRuntime:
         if outside.any():
             self._oob(slot, direction, lanes[outside],
                       idx[0][outside], idx[1][outside] if info.ndim == 2 else None)
+            if info.role == "out" and direction == 1:
+                self._margin(idx[0][outside], idx[1][outside] if info.ndim == 2 else None)
             inside = ~outside
             lanes_in, offsets_in = lanes[inside], offsets[inside]
         else:
@@ -421,6 +426,16 @@ class VectorRuntime:
             self.records[OOB_MIN_THREAD][slot, direction] = lowest
             self.records[OOB_INDEX][slot, direction] = (i[at], j[at] if j is not None else 0)
         self.records[OOB_THREAD][g] += 1
+
+    def _margin(self, i, j) -> None:
+        """Out-of-bounds writes to the output, counted where they landed in
+        the margin around C (helper_library's _tm_margin<nd>): at (i, j), or
+        at flat index i (row i // N, column i % N)."""
+        m, _, n = self.job.request.shape
+        if j is None:
+            i, j = np.floor_divide(i, n), np.remainder(i, n)
+        margin = self.records[MARGIN]
+        np.add.at(margin, margin_cells(margin.shape, m, i, j), 1)
 
     # -- the shared-memory shadow (see helper_library's _tm_shared_*) ---------------------
 

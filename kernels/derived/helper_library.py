@@ -6,7 +6,9 @@ named ``_tm_<op><ndim>_<role>`` (see ``transform.AccessRewriter``):
 
 * ``in``: an input (A, B): reads are counted per element;
 * ``out``: the output (C): stores and atomic updates are recorded (count,
-  lowest and highest writer, the writer's store number);
+  lowest and highest writer, the writer's store number); an out-of-bounds
+  one is also counted where it landed, in the margin around C
+  (``_tm_margin<ndim>``);
 * ``sh`` / ``lc``: a shared / local array: checked.
 
 Every recording helper tallies out-of-bounds accesses per array, direction and
@@ -17,6 +19,7 @@ uninitialised-read checks.  ``records.py`` lists the arrays these fill.
 """
 from __future__ import annotations
 
+from ..records import OOB_MARGIN
 from ..sources.plan import RECORDED_ATOMICS
 
 #: Roles of a recording helper and what the CPU ones note for the warp request.
@@ -40,6 +43,7 @@ def helper_library(target: str, mode: str) -> str:
             _plain_helpers(emit, target, nd)
         return "\n\n".join(out)
     out.append(_oob_hit(target, decorator))
+    out.append(_margin_hit(target, decorator))
     if target == "cpu":
         out.append(CPU_RECORD_LIBRARY)
     for nd in (1, 2):
@@ -112,6 +116,58 @@ def _tm_oob_hit(oob, oobmin, oobt, oobi, sl, d, g, i, j):
             "if _tm_numba_config.ENABLE_CUDASIM:\n"
             "    import threading as _tm_threading\n\n" + indent(simulated)
             + "\nelse:\n" + indent(compiled) + "\n")
+
+
+def _margin_hit(target: str, decorator: str) -> str:
+    """``_tm_margin2(mg, x, i, j)`` / ``_tm_margin1(mg, x, e)``: an
+    out-of-bounds write to the output ``x`` at (i, j), or at flat index e
+    (row e // N, column e % N, floor division as Python's), counted in the
+    margin record ``mg`` (records.margin_record_shape: rows of N + 2W, so N
+    is read from it where C is flat) at the position clamped to the band
+    (records.margin_cells does the same in numpy).  An atomic add on the
+    GPU and in the simulator (whose atomics hold a lock)."""
+    w = OOB_MARGIN
+    add = _atomic_line(target, "add", "mg", "(a, b)", "1")
+    return f"""{decorator}
+def _tm_margin_hit(mg, m, n, r, c):
+    r = _tm_i64(r)
+    c = _tm_i64(c)
+    if r < -{w}:
+        r = _tm_i64(-{w})
+    elif r > m + {w - 1}:
+        r = m + {w - 1}
+    if c < -{w}:
+        c = _tm_i64(-{w})
+    elif c > n + {w - 1}:
+        c = n + {w - 1}
+    width = n + {2 * w}
+    if r < 0:
+        a = r + {w}
+        b = c + {w}
+    elif r >= m:
+        a = r - m + {w}
+        b = c + {w}
+    else:
+        if c < 0:
+            p = {2 * w} * width + r * {w} + c + {w}
+        else:
+            p = {2 * w} * width + m * {w} + r * {w} + c - n
+        a = p // width
+        b = p % width
+    {add}
+
+
+{decorator}
+def _tm_margin2(mg, x, i, j):
+    _tm_margin_hit(mg, _tm_i64(x.shape[0]), _tm_i64(x.shape[1]), i, j)
+
+
+{decorator}
+def _tm_margin1(mg, x, e):
+    n = _tm_i64(mg.shape[1] - {2 * w})
+    e = _tm_i64(e)
+    _tm_margin_hit(mg, _tm_i64(x.shape[0]) // n, n, e // n, e % n)
+"""
 
 
 #: Python's operator of each division helper, and numpy's function for it.
@@ -229,8 +285,12 @@ def _record_helpers(emit, target: str, nd: int, role: str) -> None:
         }
 
     def miss(direction: int, returned: str) -> str:
+        # An out-of-bounds write to the output is also counted where it landed.
+        margin = (f"        _tm_margin{nd}(mg, x, {idx})\n"
+                  if role == "out" and direction == 1 else "")
         return (f"    if {outside}:\n"
                 f"        _tm_oob_hit(oob, oobmin, oobt, oobi, sl, _tm_i64({direction}), g, i, {j})\n"
+                f"{margin}"
                 f"        return{returned}\n")
 
     def writer(count: str) -> str:
@@ -257,13 +317,13 @@ def _record_helpers(emit, target: str, nd: int, role: str) -> None:
 def _tm_ld{nd}_{role}(x, {idx}, sl, site, {reads}{oob}{shared}):
 {miss(0, " _TM_ZERO")}{note}{hazard["ld"]}{bump}    return x[{idx}]
 """)
-    written = "cnt, minw, maxw, itr, stores, " if role == "out" else ""
+    written = "cnt, minw, maxw, itr, stores, mg, " if role == "out" else ""
     emit(f"""
 def _tm_st{nd}_{role}(x, {idx}, v, sl, site, {written}{oob}{shared}):
 {miss(1, "")}{note}{hazard["st"]}    x[{idx}] = v
 {writer("cnt") if role == "out" else ""}
 """)
-    written = "atm, minw, maxw, itr, stores, " if role == "out" else ""
+    written = "atm, minw, maxw, itr, stores, mg, " if role == "out" else ""
     for op in RECORDED_ATOMICS:
         emit(f"""
 def _tm_at{op}{nd}_{role}(x, {idx}, v, sl, site, {written}{oob}{shared}):

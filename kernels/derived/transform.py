@@ -44,7 +44,10 @@ OOB_ARGS = {
     "cpu": ("_tm_oob", "_tm_oob_min_thread", "_tm_oob_thread", "_tm_oob_index",
             "_tm_req", "_tm_l", "_tm_gtid"),
 }
-_WRITER_ARGS = ("_tm_min_writer", "_tm_max_writer", "_tm_iteration", "_tm_stores")
+#: What the output's store and atomic helpers also take: the writer maps, the
+#: store numbers, and the margin where its out-of-bounds writes land.
+_WRITER_ARGS = ("_tm_min_writer", "_tm_max_writer", "_tm_iteration", "_tm_stores",
+                "_tm_oob_margin")
 #: What the CPU emulation's shared-memory helpers also take: the array's
 #: shadow (who wrote / read each element in which barrier interval) and where
 #: in the block the access happens.
