@@ -26,10 +26,10 @@ def test_never_once_and_many_keep_their_bands_at_a_maximum_of_1024(maps_module):
     assert tuple(rgba[1, :3]) == once  # once: green, not a sliver of orange
     many = [tuple(c) for c in rgba[2:, :3]]
     assert len(set(many)) == 3 and once not in many and (0, 0, 0) not in many
-    # On the bar, one thread's repeated stores, 0 and 1 each hold 1/4.5 of its
-    # height (0 and 1 held 1/1025 each on a linear scale).
+    # On the bar, writes outside C, one thread's repeated stores, 0 and 1 each
+    # hold 1/5.5 of its height (0 and 1 held 1/1025 each on a linear scale).
     low, high = image.levels
-    assert (0.5 - low) / (high - low) == pytest.approx(2 / 4.5)
+    assert (0.5 - low) / (high - low) == pytest.approx(3 / 5.5)
 
 
 def test_one_thread_storing_an_element_again_is_not_drawn_as_a_collision(maps_module):
@@ -51,15 +51,15 @@ def test_one_thread_storing_an_element_again_is_not_drawn_as_a_collision(maps_mo
         assert (is_blue[stored_again] == expected).all()
         assert not is_blue[~stored_again].any()
     assert "blue = stored more than once by one thread" in image.legend
-    assert heatmap.count_ticks(7)[0] == (-1.0, "1 thread, 2+")
+    assert heatmap.count_ticks(7)[1] == (-1.0, "1 thread, 2+")
 
 
 def test_count_bar_ticks_are_whole_numbers_up_to_the_maximum(maps_module):
     _, _, heatmap = maps_module
     labels = [label for _, label in heatmap.count_ticks(1024)]
     # (below 0: the band of one thread's repeated stores)
-    assert labels[:4] == ["1 thread, 2+", "0", "1", "2"] and labels[-1] == "1,024"
-    assert all(label.replace(",", "").isdigit() for label in labels[1:])
+    assert labels[:5] == ["outside C", "1 thread, 2+", "0", "1", "2"] and labels[-1] == "1,024"
+    assert all(label.replace(",", "").isdigit() for label in labels[2:])
     positions = [p for p, _ in heatmap.count_ticks(1024)]
     assert positions == sorted(positions)
 
@@ -141,3 +141,32 @@ def test_maps_made_off_the_gui_thread_look_as_pyqtgraph_draws_them(maps_module):
         shown = ours[..., 3] > 0
         assert shown.any()
         np.testing.assert_array_equal(pixels[shown][:, :3], ours[shown][:, :3], err_msg=name)
+
+
+def test_writes_outside_c_show_in_a_margin_around_the_count_and_writer_maps(maps_module):
+    maps, colors, heatmap = maps_module
+    # 70 elements over 16 threads: chunks of 5; threads 14 and 15 store flat
+    # elements 70-79: row 10 (= M), columns 0-6, and row 11, columns 0-2
+    result = run(RunRequest(kernel="one-block-chunks", m=10, k=3, n=7, grid=(1,), block=(16,),
+                            backend="cpu"))
+    magenta = tuple(int(c) for c in bytes.fromhex(colors.OUTSIDE_COLOUR[1:]))
+    for name in ("count", "writer"):
+        image = maps.make_map(result, name)
+        assert image.margin == 4 and image.data.shape == (18, 15)
+        rgba = colors.image_rgba(image)
+        outside = (rgba[..., :3] == magenta).all(axis=2) & (rgba[..., 3] > 0)
+        landed = np.zeros((18, 15), bool)
+        landed[4 + 10, 4:4 + 7] = True
+        landed[4 + 11, 4:4 + 3] = True
+        np.testing.assert_array_equal(outside, landed)
+        assert (rgba[4:14, 4:11, 3] > 0).all()  # C itself drawn whole
+        assert "magenta, around C" in image.legend
+        assert (-2, "outside C") in heatmap.colour_bar_ticks(image)[0]
+    assert maps.hover_text(result, image, 10, 2) == (
+        "outside C, at [10, 2]: 1 out-of-bounds write landed here")
+    assert maps.hover_text(result, image, 12, 2).endswith("no write landed here")
+    assert maps.hover_text(result, image, 3, 2).startswith("C[3, 2]: stored 1 time")
+    assert maps.hover_text(result, image, 14, 2) is None  # past the margin
+    # a run that writes only inside C has no margin
+    assert maps.make_map(run(RunRequest(kernel="grid-stride", m=10, k=3, n=7, grid=(1,),
+                                        block=(16,), backend="cpu")), "count").margin == 0

@@ -13,10 +13,12 @@ import numpy as np
 
 from kernels import (
     COUNT_COLOURS,
+    OOB_MARGIN,
     RunResult,
     counted,
     diff_category_names,
     diff_runs,
+    margin_frame,
 )
 
 WARP = 32
@@ -68,16 +70,18 @@ class MapImage:
     domain: str
     #: what hover needs beyond the result (the site, the other run of a diff)
     context: object = None
+    #: cells of an out-of-bounds margin on each side of C (data[m, m] is C[0, 0])
+    margin: int = 0
 
     @property
     def levels(self) -> tuple[float, float]:
         c = self.colouring
-        if c.kind == "count":  # see count_scale; -1: stored again by one thread
-            return (-1.5, 3.0) if c.top >= 2 else (-0.5, 1.5)
-        if c.kind == "categorical":
-            return (-1.5, len(PALETTE) - 0.5)
+        if c.kind == "count":  # see count_scale; -1 stored again by one thread, -2 outside C
+            return (-2.5, 3.0)
+        if c.kind == "categorical":  # -1 never written, -2 outside C
+            return (-2.5, len(PALETTE) - 0.5)
         if c.kind == "warp-lane":
-            return (-1.5, c.top + 0.5)
+            return (-2.5, c.top + 0.5)
         if c.kind == "zero":
             return (-0.5, max(c.top, 1) + 0.5)
         if c.kind == "diff":
@@ -199,6 +203,27 @@ def count_scale(counts: np.ndarray, top: float) -> np.ndarray:
 #: Where count_scale's map puts an element stored more than once, every time
 #: by the same thread: a band of its own below "never written".
 REPEATED = -1.0
+#: Where the count and writer maps put a cell of the margin around C where
+#: out-of-bounds writes landed (a band of its own, below the others).
+OUTSIDE = -2.0
+OUTSIDE_LEGEND = ("; magenta, around C = writes outside C landed there (the margin "
+                  "holds {m} rows and columns a side; farther ones count at its edge)")
+
+
+def with_margin(result: RunResult, data: np.ndarray) -> tuple[np.ndarray, int]:
+    """``data`` (a map of C) framed by the margin where writes outside C
+    landed: its cells OUTSIDE where some did, NaN (blank) elsewhere.  The map
+    as it is, margin 0, when no write left C."""
+    maps = result.maps
+    strips = getattr(maps, "oob_margin", None)
+    if strips is None or not any(np.any(strip) for strip in strips):
+        return data, 0
+    frame = margin_frame(maps, data.shape)
+    m = OOB_MARGIN
+    framed = np.where(frame > 0, OUTSIDE, np.nan).astype(data.dtype if data.dtype.kind == "f"
+                                                         else np.float64)
+    framed[m:m + data.shape[0], m:m + data.shape[1]] = data
+    return framed, m
 
 
 def repeated_by_one_thread(result: RunResult) -> np.ndarray:
@@ -224,11 +249,13 @@ def make_map(result: RunResult, name: str, writer_kind: str = "thread",
         top = float(shared_top if shared_top is not None else max(int(maps.writes.max()), 1))
         data = count_scale(maps.writes, top)
         data[repeated_by_one_thread(result)] = REPEATED
+        data, margin = with_margin(result, data)
         return MapImage(name, "Write count", data, Colouring("count", top),
                         "black = never written, green = written once, blue = stored more than "
                         "once by one thread (C[i, j] += in a loop: no collision), orange to dark "
-                        "red = written more than once by several threads (a collision)",
-                        *c_labels, "C")
+                        "red = written more than once by several threads (a collision)"
+                        + (OUTSIDE_LEGEND.format(m=margin) if margin else ""),
+                        *c_labels, "C", margin=margin)
     if name == "writer" and writer_kind == "thread" and \
             result.request.total_threads > len(PALETTE):
         # Thread ids mod 20 made a moire at 1,024 threads: hue by warp, shade by
@@ -241,19 +268,23 @@ def make_map(result: RunResult, name: str, writer_kind: str = "thread",
         shade += ids & (WARP - 1)  # + the lane
         data = shade.astype(np.float32)
         data[ids < 0] = -1
+        data, margin = with_margin(result, data)
         return MapImage(name, "Writer (thread, lowest writer)", data,
                         Colouring("warp-lane", WARP_HUES * WARP - 1),
                         f"hue = warp (w = global warp id mod {WARP_HUES}: the {WARP_HUES} warps "
                         "of a block apart), light to dark = lane 0 to 31 in it; black = never "
-                        "written (hover for the thread)",
-                        *c_labels, "C")
+                        "written (hover for the thread)"
+                        + (OUTSIDE_LEGEND.format(m=margin) if margin else ""),
+                        *c_labels, "C", margin=margin)
     if name == "writer":
         ids = writer_ids(result, writer_kind)
         data = np.where(ids >= 0, ids % len(PALETTE), -1).astype(np.float64)
+        data, margin = with_margin(result, data)
         return MapImage(name, f"Writer ({writer_kind} id, lowest writer)", data,
                         Colouring("categorical", len(PALETTE) - 1),
-                        f"colour = {writer_kind} id mod {len(PALETTE)}; black = never written",
-                        *c_labels, "C")
+                        f"colour = {writer_kind} id mod {len(PALETTE)}; black = never written"
+                        + (OUTSIDE_LEGEND.format(m=margin) if margin else ""),
+                        *c_labels, "C", margin=margin)
     if name == "iteration":
         data = np.where(maps.iteration >= 0, maps.iteration, np.nan).astype(np.float64)
         top = float(shared_top if shared_top is not None else np.nanmax(data, initial=0))
@@ -361,10 +392,21 @@ def diff_map(first: RunResult, second: RunResult) -> MapImage:
 
 
 def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | None:
-    """What to say about the pixel (row, col) of ``image`` (None outside it)."""
-    if not (0 <= row < image.data.shape[0] and 0 <= col < image.data.shape[1]):
+    """What to say about the cell (row, col) of ``image``, in its own
+    indices (C's, where the map has a margin: negative or past C there);
+    None outside it."""
+    m = image.margin
+    if not (-m <= row < image.data.shape[0] - m and -m <= col < image.data.shape[1] - m):
         return None
     maps = result.maps
+    if image.domain == "C" and m and not (0 <= row < maps.count.shape[0]
+                                          and 0 <= col < maps.count.shape[1]):
+        landed = int(margin_frame(maps, maps.count.shape)[row + m, col + m])
+        edge = " or beyond (the margin's edge)" if row in (-m, maps.count.shape[0] + m - 1) \
+            or col in (-m, maps.count.shape[1] + m - 1) else ""
+        return (f"outside C, at [{row}, {col}]{edge}: "
+                f"{counted(landed, 'out-of-bounds write')} landed here" if landed
+                else f"outside C, at [{row}, {col}]: no write landed here")
     if image.domain == "C":
         count = int(maps.count[row, col])
         lines = [f"C[{row}, {col}]: stored {count} time{'s' if count != 1 else ''}"

@@ -5,6 +5,9 @@ import numpy as np
 
 from kernels import REPEAT_COLOUR
 
+#: a cell of the margin around C where writes outside C landed
+OUTSIDE_COLOUR = "#c51b8a"
+
 from ..models.map_images import (
     DIFF_COLOURS,
     MANY_COLOURS,
@@ -37,36 +40,37 @@ def _stepped(bins: list[tuple[float, float, tuple, tuple]]) -> pg.ColorMap:
 def colour_map(colouring: Colouring) -> pg.ColorMap:
     """The pyqtgraph colour map for ``colouring`` over ``MapImage.levels``."""
     black = _rgb(MISSING_COLOUR)
+    outside = _rgb(OUTSIDE_COLOUR)
     if colouring.kind == "count":
-        # Over the levels of maps.count_scale: -1.5..-0.5 stored again by one
-        # thread, -0.5..0.5 never written, 0.5..1.5 once, 1.5..3 more than
-        # once by several threads (log scale from 2 to the top).
+        # Over the levels of maps.count_scale (-2.5 to 3): -2 a write outside
+        # C landed there, -1 stored again by one thread, 0 never written,
+        # 1 once, 1.5..3 more than once by several threads (log scale from 2
+        # to the top).  The same bands whatever the run: one colour bar.
         green = _rgb(ONCE_COLOUR)
-        if colouring.top < 2:
-            return _stepped([(0.0, 0.5, black, black), (0.5, 1.0, green, green)])
-        unit = 1 / 4.5
+        unit = 1 / 5.5
         low, mid, high = (_rgb(c) for c in MANY_COLOURS)
         blue = _rgb(REPEAT_COLOUR)
-        middle = 3 * unit + (1 - 3 * unit) / 2
-        return _stepped([(0.0, unit, blue, blue), (unit, 2 * unit, black, black),
-                         (2 * unit, 3 * unit, green, green),
-                         (3 * unit, middle, low, mid), (middle, 1.0, mid, high)])
+        middle = 4 * unit + (1 - 4 * unit) / 2
+        return _stepped([(0.0, unit, outside, outside), (unit, 2 * unit, blue, blue),
+                         (2 * unit, 3 * unit, black, black),
+                         (3 * unit, 4 * unit, green, green),
+                         (4 * unit, middle, low, mid), (middle, 1.0, mid, high)])
     if colouring.kind == "categorical":
-        n = len(PALETTE) + 1
-        bins = [(0.0, 1 / n, black, black)]
-        for i, colour in enumerate(PALETTE, start=1):
+        n = len(PALETTE) + 2
+        bins = [(0.0, 1 / n, outside, outside), (1 / n, 2 / n, black, black)]
+        for i, colour in enumerate(PALETTE, start=2):
             rgb = _rgb(colour)
             bins.append((i / n, (i + 1) / n, rgb, rgb))
         return _stepped(bins)
     if colouring.kind == "warp-lane":
-        # -1 (never written) black, then per warp hue a ramp from light
-        # (lane 0) to dark (lane 31), over the levels (-1.5, top + 0.5).
-        span = colouring.top + 2
-        bins = [(0.0, 1 / span, black, black)]
+        # -2 outside C, -1 (never written) black, then per warp hue a ramp
+        # from light (lane 0) to dark (lane 31), over (-2.5, top + 0.5).
+        span = colouring.top + 3
+        bins = [(0.0, 1 / span, outside, outside), (1 / span, 2 / span, black, black)]
         for hue in range(WARP_HUES):
             colour = QtGui.QColor(WARP_PALETTE[hue])
             light, dark = colour.lighter(150), colour.darker(170)
-            start = (1 + hue * WARP) / span
+            start = (2 + hue * WARP) / span
             bins.append((start, start + WARP / span, _rgb(light.name()), _rgb(dark.name())))
         return _stepped(bins)
     if colouring.kind == "diff":

@@ -15,15 +15,18 @@ def colour_bar_ticks(image: MapImage) -> list | None:
     colouring = image.colouring
     if colouring.kind == "diff":
         return [[(0, "same"), (1, "value"), (2, "writer"), (3, "count")]]
+    outside = [(-2, "outside C")] if image.margin else []
     if colouring.kind == "categorical":
-        return [[(-1, "none")] + [(v, str(v)) for v in range(0, int(colouring.top) + 1, 5)]]
+        return [outside + [(-1, "none")]
+                + [(v, str(v)) for v in range(0, int(colouring.top) + 1, 5)]]
     if colouring.kind == "count":
         return [count_ticks(colouring.top)]
     if colouring.kind == "warp-lane":
         # The warp legend: every warp's hue named; pyqtgraph shows the second
         # level's labels only where they fit, the first's (every 4th) always.
         hues = int(colouring.top + 1) // 32
-        return [[(-1, "none")] + [(h * 32 + 15.5, f"w{h}") for h in range(0, hues, 4)],
+        return [outside + [(-1, "none")]
+                + [(h * 32 + 15.5, f"w{h}") for h in range(0, hues, 4)],
                 [(h * 32 + 15.5, f"w{h}") for h in range(hues) if h % 4]]
     if colouring.kind == "zero" and colouring.top <= 20:
         return [[(v, str(v)) for v in range(int(max(colouring.top, 1)) + 1)]]
@@ -50,10 +53,11 @@ def count_ticks(top: float) -> list[tuple[float, str]]:
     """Ticks of the write-count colour bar: 0, 1, 2, then whole numbers on its
     log scale up to the maximum (1-2-5 steps, kept apart), the maximum labelled."""
     top = int(top)
-    ticks = [(0.0, "0"), (1.0, "1")]
+    # every band named, whatever the run: outside C, stored again by the same
+    # thread, never, once
+    ticks = [(-2.0, "outside C"), (-1.0, "1 thread, 2+"), (0.0, "0"), (1.0, "1")]
     if top < 2:
         return ticks
-    ticks.insert(0, (-1.0, "1 thread, 2+"))  # stored again by the same thread
     ticks.append((2.0, "2"))
     if top == 2:
         return ticks
@@ -64,7 +68,7 @@ def count_ticks(top: float) -> list[tuple[float, str]]:
 
     for value in [10 ** e for e in range(1, 13) if 2 < 10 ** e < top] + [top]:
         if place(value) - ticks[-1][0] >= 0.3 or value == top:
-            if value == top and place(value) - ticks[-1][0] < 0.3 and len(ticks) > 3:
+            if value == top and place(value) - ticks[-1][0] < 0.3 and len(ticks) > 5:
                 ticks.pop()  # the maximum's label wins over a close neighbour
             ticks.append((float(place(value)), f"{value:,}"))
     return ticks
@@ -80,7 +84,8 @@ def draw_map(item: pg.ImageItem, image: MapImage, rgba: np.ndarray | None = None
         item.setLookupTable(lookup_table(image.colouring), update=False)
         item.setImage(image.data, levels=image.levels, autoLevels=False)
     rows, cols = image.data.shape
-    item.setRect(QtCore.QRectF(-0.5, -0.5, cols, rows))
+    m = image.margin  # (C's own indices on the axes, the margin's negative)
+    item.setRect(QtCore.QRectF(-0.5 - m, -0.5 - m, cols, rows))
 
 
 class MapTile:
@@ -101,7 +106,9 @@ class MapTile:
     def show(self, image: MapImage) -> None:
         draw_map(self.image, image)
         rows, cols = image.data.shape
-        self.view.setRange(xRange=(-0.5, cols - 0.5), yRange=(-0.5, rows - 0.5), padding=0)
+        m = image.margin
+        self.view.setRange(xRange=(-0.5 - m, cols - m - 0.5), yRange=(-0.5 - m, rows - m - 0.5),
+                           padding=0)
 
     def set_caption(self, html: str) -> None:
         """The caption, its row as high as its lines."""
@@ -174,7 +181,9 @@ class HeatmapPlot:
             self.plot.getAxis("bottom").setTicks(
                 [[(c, str(c)) for c in range(cols)]] if cols <= 16 else None)
         if reset_view or shape_changed:
-            self.plot.setRange(xRange=(-0.5, cols - 0.5), yRange=(-0.5, rows - 0.5), padding=0)
+            m = image.margin
+            self.plot.setRange(xRange=(-0.5 - m, cols - m - 0.5),
+                               yRange=(-0.5 - m, rows - m - 0.5), padding=0)
 
     def fit_title(self, width: int | None = None) -> None:
         """The title, elided to the plot's width (the whole of it in the
@@ -217,7 +226,8 @@ class HeatmapPlot:
             return
         self.image.setImage(np.repeat(np.repeat(data, by_row, axis=0), by_col, axis=1),
                             levels=self.current.levels, autoLevels=False)
-        self.image.setRect(QtCore.QRectF(-0.5, -0.5, cols, rows))
+        m = self.current.margin
+        self.image.setRect(QtCore.QRectF(-0.5 - m, -0.5 - m, cols, rows))
 
     def cell_at(self, scene_pos: QtCore.QPointF) -> tuple[int, int] | None:
         """(row, col) of the cell under a scene position, if on the image."""
@@ -226,7 +236,8 @@ class HeatmapPlot:
         point = self.plot.vb.mapSceneToView(scene_pos)
         row, col = int(np.floor(point.y() + 0.5)), int(np.floor(point.x() + 0.5))
         rows, cols = self.current.data.shape
-        if 0 <= row < rows and 0 <= col < cols:
+        m = self.current.margin  # (indices of the map's own: C's, negative in the margin)
+        if -m <= row < rows - m and -m <= col < cols - m:
             return row, col
         return None
 
@@ -283,8 +294,11 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
         if event.button() != QtCore.Qt.MouseButton.LeftButton:
             return
         cell = self.heatmap.cell_at(event.scenePos())
-        if cell is not None:
-            self.clicked.emit(*cell)
+        if cell is not None and self.heatmap.current is not None and (
+                not self.heatmap.current.margin or min(cell) >= 0
+                and cell[0] < self.heatmap.current.data.shape[0] - 2 * self.heatmap.current.margin
+                and cell[1] < self.heatmap.current.data.shape[1] - 2 * self.heatmap.current.margin):
+            self.clicked.emit(*cell)  # (an element of C: never the margin)
 
     def _on_scene_mouse_moved(self, scene_pos: QtCore.QPointF) -> None:
         cell = self.heatmap.cell_at(scene_pos)
