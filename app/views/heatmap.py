@@ -158,6 +158,7 @@ class HeatmapPlot:
         pyqtgraph would spend ~0.5 s on a 4096 x 4096 map's lookup table."""
         shape_changed = self.current is None or self.current.data.shape != image.data.shape
         self.current = image
+        self._show_frame(True)
         levels = image.levels
         cmap = colour_map(image.colouring)
         if self.colour_bar is not None:
@@ -184,6 +185,23 @@ class HeatmapPlot:
             m = image.margin
             self.plot.setRange(xRange=(-0.5 - m, cols - m - 0.5),
                                yRange=(-0.5 - m, rows - m - 0.5), padding=0)
+
+    def _show_frame(self, shown: bool) -> None:
+        """Axes and colour bar, shown with a map and hidden without one (an
+        empty plot showed axes of -0.4 to 0.4 and a bar of 0 to 1)."""
+        if self.axes:
+            for side in ("left", "bottom"):
+                self.plot.showAxis(side, shown)
+        if self.colour_bar is not None:
+            self.colour_bar.setVisible(shown)
+
+    def show_nothing(self, message: str) -> None:
+        """No map: ``message`` where its title goes, and nothing else."""
+        self.current = None
+        self.image.clear()
+        self._show_frame(False)
+        self.title = message
+        self.plot.setTitle(message)
 
     def fit_title(self, width: int | None = None) -> None:
         """The title, elided to the plot's width (the whole of it in the
@@ -252,6 +270,7 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.heatmap = HeatmapPlot(self.ci)
+        self.heatmap.show_nothing("no run yet")
         self.result: RunResult | None = None
         self._last_cell: tuple[int, int] | None = None
         self.scene().sigMouseMoved.connect(self._on_scene_mouse_moved)
@@ -274,9 +293,7 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
 
     def clear_map(self) -> None:
         self.result = None
-        self.heatmap.current = None
-        self.heatmap.image.clear()
-        self.heatmap.plot.setTitle("no run yet")
+        self.heatmap.show_nothing("no run yet")
 
     def text_at(self, row: int, col: int) -> str | None:
         if self.result is None or self.image is None:
