@@ -228,7 +228,7 @@ class SweepView(QtWidgets.QWidget):
         # the shared colour scale, beside the scroll area: always in view
         self.bar_view = pg.GraphicsLayoutWidget()
         self.bar_view.setObjectName("sweep-colour-bar")
-        self.bar_view.setFixedWidth(110)
+        self.bar_view.setFixedWidth(150)
         self._bar: pg.ColorBarItem | None = None
         matrix_layout.addWidget(self.bar_view)
         splitter.addWidget(matrix_row)
@@ -396,7 +396,11 @@ class SweepView(QtWidgets.QWidget):
         else:
             self._bar.setLevels(image.levels)
             self._bar.setColorMap(colour_map(image.colouring))
-        self._bar.axis.setTicks(colour_bar_ticks(image))
+        ticks = colour_bar_ticks(image)
+        self._bar.axis.setTicks(ticks)
+        # room for the longest label (the axis drops the labels that do not fit)
+        longest = max((len(label) for level in ticks or [] for _, label in level), default=6)
+        self._bar.axis.setWidth(int(14 + 7 * longest))
 
     def _after_cells_changed(self) -> None:
         self._set_export_enabled()
