@@ -47,7 +47,7 @@ def test_numpy_alone_reads_every_map_the_readme_lists(tmp_path):
                 continue
             np.testing.assert_array_equal(value, arrays[name], err_msg=name)
             if value.dtype.kind in "iu":
-                assert value.dtype == smallest_integer_type(arrays[name]), name
+                assert value.dtype.itemsize == smallest_integer_type(arrays[name]).itemsize, name
         for name in stored:  # and every per-warp map as it is in memory
             np.testing.assert_array_equal(archive[name].astype(arrays[name].dtype)
                                           if name != "reference" else archive[name],
@@ -108,7 +108,7 @@ def test_large_maps_deflate_in_parallel_chunks_into_one_stream(tmp_path):
     assert sizes["min_writer.npy"][1] < sizes["min_writer.npy"][2] / 2
     assert sizes["atomics.npy"][1] < sizes["atomics.npy"][2] / 100  # zero everywhere
     with np.load(tmp_path / "maps.npz") as archive:
-        assert archive["min_writer"].dtype == np.uint32
+        assert archive["min_writer"].dtype.itemsize == 4  # (int32 kept: no copy into uint32)
         np.testing.assert_array_equal(archive["min_writer"], writer)
         np.testing.assert_array_equal(archive["max_writer"], writer)
         assert archive["atomics"].dtype == np.uint8 and not archive["atomics"].any()
