@@ -391,6 +391,12 @@ def diff_map(first: RunResult, second: RunResult) -> MapImage:
                     context=(second, diff))
 
 
+def _writes_at(maps, row: int, col: int) -> int:
+    """Stores and atomic updates of one element (``maps.writes`` adds the two
+    whole maps: 67 MB at 4096 x 4096, at every mouse move)."""
+    return int(maps.count[row, col]) + int(maps.atomics[row, col])
+
+
 def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | None:
     """What to say about the cell (row, col) of ``image``, in its own
     indices (C's, where the map has a margin: negative or past C there);
@@ -411,7 +417,7 @@ def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | 
         count = int(maps.count[row, col])
         lines = [f"C[{row}, {col}]: stored {count} time{'s' if count != 1 else ''}"
                  + (f" (+{int(maps.atomics[row, col])} atomic)" if maps.atomics[row, col] else "")]
-        if maps.writes[row, col]:
+        if _writes_at(maps, row, col):
             low = decode_thread(result, int(maps.min_writer[row, col]))
             high = decode_thread(result, int(maps.max_writer[row, col]))
             if low.gtid == high.gtid:
@@ -441,9 +447,9 @@ def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | 
         CATEGORY_NAMES = diff_category_names()
         a, b = result.maps, second.maps
         return (f"C[{row}, {col}]: {CATEGORY_NAMES[int(diff.category[row, col])]}\n"
-                f"first:  stored {int(a.writes[row, col])}x, writers {int(a.min_writer[row, col])}"
+                f"first:  stored {_writes_at(a, row, col)}x, writers {int(a.min_writer[row, col])}"
                 f"..{int(a.max_writer[row, col])}, C = {result.c[row, col]:.7g}\n"
-                f"second: stored {int(b.writes[row, col])}x, writers {int(b.min_writer[row, col])}"
+                f"second: stored {_writes_at(b, row, col)}x, writers {int(b.min_writer[row, col])}"
                 f"..{int(b.max_writer[row, col])}, C = {second.c[row, col]:.7g}")
     if image.domain == "threads":
         gtid = thread_at(result, row, col)
