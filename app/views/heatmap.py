@@ -160,27 +160,34 @@ class HeatmapPlot:
         self.current = image
         self._show_frame(True)
         levels = image.levels
-        cmap = colour_map(image.colouring)
+        # Each setter below re-lays out and repaints the plot's axes (100 ms
+        # on a busy machine): called only for what changed.
         if self.colour_bar is not None:
-            self.colour_bar.setColorMap(cmap)
-            self.colour_bar.setLevels(levels)
             ticks = colour_bar_ticks(image)
-            self.colour_bar.axis.setTicks(ticks)
-            # Room for the longest label: the axis keeps a fixed width and drops
-            # labels that do not fit ("20,000" vanished, leaving "0" alone).
-            longest = max((len(label) for level in ticks or [] for _, label in level),
-                          default=6)
-            self.colour_bar.axis.setWidth(int(14 + 7.5 * longest))
+            bar = (image.colouring, levels, ticks, image.margin)
+            if bar != getattr(self, "_bar_shown", None):
+                self._bar_shown = bar
+                self.colour_bar.setColorMap(colour_map(image.colouring))
+                self.colour_bar.setLevels(levels)
+                self.colour_bar.axis.setTicks(ticks)
+                # Room for the longest label: the axis keeps a fixed width and
+                # drops labels that do not fit ("20,000" vanished, leaving "0").
+                longest = max((len(label) for level in ticks or [] for _, label in level),
+                              default=6)
+                self.colour_bar.axis.setWidth(int(14 + 7.5 * longest))
         draw_map(self.image, image, rgba)
         rows, cols = image.data.shape
         self.title = title if title is not None else image.title
         self.fit_title()
         if self.axes:
-            self.plot.setLabel("bottom", image.x_label)
-            self.plot.setLabel("left", image.y_label)
             # Few columns (occurrences of a warp view): whole-number ticks only.
-            self.plot.getAxis("bottom").setTicks(
-                [[(c, str(c)) for c in range(cols)]] if cols <= 16 else None)
+            axes = (image.x_label, image.y_label, cols if cols <= 16 else None)
+            if axes != getattr(self, "_axes_shown", None):
+                self._axes_shown = axes
+                self.plot.setLabel("bottom", image.x_label)
+                self.plot.setLabel("left", image.y_label)
+                self.plot.getAxis("bottom").setTicks(
+                    [[(c, str(c)) for c in range(cols)]] if cols <= 16 else None)
         if reset_view or shape_changed:
             m = image.margin
             self.plot.setRange(xRange=(-0.5 - m, cols - m - 0.5),
@@ -189,6 +196,9 @@ class HeatmapPlot:
     def _show_frame(self, shown: bool) -> None:
         """Axes and colour bar, shown with a map and hidden without one (an
         empty plot showed axes of -0.4 to 0.4 and a bar of 0 to 1)."""
+        if shown == getattr(self, "_frame_shown", None):
+            return
+        self._frame_shown = shown
         if self.axes:
             for side in ("left", "bottom"):
                 self.plot.showAxis(side, shown)
@@ -201,6 +211,7 @@ class HeatmapPlot:
         self.image.clear()
         self._show_frame(False)
         self.title = message
+        self._title_fitted = None  # (the next map's title is set again)
         self.plot.setTitle(message)
 
     def fit_title(self, width: int | None = None) -> None:
@@ -212,6 +223,9 @@ class HeatmapPlot:
             views = self.plot.scene().views() if self.plot.scene() is not None else []
             width = views[0].width() if views else 0
         shown = title
+        if (title, width) == getattr(self, "_title_fitted", None):
+            return
+        self._title_fitted = (title, width)
         if width > 0 and "<" not in title:
             label = self.plot.titleLabel
             font = label.item.font()
