@@ -21,7 +21,7 @@ import numpy as np
 
 from kernels import SweepCell, dims_heading
 
-from ..models.map_images import MapImage, make_map
+from ..models.map_images import MapImage
 from ..qt import QtCore, QtGui, QtWidgets
 from .colors import image_rgba
 
