@@ -748,3 +748,21 @@ def test_the_run_panel_and_the_launch_label_follow_the_run_shown(window):
     assert (window.controls.grid_edit.text(), window.controls.block_edit.text()) == ("1", "32")
     assert window.controls.request().grid == (1,) and window.controls.launch_source() == \
         "the sweep's configuration 1 x 32"
+
+
+def test_the_kernel_box_names_the_whole_file_on_hover_and_selects_by_request(window, tmp_path):
+    # a 2-kernel file: set_request picks the file, then the request's kernel in it
+    path = tmp_path / ("two_kernels_" + "x" * 120 + ".py")
+    path.write_text((Path(__file__).parent / "kernels" / "early_return.py").read_text()
+                    + "\n\n@cuda.jit\ndef second(A, B, C):\n    i, j = cuda.grid(2)\n"
+                    "    if i < C.shape[0] and j < C.shape[1]:\n        C[i, j] = 0.0\n")
+    assert window.controller.open_kernel_file(str(path))
+    controls = window.controls
+    assert controls.select_kernel("file", str(path.resolve())) is True
+    assert path.name in controls.kernel_combo.toolTip() and str(path.resolve()) in \
+        controls.kernel_combo.toolTip()
+    request = controls.request().with_(kernel="second")
+    controls.select_kernel("builtin", "tiled")
+    assert controls.kernel_combo.toolTip().startswith("tiled")
+    controls.set_request(request)
+    assert controls.function_combo.currentText() == "second"

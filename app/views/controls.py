@@ -55,6 +55,8 @@ class ControlPanel(QtWidgets.QWidget):
         self.kernel_combo.insertSeparator(self.kernel_combo.count())
         self.kernel_combo.addItem("Open kernel file...", f"{OPEN_FILE}:")
         self.kernel_combo.activated.connect(self._on_kernel_combo_activated)
+        self.kernel_combo.currentIndexChanged.connect(lambda _: self._show_kernel_tooltip())
+        self._show_kernel_tooltip()
         layout.addRow("Kernel", self.kernel_combo)
 
         self.function_combo = QtWidgets.QComboBox()
@@ -180,16 +182,7 @@ class ControlPanel(QtWidgets.QWidget):
             return False
         self.kernel_combo.setCurrentIndex(index)
         self._refresh_functions()
-        self._show_kernel_tooltip()
         self.kernel_changed.emit()
-
-    def _show_kernel_tooltip(self) -> None:
-        """The chosen kernel's whole name and path on hover: a long file
-        name is elided in the box."""
-        index = self.kernel_combo.currentIndex()
-        tip = self.kernel_combo.itemData(index, QtCore.Qt.ItemDataRole.ToolTipRole)
-        self.kernel_combo.setToolTip(f"{self.kernel_combo.currentText()}\n{tip}" if tip
-                                     else self.kernel_combo.currentText())
         return True
 
     @property
@@ -208,7 +201,6 @@ class ControlPanel(QtWidgets.QWidget):
             self.kernel_combo.setItemData(index, path, QtCore.Qt.ItemDataRole.ToolTipRole)
         self.kernel_combo.setCurrentIndex(index)
         self._refresh_functions()
-        self._show_kernel_tooltip()
         self.kernel_changed.emit()
 
     def _show_kernel_tooltip(self) -> None:
