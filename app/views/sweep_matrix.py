@@ -65,7 +65,8 @@ def sample(image: MapImage, rows: int, cols: int) -> np.ndarray:
         return reduce.reduceat(reduce.reduceat(values, row_edges, axis=0), col_edges, axis=1)
 
     missed = region(np.maximum, (data == 0).view(np.uint8)) > 0
-    low, high = region(np.minimum, data), region(np.maximum, data)
+    # (fmin and fmax pass over NaN: the blank cells of an out-of-bounds margin)
+    low, high = region(np.fmin, data), region(np.fmax, data)
     telling = np.where(missed, 0, np.where(high > 1, high, np.where(low < 0, low, high)))
     rows_of = np.searchsorted(row_edges, row_at, side="right") - 1
     cols_of = np.searchsorted(col_edges, col_at, side="right") - 1
@@ -162,7 +163,6 @@ class SweepMatrix(QtWidgets.QScrollArea):
         self.labels: dict[tuple, CellLabel] = {}
         #: the configurations whose pictures are on screen (for tests and the status)
         self.painted: dict[tuple, SweepCell] = {}
-        self.paint_threads: set[str] = set()
         #: the map of the latest picture placed (the colour bar follows it)
         self.last_image: MapImage | None = None
         self._cells: dict[tuple, SweepCell] = {}
@@ -267,7 +267,6 @@ class SweepMatrix(QtWidgets.QScrollArea):
         picture = None
         try:
             if generation == self._generation:  # (else: stale, a newer one is coming)
-                self.paint_threads.add(threading.current_thread().name)
                 image, title = self.describe(cell)
                 picture = (paint_cell(cell, image, title, width, height), title, image)
         except Exception as exc:  # noqa: BLE001 (shown in the cell, never lost in a thread)
