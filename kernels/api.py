@@ -28,7 +28,7 @@ from .estimate import KERNEL_FILE_TIME_LIMIT, SLOW_SIMULATOR_SECONDS, describe_s
 from .live import ThreadMapResult, threadmap
 from .outputs import OutputError, OutputFolder, write_atomically
 from .presets import PRESETS, default_launch
-from .records import OOB_MARGIN, margin_frame
+from .records import OOB_MARGIN, margin_at, margin_frame
 from .request import (
     BACKENDS,
     DTYPES,
@@ -234,7 +234,7 @@ __all__ = [
     "format_dims", "format_seconds", "gpu_available", "GPU_MODEL_NAMES", "gpu_model_source",
     "gpu_status", "hunt", "HuntReport", "KERNEL_FILE_TIME_LIMIT", "kernel_names",
     "KERNEL_OUTPUT_LINES", "KernelCompileError", "KernelRuntimeError", "KernelSnapshot",
-    "KernelSourceError", "line_findings", "load_balance", "margin_frame", "MAX_DIMENSION",
+    "KernelSourceError", "line_findings", "load_balance", "margin_at", "margin_frame", "MAX_DIMENSION",
     "OOB_MARGIN", "OutputError",
     "OutputFolder", "parse_dims", "parse_list", "parse_scalars", "PATTERNS", "percent",
     "PRESETS", "reassume_registers", "RequestError", "resolve_backend", "run", "run_sweep",

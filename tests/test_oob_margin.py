@@ -297,3 +297,16 @@ def test_the_recording_kernel_still_compiles_for_a_gpu(name):
     assert ".entry" in ptx
     assert "atom.global.add.u32" in ptx or "red.global.add.u32" in ptx \
         or "atom.global.add.s32" in ptx or "red.global.add.s32" in ptx
+
+
+def test_one_cell_of_the_margin_is_read_from_its_strip_as_the_frame_has_it():
+    from kernels import RunRequest, margin_at, margin_frame, run
+
+    result = run(RunRequest(kernel="one-block-chunks", m=3, k=2, n=5, grid=(1,), block=(64,),
+                            backend="cpu"))
+    shape = result.maps.count.shape
+    frame = margin_frame(result.maps, shape)
+    assert frame.sum() == 49
+    for row in range(-4, shape[0] + 4):
+        for col in range(-4, shape[1] + 4):
+            assert margin_at(result.maps, shape, row, col) == frame[row + 4, col + 4]

@@ -18,6 +18,7 @@ from kernels import (
     counted,
     diff_category_names,
     diff_runs,
+    margin_at,
     margin_frame,
 )
 
@@ -407,7 +408,7 @@ def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | 
     maps = result.maps
     if image.domain == "C" and m and not (0 <= row < maps.count.shape[0]
                                           and 0 <= col < maps.count.shape[1]):
-        landed = int(margin_frame(maps, maps.count.shape)[row + m, col + m])
+        landed = margin_at(maps, maps.count.shape, row, col)
         edge = " or beyond (the margin's edge)" if row in (-m, maps.count.shape[0] + m - 1) \
             or col in (-m, maps.count.shape[1] + m - 1) else ""
         return (f"outside C, at [{row}, {col}]{edge}: "
