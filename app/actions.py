@@ -173,7 +173,10 @@ class ExportHeatmapAction(_Action):
         self._painter.painted.connect(self._on_painted)
         #: (painter's request, path, result, size) of an export on its way
         self._pending: tuple | None = None
-        self._figure: HeatmapExporter | None = None
+        # One offscreen figure, built with the window and kept: building it is
+        # ~30 ms of pyqtgraph set-up on the GUI thread (80-90 ms on a busy
+        # machine), which the first export had stalled the window for.
+        self._figure = HeatmapExporter(maps_view.export_size)
 
     @property
     def exporting(self) -> bool:
@@ -196,9 +199,6 @@ class ExportHeatmapAction(_Action):
         return self._write(shown, path, self.session.current_image(), None, size)
 
     def _write(self, shown, path, image, rgba, size) -> Path:
-        # One offscreen figure, kept: building one is ~60 ms of the GUI thread.
-        if self._figure is None:
-            self._figure = HeatmapExporter(size)
         self._figure.size = size
         try:
             return self._figure.write(shown, path, image=image, rgba=rgba)

@@ -382,7 +382,7 @@ def shared_top(cells: list[SweepCell], map_name: str) -> float | None:
     if map_name == "count":
         return float(max(max(int(c.result.maps.writes.max()), 1) for c in cells))
     if map_name == "iteration":
-        return float(max(int(c.result.maps.iteration.max()) for c in cells))
+        return float(max(c.result.maps.iterations - 1 for c in cells))
     if map_name in ("oob", "stores"):
         attr = "oob_per_thread" if map_name == "oob" else "stores_per_thread"
         return float(max(int(getattr(c.result.maps, attr).max(initial=0)) for c in cells))

@@ -174,7 +174,10 @@ class MainWindow(QtWidgets.QMainWindow):
         self.sweep_view.cell_opened.connect(self._open_sweep_cell)
         self.sweep_view.export_sheet_requested.connect(self.export_sheet_action.trigger)
         self.sweep_view.export_folder_requested.connect(self.export_folder_action.trigger)
-        s.sweep_started.connect(lambda *_: self.tabs.setCurrentWidget(self.sweep_view))
+        # (queued: the tab's first layout and paint come in an event of their own,
+        # after the matrix's new cells, not in the same stall)
+        s.sweep_started.connect(lambda *_: QtCore.QTimer.singleShot(
+            0, lambda: self.tabs.setCurrentWidget(self.sweep_view)))
         s.sweep_error_raised.connect(self._show_sweep_error)
         s.current_changed.connect(self._follow_shown_run)
         controls.kernel_changed.connect(self._apply_sweep_defaults)

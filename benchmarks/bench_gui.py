@@ -4,6 +4,7 @@
     xvfb-run -a .venv/bin/python benchmarks/bench_gui.py      # a real X server
     ... bench_gui.py --throttle          # a machine at half speed (issue 20)
     ... bench_gui.py --only sweep        # the actions whose names hold "sweep"
+    ... bench_gui.py --why               # and what the GUI thread did in each longest stall
 
 A 2 ms timer runs throughout; a stall is the longest gap between two of its
 ticks while an action runs (the GUI could not repaint or take input for that
@@ -29,6 +30,66 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from app.qt import QtCore, QtWidgets  # noqa: E402
 
 
+class StackSampler:
+    """Samples the GUI thread's Python stack every few milliseconds from a
+    second thread (``--why``), so that the longest stall can be named: the
+    frames seen most often between its two ticks.  (A sample waits for the
+    GIL, so C++ work that holds it shows as the Python line that called it.)"""
+
+    def __init__(self, interval_s: float = 0.003):
+        import threading
+
+        self.interval_s = interval_s
+        self.main_id = threading.main_thread().ident
+        self.samples: list[tuple[float, tuple[str, ...]]] = []
+        #: the other threads' innermost frames (the engine's, the painters')
+        self.others: list[tuple[float, tuple[str, ...]]] = []
+        self.running = True
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        import threading
+
+        me = threading.get_ident()
+        while self.running:
+            frames = sys._current_frames()
+            now = time.perf_counter()
+            frame = frames.get(self.main_id)
+            if frame is not None:
+                self.samples.append((now, self._stack(frame)))
+                del self.samples[:-4000]
+            for ident, other in frames.items():
+                if ident not in (self.main_id, me):
+                    self.others.append((now, self._stack(other, 3)))
+            del self.others[:-8000]
+            time.sleep(self.interval_s)
+
+    @staticmethod
+    def _stack(frame, depth: int = 14) -> tuple[str, ...]:
+        import traceback
+
+        return tuple(f"{Path(entry.filename).name}:{entry.lineno} {entry.name}"
+                     for entry in traceback.extract_stack(frame)[-depth:])
+
+    def describe(self, start: float, end: float, lines: int = 14) -> str:
+        """The frames that were on the stack in most samples between
+        ``start`` and ``end``, innermost last."""
+        from collections import Counter
+
+        inside = [stack for when, stack in self.samples if start <= when <= end]
+        if not inside:
+            return "    (no sample: the GUI thread held the GIL throughout)"
+        counts = Counter(frame for stack in inside for frame in set(stack))
+        deepest = max(inside, key=lambda stack: sum(counts[f] for f in stack))
+        others = Counter(" < ".join(reversed(stack)) for when, stack in self.others
+                         if start <= when <= end)
+        return "\n".join([f"    {counts[frame]:3d}/{len(inside)} {frame}"
+                          for frame in deepest[-lines:]]
+                         + ["    other threads meanwhile:"]
+                         + [f"      {n:3d} {where}" for where, n in others.most_common(6)])
+
+
 class StallMeter(QtCore.QObject):
     """Records the longest gap between ticks of a fast timer."""
 
@@ -39,10 +100,13 @@ class StallMeter(QtCore.QObject):
         self.timer.timeout.connect(self._tick)
         self.last = time.perf_counter()
         self.worst = 0.0
+        self.worst_at = (0.0, 0.0)
 
     def _tick(self) -> None:
         now = time.perf_counter()
-        self.worst = max(self.worst, now - self.last)
+        if now - self.last > self.worst:
+            self.worst = now - self.last
+            self.worst_at = (self.last, now)
         self.last = now
 
     def start(self) -> None:
@@ -113,6 +177,9 @@ def measure(app, meter: StallMeter, name: str, action, results: dict) -> None:
     pump(app, 0.2)
     results[name] = meter.stop() * 1e3
     print(f"{name}: max stall {results[name]:.0f} ms", flush=True)
+    sampler = getattr(measure, "sampler", None)
+    if sampler is not None:
+        print(sampler.describe(*meter.worst_at), flush=True)
 
 
 def main() -> int:
@@ -122,8 +189,11 @@ def main() -> int:
                         help="a busy process per core throughout: the machine at half speed")
     parser.add_argument("--only", help="measure only the actions whose names hold one of "
                                        "these (comma-separated)")
+    parser.add_argument("--why", action="store_true",
+                        help="sample the GUI thread's stack and print it for each longest stall")
     args = parser.parse_args()
     measure.only = args.only
+    measure.sampler = StackSampler() if args.why else None
     if args.throttle:
         with Throttle(len(os.sched_getaffinity(0))):
             print(f"throttled: {len(os.sched_getaffinity(0))} busy processes", flush=True)

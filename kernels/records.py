@@ -386,11 +386,21 @@ class AccessMaps:
     #: (W, N + 2W), (M, W), (M, W) (see the module's conventions and
     #: ``margin_frame``); zeros where not recorded
     oob_margin: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = field(default=None)
+    #: grid-stride iterations recorded (the highest iteration index + 1),
+    #: found where the maps are made, off the GUI thread: the replay's
+    #: slider needs it each time a result is shown, and a 4096 x 4096 map
+    #: takes a busy machine tens of milliseconds to scan.  (-1: count them;
+    #: ``dataclasses.replace`` carries the count over, so a stowed result's
+    #: placeholder maps keep it.)
+    iterations: int = -1
 
     def __post_init__(self) -> None:
         if self.oob_margin is None:
             shape = self.count.shape if self.count.ndim == 2 else (1, self.count.size)
             object.__setattr__(self, "oob_margin", empty_margin(shape))
+        if self.iterations < 0:
+            object.__setattr__(self, "iterations",
+                               int(self.iteration.max()) + 1 if self.iteration.size else 0)
 
     @property
     def oob_margin_total(self) -> int:

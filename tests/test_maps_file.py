@@ -154,3 +154,22 @@ def test_a_sweep_keeps_one_reference_for_all_its_configurations(tmp_path):
         np.testing.assert_array_equal(back["C"], cell.result.c)
         np.testing.assert_array_equal(back["reference"],
                                       cell.result.reference.astype(np.float32))
+
+
+def test_the_iteration_count_is_made_with_the_maps_and_survives_stowing(tmp_path):
+    # The app's replay slider reads it at each result shown: counted once,
+    # where the maps are made, and kept by a stowed result's placeholders.
+    from kernels.stow import Stowage
+
+    # 64 x 48 elements, 3 x 32 threads: iterations 0..31 for the first threads
+    result = run(RunRequest(kernel="grid-stride", m=64, k=8, n=48, grid=(3,), block=(32,),
+                            backend="cpu", tier="instant"))
+    assert result.maps.iterations == int(result.maps.iteration.max()) + 1 == -(-64 * 48 // 96)
+    stowage = Stowage(tmp_path)
+    try:
+        light = stowage.stow(result)
+        assert not light.maps.iteration.any()  # the placeholder
+        assert light.maps.iterations == result.maps.iterations
+        assert stowage.unstow(light).maps.iterations == result.maps.iterations
+    finally:
+        stowage.close()

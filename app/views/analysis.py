@@ -292,7 +292,7 @@ class AnalysisPanel(QtWidgets.QTabWidget):
     def iterations(self) -> int:
         if self.result is None:
             return 0
-        return int(self.result.maps.iteration.max()) + 1
+        return self.result.maps.iterations
 
     def _on_replay_slider_changed(self, value: int) -> None:
         self.replay_label.setText(f"iteration {value} of {max(self.iterations - 1, 0)}")

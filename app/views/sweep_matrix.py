@@ -124,6 +124,13 @@ class CellLabel(QtWidgets.QLabel):
         if cell is not None:
             self.setCursor(QtCore.Qt.CursorShape.PointingHandCursor)
 
+    def empty(self) -> None:
+        """No configuration yet (a sweep of the same rows and columns starts)."""
+        self.cell = None
+        self.clear()
+        self.setToolTip("")
+        self.unsetCursor()
+
     def mousePressEvent(self, event) -> None:  # noqa: N802 (Qt API)
         if self.cell is not None and self.cell.result is not None:
             self.clicked.emit(self.cell)
@@ -178,10 +185,17 @@ class SweepMatrix(QtWidgets.QScrollArea):
     def begin(self, grids, blocks) -> None:
         """A sweep's rows and columns (dims tuples, in order): empty cells."""
         self._generation += 1
+        same = (tuple(grids), tuple(blocks)) == (self.grids, self.blocks) \
+            and self._fitting_size() == self._cell_size
         self.grids, self.blocks = tuple(grids), tuple(blocks)
         self._cells = {}
         self.painted = {}
-        self._build()
+        if same:  # the same rows and columns: empty the cells (a new grid of
+            #       widgets cost a busy machine tens of milliseconds)
+            for label in self.labels.values():
+                label.empty()
+        else:
+            self._build()
 
     def add(self, cell: SweepCell) -> None:
         """``cell`` has arrived: its picture is painted off the GUI thread."""

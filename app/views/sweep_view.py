@@ -229,7 +229,11 @@ class SweepView(QtWidgets.QWidget):
         self.bar_view = pg.GraphicsLayoutWidget()
         self.bar_view.setObjectName("sweep-colour-bar")
         self.bar_view.setFixedWidth(150)
-        self._bar: pg.ColorBarItem | None = None
+        # Built now, shown with the first picture: building it then stalled
+        # a busy machine's window ~60 ms in the middle of a sweep.
+        self._bar = pg.ColorBarItem(values=(0, 1), interactive=False, width=14)
+        self._bar.setVisible(False)
+        self.bar_view.addItem(self._bar, row=0, col=0)
         matrix_layout.addWidget(self.bar_view)
         splitter.addWidget(matrix_row)
         self.time_plot = pg.PlotWidget()
@@ -389,13 +393,9 @@ class SweepView(QtWidgets.QWidget):
         image = self.matrix.last_image
         if image is None:
             return
-        if self._bar is None:
-            self._bar = pg.ColorBarItem(values=image.levels, colorMap=colour_map(image.colouring),
-                                        interactive=False, width=14)
-            self.bar_view.addItem(self._bar, row=0, col=0)
-        else:
-            self._bar.setLevels(image.levels)
-            self._bar.setColorMap(colour_map(image.colouring))
+        self._bar.setLevels(image.levels)
+        self._bar.setColorMap(colour_map(image.colouring))
+        self._bar.setVisible(True)
         ticks = colour_bar_ticks(image)
         self._bar.axis.setTicks(ticks)
         # room for the longest label (the axis drops the labels that do not fit)
