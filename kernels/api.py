@@ -11,6 +11,7 @@ import dataclasses
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .analyses.diagnoses import Diagnosis
 from .analyses.findings import Finding, line_findings, store_lines
 from .analyses.occupancy import ASSUMED_REGISTERS, GPU_MODELS
 from .errors import (
@@ -230,7 +231,7 @@ __all__ = [
     "ASSUMED_REGISTERS", "BACKEND_LABELS", "BACKEND_SHORT", "BACKENDS", "BackendUnavailable",
     "bank_conflict_model", "bytes_in_memory", "CATALOGUE", "check_request", "command_line",
     "COUNT_COLOURS", "REPEAT_COLOUR", "counted", "default_launch", "describe_seconds", "diff_category_names",
-    "diff_runs", "dims_heading", "dims_order", "DTYPES", "encode_png", "file_launch_dims", "Finding", "format_bytes",
+    "Diagnosis", "diff_runs", "dims_heading", "dims_order", "DTYPES", "encode_png", "file_launch_dims", "Finding", "format_bytes",
     "format_dims", "format_seconds", "gpu_available", "GPU_MODEL_NAMES", "gpu_model_source",
     "gpu_status", "hunt", "HuntReport", "KERNEL_FILE_TIME_LIMIT", "kernel_names",
     "KERNEL_OUTPUT_LINES", "KernelCompileError", "KernelRuntimeError", "KernelSnapshot",

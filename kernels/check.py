@@ -161,6 +161,9 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
                 continue
             timing = result.shown_timing
             row.update(verdict=result.verdict.word, reasons="; ".join(result.verdict.reasons),
+                       diagnoses="; ".join(
+                           f"line {', '.join(map(str, d.lines))}: {d.message} (fix: {d.fix})"
+                           for d in result.diagnoses),
                        seconds=round(timing.seconds, 6) if timing else None,
                        time_what=f"{timing.label}" if timing else None,
                        thumbnail=base64.b64encode(
@@ -284,8 +287,8 @@ def _on_dask(address: str, work, arguments, progress) -> list[list[dict]]:
         client.close()
 
 
-COLUMNS = ("file", "kernel", "shape", "launch", "launch_source", "verdict", "reasons", "seconds",
-           "time_what")
+COLUMNS = ("file", "kernel", "shape", "launch", "launch_source", "verdict", "reasons",
+           "diagnoses", "seconds", "time_what")
 
 
 def write_report(rows: list[dict], out: Path, title: str = "ThreadMap check",
@@ -379,7 +382,9 @@ def report_html(rows: list[dict], title: str) -> str:
                     f"{e(row['launch'])}</small>" if case[1] == "file" else "")
             cells.append(f"<td class='{verdict.lower()}' title='{e(row['reasons'])}'>"
                          f"<b>{verdict}</b> {seconds}{used}<br>{image}"
-                         f"<div class='why'>{e(row['reasons'][:160])}</div></td>")
+                         f"<div class='why'>{e(row['reasons'][:160])}</div>"
+                         + (f"<div class='cause'><b>why:</b> {e(row['diagnoses'])}</div>"
+                            if row.get("diagnoses") else "") + "</td>")
         body.append(f"<tr><th class='file'>{e(shown[path])}<br><small>{e(kernel)}</small>"
                     f"</th>{''.join(cells)}</tr>")
     return f"""<!DOCTYPE html>
@@ -389,6 +394,7 @@ table {{ border-collapse: collapse; }}
 td, th {{ border: 1px solid #ccc; padding: 4px; vertical-align: top; font-size: 12px; }}
 td.pass b {{ color: #1a7f37; }} td.fail b, td.error b {{ color: #c62828; }}
 td.error {{ color: #c62828; }} .why {{ max-width: 14em; color: #555; }}
+.cause {{ max-width: 14em; color: #8a3a00; }}
 th.file {{ text-align: left; }} img {{ image-rendering: pixelated; display: block; }}
 </style></head><body>
 <h1>{e(title)}</h1>

@@ -365,6 +365,11 @@ def print_summary(result, stream=sys.stdout) -> None:
           f"{result.backend_note}]", file=stream)
     for reason in result.verdict.reasons:
         print(f"  - {printable(reason)}", file=stream)
+    for diagnosis in result.diagnoses:
+        first, *rest = diagnosis.describe().splitlines()
+        print(f"  why ({diagnosis.rule}): {printable(first)}", file=stream)
+        for line in rest:
+            print(f"    {printable(line.strip())}", file=stream)
     print(f"  {result.verdict.errors.describe()}", file=stream)
     for timing in result.timings:
         print(f"  {timing.describe()}", file=stream)

@@ -13,6 +13,7 @@ import numpy as np
 
 from .analyses.correctness import compare, reference
 from .analyses.lockstep_analysis import read_analysis
+from .analyses.diagnoses import diagnose
 from .analyses.occupancy import MAX_STATIC_SHARED
 from .backends import backend as backend_named
 from .backends.device import gpu_available, gpu_status  # noqa: F401  (engine's names)
@@ -272,7 +273,7 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
     timings = list(output.timings) + [_remembered(
         ("reference time", on_gpu) + inputs_key, lambda: time_reference(a, b, on_gpu))]
     progress(1.0, "done")
-    return RunResult(
+    result = RunResult(
         request=request, kernel_name=plan.name, backend_note=backend_note,
         c=c, c_source="plain kernel" if output.c_plain is not None else "instrumented kernel",
         reference=ref.c, maps=maps, verdict=verdict, timings=tuple(timings),
@@ -282,6 +283,7 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         kernel=_snapshot(plan),
         kernel_output=output.prints.text if output.prints else "",
         kernel_output_cut=output.prints.dropped_chars if output.prints else 0)
+    return dataclasses.replace(result, diagnoses=diagnose(plan.kernel.node, result))
 
 
 def _snapshot(plan) -> KernelSnapshot:

@@ -198,6 +198,13 @@ class ThreadMapResult:
         return list(self.result.verdict.reasons)
 
     @property
+    def diagnoses(self) -> tuple:
+        """The causes of the failure at their lines (``Diagnosis``: rule, lines,
+        message, evidence, fix); empty where no rule's pattern and evidence
+        both hold."""
+        return self.result.diagnoses
+
+    @property
     def maps(self) -> dict[str, np.ndarray]:
         """The arrays of ``maps.npz``: count, min_writer, iteration, C, reference, ..."""
         return self.result.maps_arrays()
@@ -231,10 +238,15 @@ class ThreadMapResult:
 
     def _repr_html_(self) -> str:
         import base64
+        import html
 
         r = self.result.request
         colour = "#1a7f37" if self.passed else "#c62828"
         reasons = "".join(f"<li>{reason}</li>" for reason in self.reasons)
+        reasons += "".join(
+            f"<li><b>why</b> (line {', '.join(map(str, d.lines))}): {html.escape(d.message)}"
+            f"<br><i>evidence:</i> {html.escape(d.evidence)}<br><i>fix:</i> "
+            f"<code>{html.escape(d.fix)}</code></li>" for d in self.diagnoses)
         kernel = self.result.kernel_timing
         png = base64.b64encode(self.image("count", (640, 480))).decode()
         return (f"<div><b style='color:{colour}; font-size:1.3em'>{self.verdict}</b> "

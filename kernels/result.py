@@ -231,6 +231,8 @@ class RunResult:
     #: where its maps are while they are out of memory (stow.Stowed), else None:
     #: its arrays are then placeholders of the right shape that hold zeros
     stowed: object | None = None
+    #: the causes of its failure, named at their lines (analyses/diagnoses.py)
+    diagnoses: tuple = ()
 
     @property
     def backend(self) -> str:
@@ -285,6 +287,7 @@ class RunResult:
             "tier": self.tier,
             "verdict": self.verdict.word,
             "reasons": list(self.verdict.reasons),
+            "diagnoses": [d.as_dict() for d in self.diagnoses],
             "output": {"array": self.output, "why": self.output_reason},
             **({"kernel_output": {
                 "from": KERNEL_OUTPUT_SOURCE, "text": self.kernel_output,

@@ -6,6 +6,8 @@ map; it never runs anything and never reads another view's insides.
 """
 from __future__ import annotations
 
+import html
+
 from kernels import KERNEL_OUTPUT_LINES, RunResult, ThreadMapError, format_dims
 
 from ..export import run_title
@@ -48,6 +50,9 @@ def verdict_html(result: RunResult) -> str:
     verdict = result.verdict
     colour = "#1a7f37" if verdict.passed else "#c62828"
     reasons = "".join(f"<li>{r}</li>" for r in verdict.reasons)
+    reasons += "".join(f"<li><b>why</b>, line {', '.join(map(str, d.lines))}: "
+                       f"{html.escape(d.message)} (Source page: evidence and fix)</li>"
+                       for d in result.diagnoses)
     return (f"<b style='color:{colour}; font-size:14pt'>{verdict.word}</b> &nbsp; "
             f"{run_title(result)}<br>backend: {result.backend_note}; launch: "
             f"{format_dims(result.request.grid)} x {format_dims(result.request.block)} "

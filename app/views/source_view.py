@@ -94,9 +94,9 @@ class SourceView(QtWidgets.QWidget):
                 table.setItem(row, column, item)
             self._tint(row, marked=False)
         table.resizeColumnToContents(0)
-        # Faults first, then the rest, each in line order.
+        # Causes (diagnoses) first, then faults, then the rest, each in line order.
         self._listed = sorted((f for found in self.findings.values() for f in found),
-                              key=lambda f: (not f.fault, f.line))
+                              key=lambda f: (f.kind != "cause", not f.fault, f.line))
         for finding in self._listed:
             item = QtWidgets.QListWidgetItem(f"line {finding.line}, {finding.kind}: "
                                              f"{finding.text}")

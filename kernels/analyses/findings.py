@@ -23,7 +23,8 @@ class Finding:
 
     line: int
     kind: str  # "out of bounds", "coalescing", "bank conflicts", "divergence",
-    #            "barrier divergence", "race", "uninitialised read", "division by zero", "store"
+    #            "barrier divergence", "race", "uninitialised read", "division by zero", "store",
+    #            "cause" (a diagnosis: analyses/diagnoses.py)
     text: str
     #: a fault (FAIL reason, or traffic past the ideal) rather than information
     fault: bool
@@ -39,6 +40,10 @@ def _plural(n: int, word: str) -> str:
 def line_findings(result: RunResult) -> tuple[Finding, ...]:
     """Every finding of ``result``, in line order."""
     found: list[Finding] = []
+    for diagnosis in result.diagnoses:  # (the cause, first on its line and in the list)
+        for line in diagnosis.lines:
+            found.append(Finding(line, "cause", f"{diagnosis.message}. Evidence: "
+                                 f"{diagnosis.evidence}. Fix: {diagnosis.fix}", True))
     snapshot = result.kernel
     accesses = snapshot.accesses if snapshot is not None else ()
     for oob in result.maps.out_of_bounds:
@@ -99,7 +104,7 @@ def line_findings(result: RunResult) -> tuple[Finding, ...]:
                                  f"written (first: {unset.first.describe()})", True))
     for line in store_lines(result):
         found.append(Finding(line, "store", f"stores into {result.output}", False, "writer"))
-    return tuple(sorted(found, key=lambda f: (f.line, not f.fault)))
+    return tuple(sorted(found, key=lambda f: (f.line, not f.fault, f.kind != "cause")))
 
 
 def store_lines(result: RunResult) -> tuple[int, ...]:
