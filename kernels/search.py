@@ -186,7 +186,9 @@ class HuntReport:
         if self.failing is not None:
             return (f"smallest failing case (of {tried} tried): {self.failing.label()}: "
                     + "; ".join(self.failing.reasons[:3])
-                    + (f" ({self.hint})" if self.hint else ""))
+                    + (f" ({self.hint})" if self.hint else "")
+                    + "".join(f"\n  why ({d.rule}): " + d.describe().replace("\n", "\n  ")
+                              for d in self.diagnoses))
         return (f"no failing case: {tried} cases tried in {self.seconds:.0f} s"
                 + (f" ({self.stopped})" if self.stopped else ", every case of the search"))
 
@@ -196,7 +198,14 @@ class HuntReport:
                 "stopped": self.stopped or None,
                 "failing": self.failing.row() if self.failing else None,
                 "hint": self.hint or None,
+                "diagnoses": [d.as_dict() for d in self.diagnoses],
                 "cases": [c.row() for c in self.cases]}
+
+    @property
+    def diagnoses(self) -> tuple:
+        """The failing case's diagnoses (analyses/diagnoses.py)."""
+        return self.result.diagnoses if self.failing is not None and self.result is not None \
+            else ()
 
 
 def hunt_cases(base: RunRequest, grid: tuple[int, ...] | None = None,

@@ -153,3 +153,21 @@ def test_the_app_lists_the_cause_first_on_the_source_page_and_beside_the_verdict
             view.verdict_label.text()
     finally:
         session.close()
+
+
+def test_the_failing_case_that_hunt_finds_carries_its_diagnosis():
+    from kernels.search import hunt
+
+    # Its smallest failing case: 1x1x1 on 4 blocks of 64, the one element of C
+    # stored by thread 0 of each block.
+    report = hunt(RunRequest(kernel="matmul_1024",
+                             kernel_file=str(KERNELS / "thread_index_only.py"), backend="cpu"),
+                  budget=120)
+    assert report.failing is not None and report.failing.shape == (1, 1, 1)
+    assert (report.failing.grid, report.failing.block) == ((4,), (64,))
+    assert [d.rule for d in report.diagnoses] == ["thread-index-only"]
+    assert ("\n  why (thread-index-only): line 17: C[row, col] at line 17 is indexed from "
+            "cuda.threadIdx but never cuda.blockIdx, so each of the 4 blocks computes the same "
+            "elements as block 0\n    evidence: 1 element of C written by threads of more than "
+            "one block; the first, [0, 0], by blocks (0, 0) and (3, 0)") in report.summary()
+    assert report.to_json()["diagnoses"][0]["rule"] == "thread-index-only"
