@@ -283,7 +283,9 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         kernel=_snapshot(plan),
         kernel_output=output.prints.text if output.prints else "",
         kernel_output_cut=output.prints.dropped_chars if output.prints else 0)
-    return dataclasses.replace(result, diagnoses=diagnose(plan.kernel.node, result))
+    return dataclasses.replace(result, diagnoses=diagnose(
+        plan.kernel.node, result, plan.module.values,
+        {name: line for name, (_, line) in plan.module.constants.items()}))
 
 
 def _snapshot(plan) -> KernelSnapshot:

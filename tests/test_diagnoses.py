@@ -58,12 +58,24 @@ def test_work_indexed_by_thread_alone_names_the_blocks_that_repeat_it():
         "block's")
 
 
-def test_the_builtin_chunked_kernel_on_two_blocks_is_diagnosed():
+def test_the_builtin_chunked_kernel_on_two_blocks_is_diagnosed_twice():
+    # 40 x 30 = 1,200 elements in chunks of ceil(1,200 / 256) = 5: 256 x 5 =
+    # 1,280, so threads 240-255 of each block store elements 1,200-1,279, rows
+    # 40-42 of C: 80 per block, 160 in all; the first, element 1,200 = [40, 0],
+    # by thread 240 of block 0.  Both blocks store every element of C.
     result = run(RunRequest(kernel="one-block-chunks", m=40, k=8, n=30, grid=(2,),
                             block=(256,), backend="cpu"))
-    assert [d.rule for d in result.diagnoses] == ["thread-index-only"]
-    assert result.diagnoses[0].evidence.startswith("1,200 elements of C written by threads "
-                                                   "of more than one block")
+    chunks, blocks = result.diagnoses
+    assert chunks == Diagnosis(
+        "unguarded-chunk-end", (18,),
+        "each thread's loop at line 18 covers `chunk` = 5 elements from `start`, rounded up, "
+        "and nothing stops it at the end of C: 256 threads x 5 = 1,280 elements, past its "
+        "1,200",
+        "160 out-of-bounds writes of C; the first by block (0, 0), thread (240, 0) (global "
+        "240) at [40, 0]",
+        "line 18: `for mid in range(start, min(start + chunk, C.size)):`")
+    assert blocks.rule == "thread-index-only" and blocks.evidence.startswith(
+        "1,200 elements of C written by threads of more than one block")
 
 
 @pytest.mark.parametrize("file, kernel, shape, grid, block", [
@@ -171,3 +183,157 @@ def test_the_failing_case_that_hunt_finds_carries_its_diagnosis():
             "elements as block 0\n    evidence: 1 element of C written by threads of more than "
             "one block; the first, [0, 0], by blocks (0, 0) and (3, 0)") in report.summary()
     assert report.to_json()["diagnoses"][0]["rule"] == "thread-index-only"
+
+
+def test_a_store_guard_joined_with_or_is_named_and_its_and_given():
+    # C 20 x 12, 2 x 2 blocks of 16 x 16: x (rows) and y (columns) 0..31.  A
+    # thread stores when x < 20 or y < 12: x < 20 and y >= 12, 20 x 20 = 400,
+    # and x >= 20 and y < 12, 12 x 12 = 144: 544 stores outside C.  The lowest
+    # global id among them: block (0, 0), thread (0, 12), y = 12: 12 x 16 = 192.
+    result = _run("margin_writes.py", "or_guard", (20, 5, 12), (2, 2), (16, 16))
+    (diagnosis,) = result.diagnoses
+    assert diagnosis == Diagnosis(
+        "and-guard", (19,),
+        "the guard at line 19 lets a thread store when `x < C.shape[0]` or `y < C.shape[1]` "
+        "holds, so a thread with one coordinate inside C and the other outside stores "
+        "outside C (20 x 12)",
+        "544 out-of-bounds writes of C; the first by block (0, 0), thread (0, 12) (global "
+        "192) at [0, 12]",
+        "line 19: `if x < C.shape[0] and y < C.shape[1]:` (store only when every coordinate "
+        "is in range)")
+
+
+def test_the_seeds_thread_row_of_b_and_its_work_from_a_are_both_named():
+    # tid-rows at 50 x 30 x 40 on one block of 128 threads: every thread runs
+    # row 0..49 and col 0..49 (n = A.shape[0] = 50) though C has 40 columns:
+    # 50 x 10 stores past its right edge per thread, 128 x 500 = 64,000, the
+    # first at [0, 40]; and it reads B[tid, col] where the sum needs B[idx, col].
+    result = run(RunRequest(kernel="tid-rows", m=50, k=30, n=40, grid=(1,), block=(128,),
+                            backend="cpu"))
+    work, row = result.diagnoses
+    assert work == Diagnosis(
+        "work-from-a", (20,),
+        "`col`, C's column, runs to `n` = A.shape[0] = 50 (A's rows) at line 20, but C has "
+        "40 columns: the work is derived from A, not from C",
+        "64,000 out-of-bounds writes of C, the first at [0, 40]",
+        "line 20: `for col in range(C.shape[1]):`")
+    assert row.rule == "thread-as-reduction-index" and row.lines == (23,)
+    assert row.message == (
+        "`B[tid, col]` at line 23 takes B's row from the thread (`tid`), where the sum over "
+        "`idx` (line 22) needs `B[idx, col]`: each thread multiplies a row of A by its own "
+        "row of B")
+    assert row.fix == "line 23: `B[idx, col]`"
+    # (square, as the asker's X @ X.T: only the row of B is wrong; each of the
+    # 4,096 elements, compared with the float64 reference, is off its bound)
+    square = run(RunRequest(kernel="tid-rows", m=64, k=64, n=64, grid=(1,), block=(64,),
+                            backend="cpu"))
+    assert [d.rule for d in square.diagnoses] == ["thread-as-reduction-index"]
+    assert square.diagnoses[0].evidence == (
+        f"{square.verdict.errors.wrong:,} elements of C off their bound (every row of B "
+        "read, each by its own thread for the whole sum)")
+
+
+def test_a_tile_loop_bounded_by_the_grid_says_how_much_of_k_it_covers():
+    # bpg = gridDim.x = 4 tiles of 16: columns 0..63 of K = 256 read, 192 never.
+    result = _run("launch_bounded_tiles.py", "fast_matmul", (64, 256, 64), (4, 4), (16, 16))
+    (diagnosis,) = result.diagnoses
+    assert diagnosis == Diagnosis(
+        "launch-bounded-loop", (18,),
+        "the loop over tiles at line 18 runs `bpg` = 4 times, a launch quantity "
+        "(cuda.gridDim), so its tiles of TPB = 16 cover 64 of K = 256",
+        f"columns 64-255 of A never read (192 columns); {result.verdict.errors.wrong:,} "
+        "elements of C off their bound",
+        "line 18: `for i in range((A.shape[1] + TPB - 1) // TPB):`")
+    assert result.verdict.errors.wrong > 4000
+
+
+def test_a_module_constant_that_is_not_the_runs_size_is_named():
+    # n = 16 x 100 = 1,600 against K = 37: each of the 100 x 90 threads in
+    # range reads A[x, 37..1599], 1,563 past its end: 14,067,000; thread 0
+    # (x = 0, y = 0) first, at [0, 37].
+    result = _run("fixed_constant.py", "fixed_n", (100, 37, 90), (7, 6), (16, 16))
+    (diagnosis,) = result.diagnoses
+    assert diagnosis == Diagnosis(
+        "fixed-size", (17,),
+        "`n` = 1,600 (line 8) bounds the loop at line 17, but this run's A has 37 columns: "
+        "the loop runs past A's end",
+        "14,067,000 out-of-bounds reads of A, the first at [0, 37]",
+        "line 17: bound it by the array's own size, `range(A.shape[1])`")
+
+
+def test_a_literal_stride_on_a_smaller_launch_is_named():
+    # 1,200 elements, stride 1,024, 4 x 128 = 512 threads: thread t stores t
+    # and t + 1,024 (t < 176); elements 512..1,023 never: 512.
+    result = _run("literal_stride.py", "literal_stride", (40, 8, 30), (4,), (128,))
+    (diagnosis,) = result.diagnoses
+    assert diagnosis == Diagnosis(
+        "fixed-size", (9,),
+        "the loop at line 9 steps by the literal 1,024, but this launch has 512 threads "
+        "(4 blocks of 128): elements 512-1,023 of every 1,024 are never written",
+        "512 elements of C never written",
+        "step by the launch's own thread count, `cuda.gridsize(1)`, from `cuda.grid(1)`")
+
+
+def test_a_missing_barrier_is_placed_between_the_racing_lines():
+    # The first race the lockstep emulation finds: thread 0 writes sA[0, 0]
+    # at line 15, thread 1 (tx = 1, ty = 0) reads sA[ty, j] = sA[0, 0] at
+    # line 19 (j = 0); the barrier at line 20 comes after both.
+    result = _run("missing_barrier.py", "missing_barrier", (32, 32, 32), (2, 2), (16, 16))
+    (diagnosis,) = result.diagnoses
+    assert diagnosis == Diagnosis(
+        "missing-barrier", (15, 19),
+        "sA is written at line 15 and read at line 19 with no cuda.syncthreads() between "
+        "them, so a thread can use an element that another thread of its block has not "
+        "written yet",
+        f"{result.analysis.races.count:,} shared-memory races; the first: block (0, 0), "
+        "thread (0, 0) (global 0) writes sA[ty, tx] at line 15 and block (0, 0), thread "
+        "(1, 0) (global 1) reads sA[ty, j] at line 19, both on sA[0, 0]",
+        "line 18: insert `        cuda.syncthreads()` before `for j in range(TPB):`")
+
+
+def test_an_early_return_before_barriers_names_who_left_and_how_to_guard_the_work():
+    # C 30 x 30 on 2 x 2 blocks of 16 x 16, x the column: in block (1, 0),
+    # x = 16..31, the threads with tx = 14, 15 (x >= 30) return: 2 x 16 = 32
+    # of 256 miss the barriers; the first, thread (14, 0), global 256 + 14.
+    # Blocks (1, 0), (0, 1) and (1, 1) hold such threads.
+    result = _run("early_return.py", "early_return", (30, 32, 30), (2, 2), (16, 16))
+    (diagnosis,) = result.diagnoses
+    assert diagnosis == Diagnosis(
+        "early-return-before-barrier", (14, 19),
+        "the threads that return at line 14 never reach the barriers at lines 19 and 22, "
+        "which every thread of a block must reach",
+        "the barrier at line 19 was reached by 224 of 256 threads of block (1, 0) (first "
+        "missing: block (1, 0), thread (14, 0) (global 270)); 3 blocks affected",
+        "guard the work, not the barrier: drop the return at line 14 and put the loads and "
+        "the store under `if y < C.shape[0] and x < C.shape[1]:`, with every "
+        "cuda.syncthreads() outside it")
+
+
+def test_a_transposed_tile_is_named_even_where_the_run_passes():
+    # sA[tx, ty] with rows of 16 floats: word 16 tx + ty, bank (16 tx + ty) % 32;
+    # a warp holds tx 0..15 at two values of ty: 4 banks, 8 lanes each: 8-way.
+    # 2 x 2 blocks x 8 warps x 2 tiles = 64 warp requests.
+    result = _run("transposed_tile.py", "transposed", (32, 32, 32), (2, 2), (16, 16))
+    assert result.verdict.passed
+    (diagnosis,) = result.diagnoses
+    assert diagnosis == Diagnosis(
+        "transposed-tile", (8, 16),
+        "sA[tx, ty] at line 16 puts threadIdx.x, in which consecutive lanes differ, in sA's "
+        "first subscript, so a warp's lanes are a row apart and fall in the same banks",
+        "8.0-way bank conflicts on average (worst 8-way, ideal 1.0) over 64 warp requests",
+        "swap the subscripts (`sA[ty, tx]`) where the tile is written and read, or pad its "
+        "rows by one, line 8: `sA = cuda.shared.array((TPB, TPB + 1), float32)`")
+
+
+@pytest.mark.parametrize("file, kernel, shape, grid, block", [
+    # a constant that equals this run's K (the kernel fails elsewhere)
+    ("fixed_constant.py", "fixed_k_wrong_column", (100, 37, 90), (7, 6), (16, 16)),
+    # the literal stride equals the launch's 4 x 256 threads: right
+    ("literal_stride.py", "literal_stride", (40, 8, 30), (4,), (256,)),
+    # the transposed tile padded by a column: no conflicts
+    ("padded_tile.py", "padded", (32, 32, 32), (2, 2), (16, 16)),
+])
+def test_more_near_misses_stay_silent(file, kernel, shape, grid, block):
+    result = _run(file, kernel, shape, grid, block)
+    assert result.diagnoses == ()
+    assert result.verdict.passed == (kernel != "fixed_k_wrong_column")

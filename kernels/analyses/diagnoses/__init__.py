@@ -1,0 +1,54 @@
+"""Diagnoses: the cause of a failure, named at its line.
+
+A rule has two halves, and a diagnosis is made only when both hold, never on
+a guess (a wrong diagnosis is worse than none):
+
+* a pattern in the kernel's source, read from its syntax tree (source.py:
+  nothing in the file is evaluated; module constants come as the loader's
+  allow-listed values);
+* evidence in the run's records (out-of-bounds accesses with their first
+  index, the writers of each element, the reads of A and B, the lockstep
+  emulation's races, barriers and bank conflicts).
+
+Each diagnosis says the cause in one sentence in the kernel's own names and
+the run's numbers, gives the evidence (which threads and elements, how
+many), and a fix, as the edited line where one is clear (as rustc's
+``help:`` lines do).  Rules by subject: guards.py, indexing.py, shared.py.
+"""
+from __future__ import annotations
+
+import ast
+
+from .diagnosis import Diagnosis
+from .guards import early_return_before_barrier, wrong_operator_guard
+from .indexing import (
+    fixed_size,
+    launch_bounded_loop,
+    thread_as_reduction_index,
+    thread_index_only,
+    unguarded_chunk_end,
+    work_from_a,
+)
+from .shared import missing_barrier, transposed_tile
+from .source import Context
+
+#: rules for the causes of a FAIL
+FAILURE_RULES = (wrong_operator_guard, thread_index_only, thread_as_reduction_index,
+                 work_from_a, unguarded_chunk_end, launch_bounded_loop, fixed_size,
+                 missing_barrier, early_return_before_barrier)
+#: rules for memory traffic past the ideal (a PASS can have it)
+PERFORMANCE_RULES = (transposed_tile,)
+
+__all__ = ["Diagnosis", "diagnose", "FAILURE_RULES", "PERFORMANCE_RULES"]
+
+
+def diagnose(kernel: ast.FunctionDef, result, constants: dict | None = None,
+             constant_lines: dict | None = None) -> tuple[Diagnosis, ...]:
+    """Every rule's diagnosis of ``result`` (a RunResult) whose kernel
+    function is ``kernel``, with the module's constants' values (and their
+    lines): the causes of a failure, and of memory traffic past the ideal
+    (those also where the run passed).  In line order."""
+    ctx = Context(kernel, result, dict(constants or {}), dict(constant_lines or {}))
+    rules = PERFORMANCE_RULES if result.verdict.passed else FAILURE_RULES + PERFORMANCE_RULES
+    found = [d for d in (rule(ctx) for rule in rules) if d is not None]
+    return tuple(sorted(found, key=lambda d: d.lines))

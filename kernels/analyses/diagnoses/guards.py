@@ -1,0 +1,134 @@
+"""Rules about guards: bounds tests joined with the wrong operator, and early
+returns before a barrier."""
+from __future__ import annotations
+
+import ast
+
+from ...words import counted
+from ..hazards import block_name, thread_name
+from .diagnosis import Diagnosis
+from .source import Context, sources_of
+
+
+def wrong_operator_guard(ctx: Context) -> Diagnosis | None:
+    """``if x >= M and y >= N: return`` (needs ``or``), or ``if x < M or
+    y < N:`` around a store (needs ``and``): a thread with one coordinate in
+    range stores whatever the other is.  Evidence: writes outside the output,
+    the first with one coordinate inside its range and the other outside."""
+    result = ctx.result
+    shape = result.maps.count.shape
+    oob = next((o for o in result.maps.out_of_bounds
+                if o.array == ctx.output and o.direction == "write" and o.count), None)
+    if oob is None or oob.first_index is None or len(shape) != 2:
+        return None
+    inside = [0 <= i < n for i, n in zip(oob.first_index, shape)]
+    if all(inside) or not any(inside):
+        return None  # (not a thread that only one of the tests would stop)
+    for node in ast.walk(ctx.kernel):
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.BoolOp)
+                and len(node.test.values) >= 2):
+            continue
+        if isinstance(node.test.op, ast.And):
+            diagnosis = _and_return(node, ctx, oob)
+        else:
+            diagnosis = _or_store(node, ctx, oob)
+        if diagnosis is not None:
+            return diagnosis
+    return None
+
+
+def _compares(tests: list[ast.expr], ops: tuple, ctx: Context) -> bool:
+    return all(isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ops)
+               and sources_of(t.left, ctx.env) for t in tests)
+
+
+def _evidence(ctx: Context, oob) -> str:
+    index = ", ".join(map(str, oob.first_index))
+    return (f"{counted(oob.count, 'out-of-bounds write')} of {ctx.output}; the first by "
+            f"{thread_name(oob.first_thread, ctx.grid, ctx.block)} at [{index}]")
+
+
+def _and_return(node: ast.If, ctx: Context, oob) -> Diagnosis | None:
+    tests = node.test.values
+    if not (len(node.body) == 1 and isinstance(node.body[0], ast.Return)
+            and _compares(tests, (ast.GtE, ast.Gt), ctx)):
+        return None
+    written = f"if {ast.unparse(ast.BoolOp(op=ast.Or(), values=tests))}:"
+    names = " and ".join(f"`{ast.unparse(t)}`" for t in tests)
+    every = "both" if len(tests) == 2 else "all"
+    shape = " x ".join(map(str, ctx.result.maps.count.shape))
+    return Diagnosis(
+        "and-guard", (node.lineno,),
+        f"the guard at line {node.lineno} returns only when {names} {every} hold, so a "
+        f"thread with one coordinate inside {ctx.output} and the other outside goes on and "
+        f"stores outside {ctx.output} ({shape})",
+        _evidence(ctx, oob),
+        f"line {node.lineno}: `{written}` (return when any coordinate is out of range)")
+
+
+def _or_store(node: ast.If, ctx: Context, oob) -> Diagnosis | None:
+    tests = node.test.values
+    if not _compares(tests, (ast.Lt, ast.LtE), ctx):
+        return None
+    stores = [s for statement in node.body for s in ast.walk(statement)
+              if isinstance(s, ast.Subscript) and isinstance(s.ctx, ast.Store)
+              and isinstance(s.value, ast.Name) and s.value.id == ctx.output]
+    if not stores:
+        return None
+    written = f"if {ast.unparse(ast.BoolOp(op=ast.And(), values=tests))}:"
+    names = " or ".join(f"`{ast.unparse(t)}`" for t in tests)
+    shape = " x ".join(map(str, ctx.result.maps.count.shape))
+    return Diagnosis(
+        "and-guard", (node.lineno,),
+        f"the guard at line {node.lineno} lets a thread store when {names} holds, so a thread "
+        f"with one coordinate inside {ctx.output} and the other outside stores outside "
+        f"{ctx.output} ({shape})",
+        _evidence(ctx, oob),
+        f"line {node.lineno}: `{written}` (store only when every coordinate is in range)")
+
+
+_NEGATED = {ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.Lt: ast.GtE, ast.LtE: ast.Gt,
+            ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
+
+
+def negated(test: ast.expr) -> ast.expr:
+    """``not test``, by De Morgan where it can (``y >= M or x >= N`` ->
+    ``y < M and x < N``)."""
+    if isinstance(test, ast.BoolOp):
+        op = ast.And() if isinstance(test.op, ast.Or) else ast.Or()
+        return ast.BoolOp(op=op, values=[negated(v) for v in test.values])
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _NEGATED:
+        return ast.Compare(left=test.left, ops=[_NEGATED[type(test.ops[0])]()],
+                           comparators=test.comparators)
+    return ast.UnaryOp(op=ast.Not(), operand=test)
+
+
+def early_return_before_barrier(ctx: Context) -> Diagnosis | None:
+    """``if ...: return`` before a barrier: the threads that left never reach
+    it.  Evidence: the barrier reached by only some threads of a block."""
+    analysis = ctx.result.analysis
+    if analysis is None or not analysis.barrier_divergence:
+        return None
+    barrier = analysis.barrier_divergence[0]
+    returns = [node for node in ast.walk(ctx.kernel) if isinstance(node, ast.If)
+               and len(node.body) == 1 and isinstance(node.body[0], ast.Return)
+               and node.lineno < barrier.line]
+    if not returns:
+        return None
+    guard = max(returns, key=lambda node: node.lineno)
+    line = guard.body[0].lineno
+    lines = sorted({b.line for b in analysis.barrier_divergence})
+    named = f"the barrier at line {lines[0]}, which" if len(lines) == 1 else \
+        f"the barriers at lines {', '.join(map(str, lines[:-1]))} and {lines[-1]}, which"
+    return Diagnosis(
+        "early-return-before-barrier", (line, barrier.line),
+        f"the threads that return at line {line} never reach {named} every thread of a "
+        f"block must reach",
+        f"the barrier at line {barrier.line} was reached by {barrier.arrived:,} of "
+        f"{barrier.arrived + barrier.missing:,} threads of block "
+        f"{block_name(barrier.first_block, barrier.grid)} (first missing: "
+        f"{thread_name(barrier.first_missing_thread, barrier.grid, barrier.block)}); "
+        f"{counted(barrier.blocks, 'block')} affected",
+        f"guard the work, not the barrier: drop the return at line {line} and put the loads "
+        f"and the store under `if {ast.unparse(negated(guard.test))}:`, with every "
+        f"cuda.syncthreads() outside it")

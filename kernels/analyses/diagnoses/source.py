@@ -1,0 +1,246 @@
+"""What a diagnosis reads in the kernel's source: which launch quantities and
+array sizes each name is made of, the loops around a node, and the value of
+simple expressions on this run's sizes and launch.
+
+Nothing from the file is executed: expressions are read from the syntax tree
+and only integer arithmetic on known values (literals, the module's
+allow-listed constants, array sizes, the launch) is worked out here.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+#: the launch quantities an index can be made of
+LAUNCH = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+
+
+def called(node: ast.expr) -> str:
+    """The name a call calls (``grid`` for ``cuda.grid(2)``); "" if not a call."""
+    if not isinstance(node, ast.Call):
+        return ""
+    return node.func.attr if isinstance(node.func, ast.Attribute) else \
+        node.func.id if isinstance(node.func, ast.Name) else ""
+
+
+def sources_of(expr: ast.expr, env: dict[str, frozenset[str]]) -> frozenset[str]:
+    """What ``expr`` is made of: launch quantities (``threadIdx``,
+    ``threadIdx.x``, ``blockIdx``, ...) and array sizes (``A.shape[0]``,
+    ``C.size``), through the names in ``env``."""
+    found: set[str] = set()
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Attribute) and node.attr in LAUNCH:
+            found.add(node.attr)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
+                and node.value.attr == "threadIdx":
+            found.add(f"threadIdx.{node.attr}")  # (which lanes differ in it)
+        elif isinstance(node, ast.Attribute) and node.attr == "size" \
+                and isinstance(node.value, ast.Name):
+            found.add(f"{node.value.id}.size")
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) \
+                and node.value.attr == "shape" and isinstance(node.value.value, ast.Name) \
+                and isinstance(node.slice, ast.Constant):
+            found.add(f"{node.value.value.id}.shape[{node.slice.value}]")
+        elif isinstance(node, ast.Call):
+            if called(node) == "grid":  # cuda.grid(n): blockIdx * blockDim + threadIdx
+                found.update(("threadIdx", "blockIdx", "blockDim", "threadIdx.x"))
+            elif called(node) == "gridsize":
+                found.update(("blockDim", "gridDim"))
+        elif isinstance(node, ast.Name) and node.id in env:
+            found.update(env[node.id])
+    return frozenset(found)
+
+
+def _bind(target: ast.expr, value: ast.expr, env: dict[str, frozenset[str]]) -> None:
+    if isinstance(target, (ast.Tuple, ast.List)) and called(value) == "grid":
+        # x, y = cuda.grid(2): x is made of threadIdx.x, y of threadIdx.y
+        for axis, element in zip("xyz", target.elts):
+            if isinstance(element, ast.Name):
+                env[element.id] = env.get(element.id, frozenset()) | frozenset(
+                    ("threadIdx", "blockIdx", "blockDim", f"threadIdx.{axis}"))
+        return
+    if isinstance(target, ast.Name):
+        env[target.id] = env.get(target.id, frozenset()) | sources_of(value, env)
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        pairs = (zip(target.elts, value.elts)
+                 if isinstance(value, (ast.Tuple, ast.List)) and
+                 len(value.elts) == len(target.elts)
+                 else ((element, value) for element in target.elts))
+        for element, part in pairs:
+            _bind(element, part, env)
+
+
+def name_sources(kernel: ast.FunctionDef) -> dict[str, frozenset[str]]:
+    """For each local name, what its value is made of (``sources_of``),
+    through every assignment and loop in the kernel (a name assigned several
+    times gets them all)."""
+    env: dict[str, frozenset[str]] = {}
+    for _ in range(6):  # (to a fixed point: loops use names assigned later)
+        before = dict(env)
+        for node in ast.walk(kernel):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    _bind(target, node.value, env)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                _bind(node.target, node.value, env)
+            elif isinstance(node, ast.For):
+                _bind(node.target, node.iter, env)
+        if env == before:
+            break
+    return env
+
+
+def subscript_text(index: ast.expr) -> str:
+    """``row, col`` (not ast.unparse's ``(row, col)``)."""
+    if isinstance(index, ast.Tuple):
+        return ", ".join(ast.unparse(e) for e in index.elts)
+    return ast.unparse(index)
+
+
+def names_in(expr: ast.expr) -> set[str]:
+    return {node.id for node in ast.walk(expr) if isinstance(node, ast.Name)}
+
+
+def statement_path(body: list[ast.stmt], line: int) -> list[tuple[list[ast.stmt], int]]:
+    """The statements that hold ``line``, outermost first: (their body, index)."""
+    for index, statement in enumerate(body):
+        if statement.lineno <= line <= (statement.end_lineno or statement.lineno):
+            inner: list = []
+            for field_name in ("body", "orelse"):
+                inner = statement_path(getattr(statement, field_name, None) or [], line)
+                if inner:
+                    break
+            return [(body, index)] + inner
+    return []
+
+
+def dims(values: tuple[int, ...]) -> tuple[int, int]:
+    return (tuple(values) + (1, 1))[:2]
+
+
+@dataclass
+class Context:
+    """One run's kernel, read once for every rule."""
+
+    kernel: ast.FunctionDef
+    result: object  # RunResult
+    #: the module's constants' values (allow-listed by the loader)
+    constants: dict = field(default_factory=dict)
+    #: the line of each module constant
+    constant_lines: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.env = name_sources(self.kernel)
+        self.parents: dict[ast.AST, ast.AST] = {}
+        for node in ast.walk(self.kernel):
+            for child in ast.iter_child_nodes(node):
+                self.parents[child] = node
+        request = self.result.request
+        self.grid, self.block = dims(request.grid), dims(request.block)
+        self.roles = {role: name for name, role, _ in self.result.slots}
+        m, k, n = request.shape
+        self.shapes = {}
+        for name, role, _ in self.result.slots:
+            if role == "A":
+                self.shapes[name] = (m, k)
+            elif role == "B":
+                self.shapes[name] = (k, n)
+            elif role == "C":
+                self.shapes[name] = tuple(self.result.maps.count.shape)
+        self._assigned: dict[str, list[ast.expr]] = {}
+        for node in ast.walk(self.kernel):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                    and isinstance(node.targets[0], ast.Name):
+                self._assigned.setdefault(node.targets[0].id, []).append(node.value)
+            elif isinstance(node, (ast.AugAssign, ast.For)):
+                target = node.target
+                if isinstance(target, ast.Name):
+                    self._assigned.setdefault(target.id, []).append(None)
+
+    @property
+    def output(self) -> str:
+        return self.result.output
+
+    def role(self, role: str) -> str | None:
+        return self.roles.get(role)
+
+    def loops_around(self, node: ast.AST) -> list[ast.For]:
+        """The ``for`` loops that hold ``node``, innermost first."""
+        loops = []
+        while node in self.parents:
+            node = self.parents[node]
+            if isinstance(node, ast.For):
+                loops.append(node)
+        return loops
+
+    def value(self, expr: ast.expr, depth: int = 0) -> int | None:
+        """``expr``'s integer value in this run, where it is made only of
+        literals, module constants, names assigned once from such, array sizes
+        and the launch; None otherwise."""
+        if depth > 20:
+            return None
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, int) \
+                and not isinstance(expr.value, bool):
+            return expr.value
+        if isinstance(expr, ast.Name):
+            assigned = self._assigned.get(expr.id)
+            if assigned is not None:
+                return self.value(assigned[0], depth + 1) \
+                    if len(assigned) == 1 and assigned[0] is not None else None
+            value = self.constants.get(expr.id)
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+        if isinstance(expr, ast.Attribute):
+            if expr.attr == "size" and isinstance(expr.value, ast.Name) \
+                    and expr.value.id in self.shapes:
+                size = 1
+                for extent in self.shapes[expr.value.id]:
+                    size *= extent
+                return size
+            if isinstance(expr.value, ast.Attribute) and expr.attr in "xyz" \
+                    and expr.value.attr in ("blockDim", "gridDim"):
+                dims3 = (tuple(self.result.request.block) if expr.value.attr == "blockDim"
+                         else tuple(self.result.request.grid)) + (1, 1)
+                return dims3["xyz".index(expr.attr)]
+            return None
+        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Attribute) \
+                and expr.value.attr == "shape" and isinstance(expr.value.value, ast.Name) \
+                and isinstance(expr.slice, ast.Constant):
+            shape = self.shapes.get(expr.value.value.id)
+            if shape is not None and isinstance(expr.slice.value, int) \
+                    and -len(shape) <= expr.slice.value < len(shape):
+                return shape[expr.slice.value]
+            return None
+        if isinstance(expr, ast.BinOp):
+            left, right = self.value(expr.left, depth + 1), self.value(expr.right, depth + 1)
+            if left is None or right is None:
+                return None
+            op = type(expr.op)
+            if op is ast.Add:
+                return left + right
+            if op is ast.Sub:
+                return left - right
+            if op is ast.Mult:
+                return left * right
+            if op in (ast.FloorDiv, ast.Mod) and right != 0:
+                return left // right if op is ast.FloorDiv else left % right
+            return None
+        if isinstance(expr, ast.Call) and called(expr) in ("min", "max") and expr.args \
+                and isinstance(expr.func, ast.Name):
+            values = [self.value(a, depth + 1) for a in expr.args]
+            if None in values:
+                return None
+            return min(values) if expr.func.id == "min" else max(values)
+        return None
+
+    def fixed_by_module(self, expr: ast.expr) -> str | None:
+        """The module constant ``expr`` names (directly, or through a local
+        assigned once from it), else None."""
+        seen = 0
+        while isinstance(expr, ast.Name) and seen < 10:
+            assigned = self._assigned.get(expr.id)
+            if assigned is None:
+                return expr.id if expr.id in self.constants else None
+            if len(assigned) != 1 or assigned[0] is None:
+                return None
+            expr, seen = assigned[0], seen + 1
+        return None
