@@ -222,8 +222,9 @@ def _known_types(plan: KernelPlan, request: RunRequest):
 
 
 def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback = _no_progress,
-             cancel: CancelCallback = _never) -> RunResult:
-    """Run in this process, on ``request.backend`` (already resolved)."""
+             cancel: CancelCallback = _never, diagnosed: bool = True) -> RunResult:
+    """Run in this process, on ``request.backend`` (already resolved); with
+    ``diagnosed``, the causes of a failure found (analyses/diagnoses)."""
     check_request(request)
     plan = load_plan(request)
     resolved_scalars = resolve_scalars(plan, request)
@@ -283,9 +284,29 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         kernel=_snapshot(plan),
         kernel_output=output.prints.text if output.prints else "",
         kernel_output_cut=output.prints.dropped_chars if output.prints else 0)
+    if not diagnosed:
+        return result
+    ones = None
+    if _all_ones_worth_trying(result):
+        # The seed's point: would a test on all-ones matrices have passed?
+        # The same launch on ones, its values only (cheap: small runs only).
+        progress(1.0, "trying the same launch on all-ones inputs")
+        ones = run_here(request.with_(pattern="ones", repeats=1), backend_note,
+                        cancel=cancel, diagnosed=False).verdict.errors
     return dataclasses.replace(result, diagnoses=diagnose(
         plan.kernel.node, result, plan.module.values,
-        {name: line for name, (_, line) in plan.module.constants.items()}))
+        {name: line for name, (_, line) in plan.module.constants.items()}, ones))
+
+
+#: the largest run (multiply-adds) tried again on all-ones inputs for a diagnosis
+ALL_ONES_LIMIT = 1 << 24
+
+
+def _all_ones_worth_trying(result: RunResult) -> bool:
+    request = result.request
+    return (not result.verdict.passed and result.verdict.errors.wrong > 0
+            and request.pattern == "random" and request.m * request.k * request.n
+            <= ALL_ONES_LIMIT)
 
 
 def _snapshot(plan) -> KernelSnapshot:

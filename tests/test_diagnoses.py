@@ -78,17 +78,21 @@ def test_the_builtin_chunked_kernel_on_two_blocks_is_diagnosed_twice():
         "1,200 elements of C written by threads of more than one block")
 
 
-@pytest.mark.parametrize("file, kernel, shape, grid, block", [
+@pytest.mark.parametrize("file, kernel, shape, grid, block, expected", [
     # the `and` return is there, but a correct guard keeps every store inside C
-    ("and_guard_inner_guard.py", "guarded_twice", (33, 17, 19), (5, 3), (8, 8)),
-    # blockDim chunks placed by blockIdx: no block repeats another's elements
-    ("block_chunks.py", "block_chunks", (40, 8, 30), (5,), (256,)),
+    # (an early return with no barrier after it, too); its reads of B skip
+    # some k, wrong on all-ones inputs as well
+    ("and_guard_inner_guard.py", "guarded_twice", (33, 17, 19), (5, 3), (8, 8), []),
+    # blockDim chunks placed by blockIdx: no block repeats another's elements;
+    # its wrong column of B is right on all-ones inputs (every element K), and
+    # only that finding, about the test and not a line, is true of it
+    ("block_chunks.py", "block_chunks", (40, 8, 30), (5,), (256,), ["all-ones-would-pass"]),
 ])
 def test_near_misses_that_fail_for_another_reason_get_no_diagnosis(file, kernel, shape, grid,
-                                                                    block):
+                                                                    block, expected):
     result = _run(file, kernel, shape, grid, block)
     assert not result.verdict.passed  # (they fail: the rules had a chance to fire)
-    assert result.diagnoses == ()
+    assert [d.rule for d in result.diagnoses] == expected
 
 
 def test_the_pattern_without_its_evidence_stays_silent():
@@ -108,6 +112,19 @@ def test_no_diagnosis_on_the_correct_builtin_kernels(kernel, shape, grid, block)
     result = run(RunRequest(kernel=kernel, m=m, k=k, n=n, grid=grid, block=block,
                             backend="cpu"))
     assert result.verdict.passed and result.diagnoses == ()
+
+
+@pytest.mark.parametrize("kernel, grid, block", [
+    ("naive-2d", (1, 1), (8, 8)),  # a launch that does not cover C
+    ("tiled", (1,), (1024,)),  # a 1-D launch of a 2-D tiled kernel
+    ("tiled", (2, 2), (16, 16)),
+])
+def test_no_diagnosis_where_a_correct_builtin_fails_for_its_launch(kernel, grid, block):
+    # (no rule covers a launch too small for a one-element-per-thread kernel:
+    # its findings stay as they were, and no rule guesses)
+    result = run(RunRequest(kernel=kernel, m=100, k=37, n=90, grid=grid, block=block,
+                            backend="cpu"))
+    assert not result.verdict.passed and result.diagnoses == ()
 
 
 def test_diagnoses_reach_result_json_the_summary_and_the_check_report(tmp_path, capsys):
@@ -227,10 +244,27 @@ def test_the_seeds_thread_row_of_b_and_its_work_from_a_are_both_named():
     # 4,096 elements, compared with the float64 reference, is off its bound)
     square = run(RunRequest(kernel="tid-rows", m=64, k=64, n=64, grid=(1,), block=(64,),
                             backend="cpu"))
-    assert [d.rule for d in square.diagnoses] == ["thread-as-reduction-index"]
-    assert square.diagnoses[0].evidence == (
+    row, ones = square.diagnoses
+    assert row.rule == "thread-as-reduction-index" and row.evidence == (
         f"{square.verdict.errors.wrong:,} elements of C off their bound (every row of B "
         "read, each by its own thread for the whole sum)")
+    # ... and on all-ones inputs every element is K = 64 whatever the indices:
+    # the asker's test saw nothing (the engine ran the same launch on ones).
+    assert square.verdict.errors.wrong == 4096
+    assert ones == Diagnosis(
+        "all-ones-would-pass", (16,),
+        "on all-ones inputs every element of C is 64 (K) whichever row of A and column of B "
+        "a thread takes, so a test that checks the values on all-ones matrices sees nothing "
+        "wrong; on random inputs 4,096 elements are wrong",
+        "random inputs: 4,096 elements of C off their bound; all-ones inputs, same launch: "
+        "every element within its bound",
+        "test on random inputs (ThreadMap's default, --pattern random), never on all-ones")
+    ones_run = run(RunRequest(kernel="tid-rows", m=64, k=64, n=64, grid=(1,), block=(64,),
+                              backend="cpu", pattern="ones"))
+    assert ones_run.verdict.errors.wrong == 0 and ones_run.verdict.errors.non_finite == 0
+    # (on ones every row of B is read and every value right: the rule's
+    # pattern is there, its evidence is not, and it stays silent)
+    assert ones_run.diagnoses == ()
 
 
 def test_a_tile_loop_bounded_by_the_grid_says_how_much_of_k_it_covers():
@@ -335,5 +369,32 @@ def test_a_transposed_tile_is_named_even_where_the_run_passes():
 ])
 def test_more_near_misses_stay_silent(file, kernel, shape, grid, block):
     result = _run(file, kernel, shape, grid, block)
-    assert result.diagnoses == ()
-    assert result.verdict.passed == (kernel != "fixed_k_wrong_column")
+    failed = kernel == "fixed_k_wrong_column"
+    assert result.verdict.passed == (not failed)
+    assert [d.rule for d in result.diagnoses] == (["all-ones-would-pass"] if failed else [])
+
+
+def test_a_subscript_shifted_past_the_edge_is_named_at_the_edge_thread():
+    # 20 blocks of 16 threads (col 0..15) read partial[col + 1]: thread 15 of
+    # each block reads partial[16], one past its 16 elements: 20 reads.
+    result = _run("shared_off_by_one.py", "off_by_one", (20, 8, 16), (20,), (16,))
+    (diagnosis,) = result.diagnoses
+    assert diagnosis == Diagnosis(
+        "shifted-index", (19,),
+        "`partial[col + 1]` at line 19 shifts `col` by +1, so the thread with col = 15 reads "
+        "partial one past its end (partial has 16 elements)",
+        "20 out-of-bounds reads of partial; the first by block (0, 0), thread (15, 0) "
+        "(global 15) at [16]",
+        "line 19: read it only where it exists: `if col + 1 < partial.shape[0]:`")
+    # C[x - 1, y - 1] on 2 x 1 blocks of 16 x 16 (x 0..31, y 0..15) for C of
+    # 20 x 12: in range only x = 1..20, y = 1..12, 240 of 512 stores; 272 out.
+    shifted = _run("margin_writes.py", "shifted", (20, 5, 12), (2, 1), (16, 16))
+    diagnosis, ones = shifted.diagnoses
+    assert ones.rule == "all-ones-would-pass"  # (every thread stores the same sum)
+    assert diagnosis == Diagnosis(
+        "shifted-index", (32,),
+        "`C[x - 1, y - 1]` at line 32 shifts `x` by -1, so the thread with x = 0 writes C one "
+        "past its start (C has 20 rows)",
+        "272 out-of-bounds writes of C; the first by block (0, 0), thread (0, 0) (global 0) "
+        "at [-1, -1]",
+        "line 32: `C[x, y]` (each thread's own element)")

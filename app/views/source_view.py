@@ -8,6 +8,8 @@ clicking an element of the map marks the lines that store into the output.
 """
 from __future__ import annotations
 
+import html
+
 from kernels import Finding, RunResult, line_findings, store_lines
 
 from ..models.session import WARP_MAPS, Session
@@ -33,6 +35,7 @@ class SourceView(QtWidgets.QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         self.note = QtWidgets.QLabel("The kernel as it ran, and what each line did.")
         self.note.setWordWrap(True)
+        self.note.setTextFormat(QtCore.Qt.TextFormat.RichText)
         layout.addWidget(self.note)
         splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
         self.table = ReadableTable(0, len(COLUMNS))
@@ -57,6 +60,8 @@ class SourceView(QtWidgets.QWidget):
         splitter.addWidget(self.list)
         splitter.setSizes([300, 200])
         layout.addWidget(splitter, 1)
+        self._cause_row: int | None = None
+        self.table.viewport().installEventFilter(self)
         self.table.itemSelectionChanged.connect(self._on_line_selected)
         self.list.currentRowChanged.connect(self._on_finding_selected)
         session.current_changed.connect(self.show_result)
@@ -104,14 +109,38 @@ class SourceView(QtWidgets.QWidget):
                 item.setForeground(QtGui.QColor(FAULT_TEXT))
             self.list.addItem(item)
         faults = sum(f.fault for f in self._listed)
+        # The causes first, where they cannot be missed: above the code.
+        causes = "".join(
+            f"<b>Why</b>, line {', '.join(map(str, d.lines))}: {html.escape(d.message)}. "
+            f"<b>Fix</b>: {html.escape(d.fix)}<br>" for d in result.diagnoses)
         self.note.setText(
-            f"{snapshot.name}, lines {self._lines[0]}-{self._lines[-1]}: "
+            (f"<span style='color:{FAULT_TEXT}'>{causes}</span>" if causes else "")
+            + html.escape(f"{snapshot.name}, lines {self._lines[0]}-{self._lines[-1]}: ")
             + (f"{faults} finding{'s' if faults != 1 else ''} to look at (!)" if faults
                else "nothing wrong found")
             + ". Select a finding for its line and map; click an element of the map to mark "
             "the lines that store it.")
+        # The first cause's line at the top of the code (shown, not selected:
+        # selecting would switch the map); again each time the table is
+        # resized, as the note above it grows, until the user scrolls it.
+        self._cause_row = self.row_of_line(result.diagnoses[0].lines[0]) \
+            if result.diagnoses else None
+        self._show_cause_row()
         table.blockSignals(blocked[0])
         self.list.blockSignals(blocked[1])
+
+    def _show_cause_row(self) -> None:
+        row = getattr(self, "_cause_row", None)
+        if row is not None and self.table.item(row, 0) is not None:
+            self.table.scrollToItem(self.table.item(row, 0),
+                                    QtWidgets.QAbstractItemView.ScrollHint.PositionAtTop)
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
+        if watched is self.table.viewport() and event.type() == QtCore.QEvent.Type.Resize:
+            self._show_cause_row()
+        elif watched is self.table.viewport() and event.type() == QtCore.QEvent.Type.Wheel:
+            self._cause_row = None  # (the user scrolls: leave the table where they put it)
+        return super().eventFilter(watched, event)
 
     def _tint(self, row: int, marked: bool) -> None:
         """A line's background: marked (stores the clicked element), else red

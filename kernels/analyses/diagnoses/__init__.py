@@ -13,7 +13,7 @@ a guess (a wrong diagnosis is worse than none):
 Each diagnosis says the cause in one sentence in the kernel's own names and
 the run's numbers, gives the evidence (which threads and elements, how
 many), and a fix, as the edited line where one is clear (as rustc's
-``help:`` lines do).  Rules by subject: guards.py, indexing.py, shared.py.
+``help:`` lines do).  Rules by subject: guards.py, indexing.py, shared.py, inputs.py.
 """
 from __future__ import annotations
 
@@ -21,9 +21,11 @@ import ast
 
 from .diagnosis import Diagnosis
 from .guards import early_return_before_barrier, wrong_operator_guard
+from .inputs import all_ones_would_pass
 from .indexing import (
     fixed_size,
     launch_bounded_loop,
+    shifted_index,
     thread_as_reduction_index,
     thread_index_only,
     unguarded_chunk_end,
@@ -35,7 +37,8 @@ from .source import Context
 #: rules for the causes of a FAIL
 FAILURE_RULES = (wrong_operator_guard, thread_index_only, thread_as_reduction_index,
                  work_from_a, unguarded_chunk_end, launch_bounded_loop, fixed_size,
-                 missing_barrier, early_return_before_barrier)
+                 shifted_index, missing_barrier, early_return_before_barrier,
+                 all_ones_would_pass)
 #: rules for memory traffic past the ideal (a PASS can have it)
 PERFORMANCE_RULES = (transposed_tile,)
 
@@ -43,12 +46,15 @@ __all__ = ["Diagnosis", "diagnose", "FAILURE_RULES", "PERFORMANCE_RULES"]
 
 
 def diagnose(kernel: ast.FunctionDef, result, constants: dict | None = None,
-             constant_lines: dict | None = None) -> tuple[Diagnosis, ...]:
+             constant_lines: dict | None = None, ones_errors=None) -> tuple[Diagnosis, ...]:
     """Every rule's diagnosis of ``result`` (a RunResult) whose kernel
     function is ``kernel``, with the module's constants' values (and their
-    lines): the causes of a failure, and of memory traffic past the ideal
-    (those also where the run passed).  In line order."""
-    ctx = Context(kernel, result, dict(constants or {}), dict(constant_lines or {}))
+    lines), and the error figures of the same launch on all-ones inputs where
+    it was tried: the causes of a failure, and of memory traffic past the
+    ideal (those also where the run passed)."""
+    ctx = Context(kernel, result, dict(constants or {}), dict(constant_lines or {}),
+                  ones_errors)
     rules = PERFORMANCE_RULES if result.verdict.passed else FAILURE_RULES + PERFORMANCE_RULES
     found = [d for d in (rule(ctx) for rule in rules) if d is not None]
-    return tuple(sorted(found, key=lambda d: d.lines))
+    # (in line order; the all-ones finding, about the test and not a line, last)
+    return tuple(sorted(found, key=lambda d: (d.rule == "all-ones-would-pass", d.lines)))

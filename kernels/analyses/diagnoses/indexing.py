@@ -358,6 +358,11 @@ def _fixed_bound(ctx: Context, loop: ast.For, variable: str, bound: ast.expr):
                                 f"[{', '.join(map(str, oob.first_index))}]")
                     effect = f"the loop runs past {array}'s end"
                 else:
+                    # (short of K, or of C: a matmul reads every element of A
+                    # and B and writes every element of C)
+                    k_dim = {ctx.role("A"): 1, ctx.role("B"): 0}.get(array)
+                    if array != ctx.output and dim != k_dim:
+                        continue
                     evidence = _short_evidence(ctx, array, dim, value, extent)
                     if evidence is None:
                         continue
@@ -414,3 +419,62 @@ def _fixed_step(ctx: Context, loop: ast.For, variable: str, step: ast.expr, thre
         f"{threads:,} threads ({grid} blocks of {block}): {effect}",
         evidence,
         "step by the launch's own thread count, `cuda.gridsize(1)`, from `cuda.grid(1)`")
+
+
+def shifted_index(ctx: Context) -> Diagnosis | None:
+    """``partial[col + 1]``, ``C[x - 1, y - 1]``: a subscript shifted by a
+    constant, so the thread at the edge reaches one (or c) past it.
+    Evidence: the first out-of-bounds access of that array is exactly there."""
+    grid, block = ctx.grid, ctx.block
+    for oob in ctx.result.maps.out_of_bounds:
+        shape = ctx.shapes.get(oob.array)
+        if not oob.count or oob.first_index is None or shape is None \
+                or len(shape) != len(oob.first_index):
+            continue
+        store = oob.direction == "write"
+        for access in _subscripts(ctx.kernel, oob.array, store=store):
+            for dim, element in enumerate(_elements(access.slice)):
+                shift = _shift(element)
+                if shift is None or dim >= len(shape):
+                    continue
+                name, offset = shift
+                extent = shape[dim]
+                edge = extent - 1 + offset if offset > 0 else offset
+                if oob.first_index[dim] != edge:
+                    continue
+                side = "end" if offset > 0 else "start"
+                past = f"{abs(offset)} past its {side}" if abs(offset) > 1 else \
+                    f"one past its {side}"
+                at = extent - 1 if offset > 0 else 0
+                verb = "writes" if store else "reads"
+                if store and oob.array == ctx.output:
+                    elements = _elements(access.slice)
+                    unshifted = [ast.Name(id=_shift(e)[0]) if _shift(e) else e for e in elements]
+                    fixed = f"{oob.array}[{', '.join(ast.unparse(e) for e in unshifted)}]"
+                    fix = f"line {access.lineno}: `{fixed}` (each thread's own element)"
+                else:
+                    test = f"{name} + {offset} < {oob.array}.shape[{dim}]" if offset > 0 else \
+                        f"{name} - {-offset} >= 0"
+                    fix = (f"line {access.lineno}: {verb[:-1]} it only where it exists: "
+                           f"`if {test}:`")
+                index = ", ".join(map(str, oob.first_index))
+                return Diagnosis(
+                    "shifted-index", (access.lineno,),
+                    f"`{ast.unparse(access)}` at line {access.lineno} shifts `{name}` by "
+                    f"{offset:+d}, so the thread with {name} = {at} {verb} {oob.array} "
+                    f"{past} ({oob.array} has {extent:,} "
+                    f"{'elements' if len(shape) == 1 else ('rows' if dim == 0 else 'columns')})",
+                    f"{counted(oob.count, 'out-of-bounds ' + oob.direction)} of {oob.array}; "
+                    f"the first by {thread_name(oob.first_thread, grid, block)} at [{index}]",
+                    fix)
+    return None
+
+
+def _shift(element: ast.expr) -> tuple[str, int] | None:
+    """(name, c) for ``name + c`` or ``name - c`` (c a literal int)."""
+    if isinstance(element, ast.BinOp) and isinstance(element.op, (ast.Add, ast.Sub)) \
+            and isinstance(element.left, ast.Name) and isinstance(element.right, ast.Constant) \
+            and isinstance(element.right.value, int) and element.right.value > 0:
+        value = element.right.value
+        return element.left.id, value if isinstance(element.op, ast.Add) else -value
+    return None

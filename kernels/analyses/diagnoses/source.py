@@ -128,6 +128,8 @@ class Context:
     constants: dict = field(default_factory=dict)
     #: the line of each module constant
     constant_lines: dict = field(default_factory=dict)
+    #: the same launch's error figures on all-ones inputs (None: not tried)
+    ones_errors: object | None = None
 
     def __post_init__(self) -> None:
         self.env = name_sources(self.kernel)
@@ -156,6 +158,20 @@ class Context:
                 target = node.target
                 if isinstance(target, ast.Name):
                     self._assigned.setdefault(target.id, []).append(None)
+        # shared and local arrays' shapes, where their declaration's shape
+        # is worked out here (``cuda.shared.array((TPB, TPB), float32)``)
+        for node in ast.walk(self.kernel):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                    and isinstance(node.targets[0], ast.Name) \
+                    and called(node.value) == "array":
+                shape_expr = node.value.args[0] if node.value.args else next(
+                    (k.value for k in node.value.keywords if k.arg == "shape"), None)
+                if shape_expr is None:
+                    continue
+                parts = shape_expr.elts if isinstance(shape_expr, ast.Tuple) else [shape_expr]
+                values = [self.value(part) for part in parts]
+                if values and None not in values:
+                    self.shapes.setdefault(node.targets[0].id, tuple(values))
 
     @property
     def output(self) -> str:
