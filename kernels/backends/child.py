@@ -173,9 +173,13 @@ class ChildRunner:
                         start_up = time.monotonic() - started if fresh else None
                         self._ready = True
                         clock.ready()
+                        # (what the sandbox applied: a dict; the "compiling"
+                        # message's flag had been taken for it, and a cold
+                        # cache's True then failed on .get)
+                        self.sandbox = message[1] if len(message) > 1 \
+                            and isinstance(message[1], dict) else None
                     elif kind == "compiling":
                         clock.compiling(bool(message[1]))
-                        self.sandbox = message[1] if len(message) > 1 else None
                     elif kind == "progress":
                         progress(message[1], message[2])
                     elif kind == "result":

@@ -7,7 +7,7 @@ import ast
 from ...words import counted
 from ..hazards import block_name, thread_name
 from .diagnosis import Diagnosis
-from .source import Context, sources_of
+from .source import LAUNCH, Context, sources_of
 
 
 def wrong_operator_guard(ctx: Context) -> Diagnosis | None:
@@ -38,8 +38,9 @@ def wrong_operator_guard(ctx: Context) -> Diagnosis | None:
 
 
 def _compares(tests: list[ast.expr], ops: tuple, ctx: Context) -> bool:
+    # (each test's left side a thread's coordinate: made of the launch)
     return all(isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ops)
-               and sources_of(t.left, ctx.env) for t in tests)
+               and sources_of(t.left, ctx.env) & set(LAUNCH) for t in tests)
 
 
 def _evidence(ctx: Context, oob) -> str:
