@@ -80,13 +80,14 @@ def test_the_builtin_chunked_kernel_on_two_blocks_is_diagnosed_twice():
 
 @pytest.mark.parametrize("file, kernel, shape, grid, block, expected", [
     # the `and` return is there, but a correct guard keeps every store inside C
-    # (an early return with no barrier after it, too); its reads of B skip
-    # some k, wrong on all-ones inputs as well
-    ("and_guard_inner_guard.py", "guarded_twice", (33, 17, 19), (5, 3), (8, 8), []),
+    # (an early return with no barrier after it, too): only its B read
+    # transposed is named (its reads of B skip some k: wrong on ones as well)
+    ("and_guard_inner_guard.py", "guarded_twice", (33, 17, 19), (5, 3), (8, 8),
+     ["crossed-index"]),
     # blockDim chunks placed by blockIdx: no block repeats another's elements;
-    # its wrong column of B is right on all-ones inputs (every element K), and
-    # only that finding, about the test and not a line, is true of it
-    ("block_chunks.py", "block_chunks", (40, 8, 30), (5,), (256,), ["all-ones-would-pass"]),
+    # only its wrong column of B is named (and all-ones inputs would hide it)
+    ("block_chunks.py", "block_chunks", (40, 8, 30), (5,), (256,),
+     ["crossed-index", "all-ones-would-pass"]),
 ])
 def test_near_misses_that_fail_for_another_reason_get_no_diagnosis(file, kernel, shape, grid,
                                                                     block, expected):
@@ -371,7 +372,9 @@ def test_more_near_misses_stay_silent(file, kernel, shape, grid, block):
     result = _run(file, kernel, shape, grid, block)
     failed = kernel == "fixed_k_wrong_column"
     assert result.verdict.passed == (not failed)
-    assert [d.rule for d in result.diagnoses] == (["all-ones-would-pass"] if failed else [])
+    # (the constant's rule stays silent; its wrong column of B is named)
+    assert [d.rule for d in result.diagnoses] == (
+        ["crossed-index", "all-ones-would-pass"] if failed else [])
 
 
 def test_a_subscript_shifted_past_the_edge_is_named_at_the_edge_thread():
@@ -398,3 +401,59 @@ def test_a_subscript_shifted_past_the_edge_is_named_at_the_edge_thread():
         "272 out-of-bounds writes of C; the first by block (0, 0), thread (0, 0) (global 0) "
         "at [-1, -1]",
         "line 32: `C[x, y]` (each thread's own element)")
+
+
+def test_b_read_with_the_wrong_index_is_named_with_the_right_one():
+    # block_chunks stores C[row, col] from B[k, row % 30]: right only where
+    # col == row % 30, 30 elements in rows 0..29 and 10 in rows 30..39; the
+    # other 1,200 - 40 = 1,160 are wrong.
+    result = _run("block_chunks.py", "block_chunks", (40, 8, 30), (5,), (256,))
+    crossed = result.diagnoses[0]
+    assert crossed == Diagnosis(
+        "crossed-index", (16,),
+        "`B[k, row % B.shape[1]]` at line 16 takes B's column from `row`, C's row index, "
+        "where C[row, col] (line 17) needs B's column to be its own, `col`",
+        "1,160 elements of C off their bound",
+        "line 16: `B[k, col]`")
+    transposed = _run("and_guard_inner_guard.py", "guarded_twice", (33, 17, 19), (5, 3),
+                      (8, 8)).diagnoses[0]
+    assert transposed.message == (
+        "`B[y, k]` at line 16 reads B transposed: its row is `y`, C's column index, and its "
+        "column `k`, the sum's index, where C[x, y] (line 17) needs `B[k, y]`")
+    assert transposed.fix == "line 16: `B[k, y]`"
+
+
+# Each buggy kernel of tests/kernels, at a launch of its own, and the rule
+# that names its bug.  Not covered by any rule yet (their findings stay as
+# they were): first_oob_elsewhere, ragged_loops and margin_writes'
+# flat_both_ends (made to exercise the records, several faults each),
+# divergent_branch (a sum that skips odd k on purpose), store_then_add (a
+# store and an atomic add on one element), barrier_in_expression and
+# huge_tile (refused before they run).
+BUGGY = [
+    ("and_guard.py", "fast_matmul", (33, 17, 19), (5, 3), (8, 8), "and-guard"),
+    ("margin_writes.py", "or_guard", (20, 5, 12), (2, 2), (16, 16), "and-guard"),
+    ("margin_writes.py", "shifted", (20, 5, 12), (2, 1), (16, 16), "shifted-index"),
+    ("shared_off_by_one.py", "off_by_one", (20, 8, 16), (20,), (16,), "shifted-index"),
+    ("thread_index_only.py", "matmul_1024", (40, 8, 30), (4,), (256,), "thread-index-only"),
+    ("literal_stride.py", "literal_stride", (40, 8, 30), (4,), (128,), "fixed-size"),
+    ("fixed_constant.py", "fixed_n", (100, 37, 90), (7, 6), (16, 16), "fixed-size"),
+    ("fixed_constant.py", "fixed_k_wrong_column", (100, 37, 90), (7, 6), (16, 16),
+     "crossed-index"),
+    ("block_chunks.py", "block_chunks", (40, 8, 30), (5,), (256,), "crossed-index"),
+    ("and_guard_inner_guard.py", "guarded_twice", (33, 17, 19), (5, 3), (8, 8),
+     "crossed-index"),
+    ("launch_bounded_tiles.py", "fast_matmul", (64, 256, 64), (4, 4), (16, 16),
+     "launch-bounded-loop"),
+    ("missing_barrier.py", "missing_barrier", (32, 32, 32), (2, 2), (16, 16),
+     "missing-barrier"),
+    ("early_return.py", "early_return", (30, 32, 30), (2, 2), (16, 16),
+     "early-return-before-barrier"),
+    ("transposed_tile.py", "transposed", (32, 32, 32), (2, 2), (16, 16), "transposed-tile"),
+]
+
+
+@pytest.mark.parametrize("file, kernel, shape, grid, block, rule", BUGGY)
+def test_each_buggy_test_kernel_gets_the_diagnosis_that_names_its_bug(file, kernel, shape, grid,
+                                                                      block, rule):
+    assert rule in [d.rule for d in _run(file, kernel, shape, grid, block).diagnoses]

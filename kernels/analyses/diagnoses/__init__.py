@@ -23,6 +23,7 @@ from .diagnosis import Diagnosis
 from .guards import early_return_before_barrier, wrong_operator_guard
 from .inputs import all_ones_would_pass
 from .indexing import (
+    crossed_index,
     fixed_size,
     launch_bounded_loop,
     shifted_index,
@@ -36,7 +37,7 @@ from .source import Context
 
 #: rules for the causes of a FAIL
 FAILURE_RULES = (wrong_operator_guard, thread_index_only, thread_as_reduction_index,
-                 work_from_a, unguarded_chunk_end, launch_bounded_loop, fixed_size,
+                 crossed_index, work_from_a, unguarded_chunk_end, launch_bounded_loop, fixed_size,
                  shifted_index, missing_barrier, early_return_before_barrier,
                  all_ones_would_pass)
 #: rules for memory traffic past the ideal (a PASS can have it)

@@ -478,3 +478,57 @@ def _shift(element: ast.expr) -> tuple[str, int] | None:
         value = element.right.value
         return element.left.id, value if isinstance(element.op, ast.Add) else -value
     return None
+
+
+def crossed_index(ctx: Context) -> Diagnosis | None:
+    """In ``A[r, k] * B[k, c]`` for ``C[r, c]``: B read transposed
+    (``B[c, k]``), or B's column taken from C's row (``B[k, r]``).
+    Evidence: elements of C off their bound."""
+    a, b = ctx.role("A"), ctx.role("B")
+    wrong = ctx.result.verdict.errors.wrong
+    if a is None or b is None or not wrong:
+        return None
+    for store in _subscripts(ctx.kernel, ctx.output, store=True):
+        elements = _elements(store.slice)
+        if len(elements) != 2:
+            continue
+        row_names, column_names = names_in(elements[0]), names_in(elements[1])
+        for load in _subscripts(ctx.kernel, b, store=False):
+            b_row, b_column = (_elements(load.slice) + [None, None])[:2]
+            product = ctx.parents.get(load)
+            if b_column is None or not (isinstance(product, ast.BinOp)
+                                        and isinstance(product.op, ast.Mult)):
+                continue
+            other = product.left if product.right is load else product.right
+            if not (isinstance(other, ast.Subscript) and isinstance(other.value, ast.Name)
+                    and other.value.id == a and len(_elements(other.slice)) == 2):
+                continue
+            a_column = names_in(_elements(other.slice)[1])
+            k = next((lp.target.id for lp in ctx.loops_around(load)
+                      if isinstance(lp.target, ast.Name) and lp.target.id in a_column), None)
+            if k is None:
+                continue
+            b_row_names, b_column_names = names_in(b_row), names_in(b_column)
+            c_text = subscript_text(store.slice)
+            evidence = f"{counted(wrong, 'element')} of {ctx.output} off their bound"
+            if k in b_column_names and k not in b_row_names and b_row_names & column_names:
+                fixed = f"{b}[{k}, {ast.unparse(b_row)}]"
+                return Diagnosis(
+                    "crossed-index", (load.lineno,),
+                    f"`{ast.unparse(load)}` at line {load.lineno} reads {b} transposed: its row "
+                    f"is `{ast.unparse(b_row)}`, {ctx.output}'s column index, and its column "
+                    f"`{k}`, the sum's index, where {ctx.output}[{c_text}] (line "
+                    f"{store.lineno}) needs `{fixed}`",
+                    evidence, f"line {load.lineno}: `{fixed}`")
+            if k in b_row_names and not b_column_names & column_names \
+                    and b_column_names & row_names:
+                fixed = f"{b}[{ast.unparse(b_row)}, {ast.unparse(elements[1])}]"
+                crossed = sorted(b_column_names & row_names)[0]
+                return Diagnosis(
+                    "crossed-index", (load.lineno,),
+                    f"`{ast.unparse(load)}` at line {load.lineno} takes {b}'s column from "
+                    f"`{crossed}`, {ctx.output}'s row index, where {ctx.output}[{c_text}] (line "
+                    f"{store.lineno}) needs {b}'s column to be its own, "
+                    f"`{ast.unparse(elements[1])}`",
+                    evidence, f"line {load.lineno}: `{fixed}`")
+    return None
