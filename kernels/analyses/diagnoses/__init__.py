@@ -13,7 +13,7 @@ a guess (a wrong diagnosis is worse than none):
 Each diagnosis says the cause in one sentence in the kernel's own names and
 the run's numbers, gives the evidence (which threads and elements, how
 many), and a fix, as the edited line where one is clear (as rustc's
-``help:`` lines do).  Rules by subject: guards.py, indexing.py, shared.py, inputs.py.
+``help:`` lines do).  Rules by subject: guards.py, indexing.py, loops.py, shared.py, inputs.py.
 """
 from __future__ import annotations
 
@@ -24,14 +24,12 @@ from .guards import early_return_before_barrier, wrong_operator_guard
 from .inputs import all_ones_would_pass
 from .indexing import (
     crossed_index,
-    fixed_size,
-    launch_bounded_loop,
     shifted_index,
     thread_as_reduction_index,
     thread_index_only,
-    unguarded_chunk_end,
     work_from_a,
 )
+from .loops import fixed_size, launch_bounded_loop, unguarded_chunk_end
 from .shared import missing_barrier, transposed_tile
 from .source import Context
 

@@ -149,15 +149,16 @@ class Context:
                 self.shapes[name] = (k, n)
             elif role == "C":
                 self.shapes[name] = tuple(self.result.maps.count.shape)
-        self._assigned: dict[str, list[ast.expr]] = {}
+        #: the values each local name is assigned (None: by a loop or ``+=``)
+        self.assigned: dict[str, list[ast.expr | None]] = {}
         for node in ast.walk(self.kernel):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                     and isinstance(node.targets[0], ast.Name):
-                self._assigned.setdefault(node.targets[0].id, []).append(node.value)
+                self.assigned.setdefault(node.targets[0].id, []).append(node.value)
             elif isinstance(node, (ast.AugAssign, ast.For)):
                 target = node.target
                 if isinstance(target, ast.Name):
-                    self._assigned.setdefault(target.id, []).append(None)
+                    self.assigned.setdefault(target.id, []).append(None)
         # shared and local arrays' shapes, where their declaration's shape
         # is worked out here (``cuda.shared.array((TPB, TPB), float32)``)
         for node in ast.walk(self.kernel):
@@ -199,7 +200,7 @@ class Context:
                 and not isinstance(expr.value, bool):
             return expr.value
         if isinstance(expr, ast.Name):
-            assigned = self._assigned.get(expr.id)
+            assigned = self.assigned.get(expr.id)
             if assigned is not None:
                 return self.value(assigned[0], depth + 1) \
                     if len(assigned) == 1 and assigned[0] is not None else None
@@ -253,10 +254,50 @@ class Context:
         assigned once from it), else None."""
         seen = 0
         while isinstance(expr, ast.Name) and seen < 10:
-            assigned = self._assigned.get(expr.id)
+            assigned = self.assigned.get(expr.id)
             if assigned is None:
                 return expr.id if expr.id in self.constants else None
             if len(assigned) != 1 or assigned[0] is None:
                 return None
             expr, seen = assigned[0], seen + 1
         return None
+
+
+def subscripts(node: ast.AST, array: str, store: bool) -> list[ast.Subscript]:
+    """The subscripts of ``array`` under ``node`` that store (or load)."""
+    kind = ast.Store if store else ast.Load
+    return [s for s in ast.walk(node) if isinstance(s, ast.Subscript)
+            and isinstance(s.ctx, kind) and isinstance(s.value, ast.Name)
+            and s.value.id == array]
+
+
+def subscript_parts(index: ast.expr) -> list[ast.expr]:
+    """``[i, j]`` of ``X[i, j]``'s index; ``[i]`` of ``X[i]``'s."""
+    return list(index.elts) if isinstance(index, ast.Tuple) else [index]
+
+
+def range_args(loop: ast.For) -> list[ast.expr] | None:
+    """The arguments of ``loop``'s ``range(...)``; None if it is not one."""
+    call = loop.iter
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
+            and call.func.id == "range" and 1 <= len(call.args) <= 3 and not call.keywords:
+        return list(call.args)
+    return None
+
+
+def range_loops(ctx: "Context") -> list[tuple[ast.For, list[ast.expr]]]:
+    """Every ``for name in range(...)`` of the kernel, with range's arguments;
+    ``r = range(...)`` then ``for i in r`` too (the seed's idiom)."""
+    found = []
+    for node in ast.walk(ctx.kernel):
+        if not (isinstance(node, ast.For) and isinstance(node.target, ast.Name)):
+            continue
+        args = range_args(node)
+        if args is None and isinstance(node.iter, ast.Name):
+            assigned = ctx.assigned.get(node.iter.id) or []
+            if len(assigned) == 1 and assigned[0] is not None:
+                args = range_args(ast.For(target=node.target, iter=assigned[0], body=[],
+                                           orelse=[]))
+        if args is not None:
+            found.append((node, args))
+    return found

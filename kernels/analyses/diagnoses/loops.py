@@ -1,0 +1,246 @@
+"""Rules about loops: chunks that run past C, loops over K's tiles bounded
+by the launch, loops bounded or stepped by a fixed number."""
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from ...words import counted
+from ..hazards import thread_name
+from .diagnosis import Diagnosis
+from .source import Context, range_loops, sources_of, subscript_parts, subscripts
+
+
+def unguarded_chunk_end(ctx: Context) -> Diagnosis | None:
+    """``for i in range(start, start + chunk)`` with a ceiling-divided chunk
+    and no test against C's size: the last threads run past its end.
+    Evidence: writes outside C, with more chunked elements than C holds."""
+    oob = next((o for o in ctx.result.maps.out_of_bounds
+                if o.array == ctx.output and o.direction == "write" and o.count), None)
+    if oob is None:
+        return None
+    size = int(ctx.result.maps.count.size)
+    for loop, args in range_loops(ctx):
+        if len(args) != 2 or not isinstance(args[1], ast.BinOp) \
+                or not isinstance(args[1].op, ast.Add):
+            continue
+        start, stop = args
+        if ast.dump(stop.left) == ast.dump(start):
+            chunk_expr = stop.right
+        elif ast.dump(stop.right) == ast.dump(start):
+            chunk_expr = stop.left
+        else:
+            continue
+        stores = subscripts(loop, ctx.output, store=True)
+        if not stores or any(isinstance(node, ast.If) for store in stores
+                             for node in _between(ctx, store, loop)):
+            continue
+        chunk = ctx.value(chunk_expr)
+        per_block = ctx.block[0] * ctx.block[1]
+        if chunk is None or per_block * chunk <= size:
+            continue
+        variable = loop.target.id
+        return Diagnosis(
+            "unguarded-chunk-end", (loop.lineno,),
+            f"each thread's loop at line {loop.lineno} covers `{ast.unparse(chunk_expr)}` = "
+            f"{chunk:,} elements from `{ast.unparse(start)}`, rounded up, and nothing stops it "
+            f"at the end of {ctx.output}: {per_block:,} threads x {chunk:,} = "
+            f"{per_block * chunk:,} elements, past its {size:,}",
+            f"{counted(oob.count, 'out-of-bounds write')} of {ctx.output}; the first by "
+            f"{thread_name(oob.first_thread, ctx.grid, ctx.block)} at "
+            f"[{', '.join(map(str, oob.first_index or ()))}]",
+            f"line {loop.lineno}: `for {variable} in range({ast.unparse(start)}, "
+            f"min({ast.unparse(stop)}, {ctx.output}.size)):`")
+    return None
+
+
+def _between(ctx: Context, node: ast.AST, ancestor: ast.AST) -> list[ast.AST]:
+    """The nodes between ``node`` and its ``ancestor`` (both excluded)."""
+    path = []
+    node = ctx.parents.get(node)
+    while node is not None and node is not ancestor:
+        path.append(node)
+        node = ctx.parents.get(node)
+    return path
+
+
+def launch_bounded_loop(ctx: Context) -> Diagnosis | None:
+    """A loop over K's tiles bounded by the launch (``range(cuda.gridDim.x)``)
+    where the data's size is needed.  Evidence: columns of A past what the
+    loop covers never read."""
+    a = ctx.role("A")
+    if a is None:
+        return None
+    k = ctx.shapes[a][1]
+    for loop, args in range_loops(ctx):
+        bound = args[0] if len(args) == 1 else args[1]
+        made_of = sources_of(bound, ctx.env)
+        if not made_of & {"gridDim", "blockDim"} or any(
+                "shape[" in source or source.endswith(".size") for source in made_of):
+            continue
+        variable = loop.target.id
+        tile_expr = _tile_of(loop, variable, a)
+        trips, tile = ctx.value(bound), ctx.value(tile_expr) if tile_expr is not None else None
+        if tile_expr is None or trips is None or tile is None or trips * tile >= k:
+            continue
+        reads = ctx.result.maps.reads_a.reshape(-1, k)
+        unread = int(np.count_nonzero(reads[:, trips * tile:].sum(axis=0) == 0))
+        if not unread:
+            return None
+        quantity = "cuda.gridDim" if "gridDim" in made_of else "cuda.blockDim"
+        tile_text = ast.unparse(tile_expr)
+        return Diagnosis(
+            "launch-bounded-loop", (loop.lineno,),
+            f"the loop over tiles at line {loop.lineno} runs `{ast.unparse(bound)}` = {trips:,} "
+            f"times, a launch quantity ({quantity}), so its tiles of {tile_text} = {tile:,} "
+            f"cover {trips * tile:,} of K = {k:,}",
+            f"columns {trips * tile:,}-{k - 1:,} of {a} never read "
+            f"({counted(unread, 'column')}); "
+            f"{counted(ctx.result.verdict.errors.wrong, 'element')} of {ctx.output} off "
+            f"their bound",
+            f"line {loop.lineno}: `for {variable} in range(({a}.shape[1] + {tile_text} - 1) // "
+            f"{tile_text}):`")
+    return None
+
+
+def _tile_of(loop: ast.For, variable: str, a: str) -> ast.expr | None:
+    """``TPB`` where A's column subscript in ``loop`` holds ``variable * TPB``."""
+    for load in subscripts(loop, a, store=False):
+        elements = subscript_parts(load.slice)
+        if len(elements) != 2:
+            continue
+        for node in ast.walk(elements[1]):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+                if isinstance(node.left, ast.Name) and node.left.id == variable:
+                    return node.right
+                if isinstance(node.right, ast.Name) and node.right.id == variable:
+                    return node.left
+    return None
+
+
+def fixed_size(ctx: Context) -> Diagnosis | None:
+    """A loop bounded or stepped by a module constant or a literal that this
+    run's sizes or launch do not match (``n = 1600`` against A of 100 x 37, a
+    stride of 1024 on 512 threads).  Evidence: accesses past the array's end,
+    or elements never written or written twice."""
+    threads = ctx.block[0] * ctx.block[1] * ctx.grid[0] * ctx.grid[1]
+    for loop, args in range_loops(ctx):
+        variable = loop.target.id
+        bound = args[0] if len(args) == 1 else args[1]
+        diagnosis = _fixed_bound(ctx, loop, variable, bound)
+        if diagnosis is not None:
+            return diagnosis
+        if len(args) == 3:
+            diagnosis = _fixed_step(ctx, loop, variable, args[2], threads)
+            if diagnosis is not None:
+                return diagnosis
+    return None
+
+
+def _fixed(ctx: Context, expr: ast.expr) -> tuple[str, int] | None:
+    """(how it is named, its value) where ``expr`` is a module constant or an
+    integer literal above 1."""
+    value = ctx.value(expr)
+    if value is None:
+        return None
+    name = ctx.fixed_by_module(expr)
+    if name is not None:
+        line = ctx.constant_lines.get(name)
+        return (f"`{name}` = {value:,}" + (f" (line {line})" if line else ""), value)
+    if isinstance(expr, ast.Constant) and value > 1:
+        return f"the literal {value:,}", value
+    return None
+
+
+def _fixed_bound(ctx: Context, loop: ast.For, variable: str, bound: ast.expr):
+    fixed = _fixed(ctx, bound)
+    if fixed is None:
+        return None
+    named, value = fixed
+    for array, shape in ctx.shapes.items():
+        for access in subscripts(loop, array, store=False) + subscripts(loop, array,
+                                                                            store=True):
+            elements = subscript_parts(access.slice)
+            for dim, element in enumerate(elements):
+                if not (isinstance(element, ast.Name) and element.id == variable) \
+                        or dim >= len(shape) or value == shape[dim]:
+                    continue
+                extent = shape[dim]
+                what = "rows" if dim == 0 else "columns"
+                if value > extent:
+                    direction = "write" if isinstance(access.ctx, ast.Store) else "read"
+                    oob = next((o for o in ctx.result.maps.out_of_bounds
+                                if o.array == array and o.direction == direction and o.count
+                                and o.first_index is not None
+                                and o.first_index[dim] >= extent), None)
+                    if oob is None:
+                        continue
+                    evidence = (f"{counted(oob.count, 'out-of-bounds ' + direction)} of "
+                                f"{array}, the first at "
+                                f"[{', '.join(map(str, oob.first_index))}]")
+                    effect = f"the loop runs past {array}'s end"
+                else:
+                    # (short of K, or of C: a matmul reads every element of A
+                    # and B and writes every element of C)
+                    k_dim = {ctx.role("A"): 1, ctx.role("B"): 0}.get(array)
+                    if array != ctx.output and dim != k_dim:
+                        continue
+                    evidence = _short_evidence(ctx, array, dim, value, extent)
+                    if evidence is None:
+                        continue
+                    effect = f"the loop stops short of {array}'s end"
+                return Diagnosis(
+                    "fixed-size", (loop.lineno,),
+                    f"{named} bounds the loop at line {loop.lineno}, but this run's {array} "
+                    f"has {extent:,} {what}: {effect}",
+                    evidence,
+                    f"line {loop.lineno}: bound it by the array's own size, "
+                    f"`range({array}.shape[{dim}])`")
+    return None
+
+
+def _short_evidence(ctx: Context, array: str, dim: int, value: int, extent: int) -> str | None:
+    maps = ctx.result.maps
+    if array == ctx.output:
+        part = maps.count[value:] if dim == 0 else maps.count[:, value:]
+        unwritten = int(np.count_nonzero(part == 0))
+        return (f"{counted(unwritten, 'element')} of {array} past index {value:,} never "
+                "written") if unwritten else None
+    reads = maps.reads_a if array == ctx.role("A") else maps.reads_b
+    part = reads[value:] if dim == 0 else reads[:, value:]
+    unread = int(np.count_nonzero(part == 0))
+    return (f"{counted(unread, 'element')} of {array} past index {value:,} never read"
+            if unread else None)
+
+
+def _fixed_step(ctx: Context, loop: ast.For, variable: str, step: ast.expr, threads: int):
+    fixed = _fixed(ctx, step)
+    if fixed is None:
+        return None
+    named, value = fixed
+    if value == threads or not subscripts(loop, ctx.output, store=True):
+        return None
+    maps = ctx.result.maps
+    if value > threads:
+        unwritten = int(np.count_nonzero(maps.count == 0))
+        if not unwritten:
+            return None
+        effect = f"elements {threads:,}-{value - 1:,} of every {value:,} are never written"
+        evidence = f"{counted(unwritten, 'element')} of {ctx.output} never written"
+    else:
+        collided = ctx.result.verdict.collided
+        if not collided:
+            return None
+        effect = f"threads {value:,} apart store the same elements"
+        evidence = f"{counted(collided, 'element')} of {ctx.output} written by more than one thread"
+    grid = " x ".join(map(str, ctx.result.request.grid))
+    block = " x ".join(map(str, ctx.result.request.block))
+    return Diagnosis(
+        "fixed-size", (loop.lineno,),
+        f"the loop at line {loop.lineno} steps by {named}, but this launch has "
+        f"{threads:,} threads ({grid} blocks of {block}): {effect}",
+        evidence,
+        "step by the launch's own thread count, `cuda.gridsize(1)`, from `cuda.grid(1)`")
+
+
