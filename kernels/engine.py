@@ -273,7 +273,6 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
     on_gpu = request.backend == "gpu"
     timings = list(output.timings) + [_remembered(
         ("reference time", on_gpu) + inputs_key, lambda: time_reference(a, b, on_gpu))]
-    progress(1.0, "done")
     result = RunResult(
         request=request, kernel_name=plan.name, backend_note=backend_note,
         c=c, c_source="plain kernel" if output.c_plain is not None else "instrumented kernel",
@@ -285,17 +284,21 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         kernel_output=output.prints.text if output.prints else "",
         kernel_output_cut=output.prints.dropped_chars if output.prints else 0)
     if not diagnosed:
+        progress(1.0, "done")
         return result
     ones = None
     if _all_ones_worth_trying(result):
         # The seed's point: would a test on all-ones matrices have passed?
         # The same launch on ones, its values only (cheap: small runs only).
-        progress(1.0, "trying the same launch on all-ones inputs")
+        progress(0.99, "trying the same launch on all-ones inputs")
         ones = run_here(request.with_(pattern="ones", repeats=1), backend_note,
                         cancel=cancel, diagnosed=False).verdict.errors
-    return dataclasses.replace(result, diagnoses=diagnose(
-        plan.kernel.node, result, plan.module.values,
-        {name: line for name, (_, line) in plan.module.constants.items()}, ones))
+    failed: list[str] = []
+    diagnoses = diagnose(plan.kernel.node, result, plan.module.values,
+                         {name: line for name, (_, line) in plan.module.constants.items()},
+                         ones, failed)
+    progress(1.0, "done")
+    return dataclasses.replace(result, diagnoses=diagnoses, notes=result.notes + tuple(failed))
 
 
 #: the largest run (multiply-adds) tried again on all-ones inputs for a diagnosis

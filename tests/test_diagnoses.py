@@ -457,3 +457,16 @@ BUGGY = [
 def test_each_buggy_test_kernel_gets_the_diagnosis_that_names_its_bug(file, kernel, shape, grid,
                                                                       block, rule):
     assert rule in [d.rule for d in _run(file, kernel, shape, grid, block).diagnoses]
+
+
+def test_a_rule_that_fails_on_an_odd_kernel_is_left_out_and_said(monkeypatch):
+    from kernels.analyses import diagnoses
+
+    def broken(ctx):
+        raise ValueError("an odd kernel")
+
+    monkeypatch.setattr(diagnoses, "FAILURE_RULES", (broken,) + diagnoses.FAILURE_RULES)
+    result = _run("thread_index_only.py", "matmul_1024", (40, 8, 30), (4,), (256,))
+    assert [d.rule for d in result.diagnoses] == ["thread-index-only"]
+    assert ("diagnosis rule broken failed on this kernel (ValueError: an odd kernel); its "
+            "finding is left out") in result.notes

@@ -45,15 +45,28 @@ __all__ = ["Diagnosis", "diagnose", "FAILURE_RULES", "PERFORMANCE_RULES"]
 
 
 def diagnose(kernel: ast.FunctionDef, result, constants: dict | None = None,
-             constant_lines: dict | None = None, ones_errors=None) -> tuple[Diagnosis, ...]:
+             constant_lines: dict | None = None, ones_errors=None,
+             notes: list[str] | None = None) -> tuple[Diagnosis, ...]:
     """Every rule's diagnosis of ``result`` (a RunResult) whose kernel
     function is ``kernel``, with the module's constants' values (and their
     lines), and the error figures of the same launch on all-ones inputs where
     it was tried: the causes of a failure, and of memory traffic past the
-    ideal (those also where the run passed)."""
+    ideal (those also where the run passed).  A rule that fails on an odd
+    kernel is left out, and said so in ``notes``."""
     ctx = Context(kernel, result, dict(constants or {}), dict(constant_lines or {}),
                   ones_errors)
     rules = PERFORMANCE_RULES if result.verdict.passed else FAILURE_RULES + PERFORMANCE_RULES
-    found = [d for d in (rule(ctx) for rule in rules) if d is not None]
+    found = []
+    for rule in rules:
+        try:
+            diagnosis = rule(ctx)
+        except Exception as exc:  # noqa: BLE001 (a rule's bug must never lose the run)
+            diagnosis = None
+            ctx.failed.append(f"diagnosis rule {rule.__name__} failed on this kernel "
+                              f"({type(exc).__name__}: {exc}); its finding is left out")
+        if diagnosis is not None:
+            found.append(diagnosis)
+    if notes is not None:
+        notes.extend(ctx.failed)
     # (in line order; the all-ones finding, about the test and not a line, last)
     return tuple(sorted(found, key=lambda d: (d.rule == "all-ones-would-pass", d.lines)))

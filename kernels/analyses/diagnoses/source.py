@@ -132,6 +132,8 @@ class Context:
     ones_errors: object | None = None
 
     def __post_init__(self) -> None:
+        #: rules that failed on this kernel (said in the result's notes)
+        self.failed: list[str] = []
         self.env = name_sources(self.kernel)
         self.parents: dict[ast.AST, ast.AST] = {}
         for node in ast.walk(self.kernel):
