@@ -355,7 +355,10 @@ def occupancy_for(result, args: argparse.Namespace) -> dict:
 
 
 #: What ``threadmap run`` writes into --out.
-def print_summary(result, stream=sys.stdout) -> None:
+def print_summary(result, stream=None) -> None:
+    # (sys.stdout looked up at each call: a default bound at import kept the
+    # stream of whoever imported first, closed by then under pytest's capsys)
+    stream = stream if stream is not None else sys.stdout
     request = result.request
     source = "" if request.launch_source == "given" else f" ({request.launch_source})"
     print(f"{result.verdict.word}  {printable(request.kernel_label)}  "
@@ -378,8 +381,9 @@ def print_summary(result, stream=sys.stdout) -> None:
     print_kernel_output(result, stream)
 
 
-def print_kernel_output(result, stream=sys.stdout) -> None:
+def print_kernel_output(result, stream=None) -> None:
     """The kernel's own prints, once, fenced off from ThreadMap's summary."""
+    stream = stream if stream is not None else sys.stdout
     from .result import KERNEL_OUTPUT_LINES
 
     if not result.kernel_output:

@@ -367,3 +367,19 @@ def test_run_watch_runs_again_at_each_save_and_keeps_the_last_good_outputs(tmp_p
         _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert "the file does not parse" in stderr and "last good outputs are kept" in stderr
+
+
+def test_the_summary_is_printed_to_stdout_as_it_is_at_each_call(monkeypatch):
+    # A default of sys.stdout bound at import kept pytest's first captured
+    # stream, closed by a later test: "I/O operation on closed file".
+    import io
+
+    from kernels import RunRequest, run
+    from kernels.cli import print_summary
+
+    result = run(RunRequest(kernel="grid-stride", m=8, k=4, n=8, grid=(1,), block=(32,),
+                            backend="cpu", repeats=1))
+    now = io.StringIO()
+    monkeypatch.setattr("sys.stdout", now)
+    print_summary(result)
+    assert now.getvalue().startswith("PASS  grid-stride  8x4x8 float32")
