@@ -397,10 +397,21 @@ def test_a_subscript_shifted_past_the_edge_is_named_at_the_edge_thread():
     assert diagnosis == Diagnosis(
         "shifted-index", (32,),
         "`C[x - 1, y - 1]` at line 32 shifts `x` by -1, so the thread with x = 0 writes C one "
-        "past its start (C has 20 rows)",
+        "before its start (C has 20 rows)",
         "272 out-of-bounds writes of C; the first by block (0, 0), thread (0, 0) (global 0) "
         "at [-1, -1]",
-        "line 32: `C[x, y]` (each thread's own element)")
+        "line 32: index each thread's own element, `x`, not `x - 1`")
+    # e = cuda.grid(1) - 40, then atomic adds at C's flat index e: threads
+    # 0..39 add at -40..-1 (C of 20 x 12 = 240 elements seen flat).
+    flat = _run("margin_writes.py", "flat_both_ends", (20, 5, 12), (2,), (128,))
+    assert flat.diagnoses[0] == Diagnosis(
+        "shifted-index", (37, 38),
+        "`cuda.atomic.add(C, e, A[0, 0] * B[0, 0])` at line 38, with `e = cuda.grid(1) - 40` "
+        "(line 37), shifts `cuda.grid(1)` by -40, so the thread with cuda.grid(1) = 0 writes C "
+        "40 before its start (C has 240 elements)",
+        "40 out-of-bounds writes of C; the first by block (0, 0), thread (0, 0) (global 0) at "
+        "[-40]",
+        "line 37: index each thread's own element, `cuda.grid(1)`, not `cuda.grid(1) - 40`")
 
 
 def test_b_read_with_the_wrong_index_is_named_with_the_right_one():
@@ -425,16 +436,18 @@ def test_b_read_with_the_wrong_index_is_named_with_the_right_one():
 
 # Each buggy kernel of tests/kernels, at a launch of its own, and the rule
 # that names its bug.  Not covered by any rule yet (their findings stay as
-# they were): first_oob_elsewhere, ragged_loops and margin_writes'
-# flat_both_ends (made to exercise the records, several faults each),
+# they were): ragged_loops (made to exercise the records, several faults),
 # divergent_branch (a sum that skips odd k on purpose), store_then_add (a
 # store and an atomic add on one element), barrier_in_expression and
-# huge_tile (refused before they run).
+# huge_tile (refused before they run: no run, no evidence).
 BUGGY = [
     ("and_guard.py", "fast_matmul", (33, 17, 19), (5, 3), (8, 8), "and-guard"),
     ("margin_writes.py", "or_guard", (20, 5, 12), (2, 2), (16, 16), "and-guard"),
     ("margin_writes.py", "shifted", (20, 5, 12), (2, 1), (16, 16), "shifted-index"),
     ("shared_off_by_one.py", "off_by_one", (20, 8, 16), (20,), (16,), "shifted-index"),
+    ("margin_writes.py", "flat_both_ends", (20, 5, 12), (2,), (128,), "shifted-index"),
+    ("first_oob_elsewhere.py", "first_oob_elsewhere", (16, 4, 16), (1,), (64,),
+     "shifted-index"),
     ("thread_index_only.py", "matmul_1024", (40, 8, 30), (4,), (256,), "thread-index-only"),
     ("literal_stride.py", "literal_stride", (40, 8, 30), (4,), (128,), "fixed-size"),
     ("fixed_constant.py", "fixed_n", (100, 37, 90), (7, 6), (16, 16), "fixed-size"),

@@ -162,61 +162,98 @@ def work_from_a(ctx: Context) -> Diagnosis | None:
 
 
 def shifted_index(ctx: Context) -> Diagnosis | None:
-    """``partial[col + 1]``, ``C[x - 1, y - 1]``: a subscript shifted by a
-    constant, so the thread at the edge reaches one (or c) past it.
-    Evidence: the first out-of-bounds access of that array is exactly there."""
+    """``partial[col + 1]``, ``C[x - 1, y - 1]``, ``e = cuda.grid(1) - 40``
+    then ``cuda.atomic.add(C, e, ...)``: an index shifted by a constant, so
+    the threads at an edge reach past it.  Evidence: the first out-of-bounds
+    access of that array is exactly where the shift puts the first thread
+    that goes past."""
     grid, block = ctx.grid, ctx.block
     for oob in ctx.result.maps.out_of_bounds:
         shape = ctx.shapes.get(oob.array)
-        if not oob.count or oob.first_index is None or shape is None \
-                or len(shape) != len(oob.first_index):
+        if not oob.count or oob.first_index is None or shape is None:
+            continue
+        if len(oob.first_index) == 1 and len(shape) == 2:
+            shape = (shape[0] * shape[1],)  # (a 2-D array indexed flat)
+        if len(shape) != len(oob.first_index):
             continue
         store = oob.direction == "write"
-        for access in subscripts(ctx.kernel, oob.array, store=store):
-            for dim, element in enumerate(subscript_parts(access.slice)):
-                shift = _shift(element)
+        for line, text, parts in _indexings(ctx, oob.array, store):
+            for dim, element in enumerate(parts):
+                shift = _shift(ctx, element)
                 if shift is None or dim >= len(shape):
                     continue
-                name, offset = shift
-                extent = shape[dim]
-                edge = extent - 1 + offset if offset > 0 else offset
-                if oob.first_index[dim] != edge:
-                    continue
-                side = "end" if offset > 0 else "start"
-                past = f"{abs(offset)} past its {side}" if abs(offset) > 1 else \
-                    f"one past its {side}"
-                at = extent - 1 if offset > 0 else 0
-                verb = "writes" if store else "reads"
-                if store and oob.array == ctx.output:
-                    elements = subscript_parts(access.slice)
-                    unshifted = [ast.Name(id=_shift(e)[0]) if _shift(e) else e for e in elements]
-                    fixed = f"{oob.array}[{', '.join(ast.unparse(e) for e in unshifted)}]"
-                    fix = f"line {access.lineno}: `{fixed}` (each thread's own element)"
+                base, offset, assigned_at = shift
+                extent, first = shape[dim], oob.first_index[dim]
+                if offset > 0 and first >= extent and first in (extent, offset):
+                    at, beyond, side = max(extent - offset, 0), first - extent + 1, "past its end"
+                elif offset < 0 and first == offset:
+                    at, beyond, side = 0, -first, "before its start"
                 else:
-                    test = f"{name} + {offset} < {oob.array}.shape[{dim}]" if offset > 0 else \
-                        f"{name} - {-offset} >= 0"
-                    fix = (f"line {access.lineno}: {verb[:-1]} it only where it exists: "
-                           f"`if {test}:`")
+                    continue
+                verb = "writes" if store else "reads"
+                amount = "one" if beyond == 1 else f"{beyond:,}"
+                unit = ("elements" if len(shape) == 1 else
+                        "rows" if dim == 0 else "columns")
+                shifted = f"`{text}` at line {line}" + (
+                    f", with `{ast.unparse(element)} = {base} {'+' if offset > 0 else '-'} "
+                    f"{abs(offset)}` (line {assigned_at})," if assigned_at else "")
+                if store and oob.array == ctx.output:
+                    fix = (f"line {assigned_at or line}: index each thread's own element, "
+                           f"`{base}`, not `{base} {'+' if offset > 0 else '-'} {abs(offset)}`")
+                else:
+                    test = f"{base} + {offset} < {oob.array}.shape[{dim}]" if offset > 0 else \
+                        f"{base} - {-offset} >= 0"
+                    fix = f"line {line}: {verb[:-1]} it only where it exists: `if {test}:`"
                 index = ", ".join(map(str, oob.first_index))
                 return Diagnosis(
-                    "shifted-index", (access.lineno,),
-                    f"`{ast.unparse(access)}` at line {access.lineno} shifts `{name}` by "
-                    f"{offset:+d}, so the thread with {name} = {at} {verb} {oob.array} "
-                    f"{past} ({oob.array} has {extent:,} "
-                    f"{'elements' if len(shape) == 1 else ('rows' if dim == 0 else 'columns')})",
+                    "shifted-index", tuple(sorted({line} | ({assigned_at} if assigned_at
+                                                           else set()))),
+                    f"{shifted} shifts `{base}` by {offset:+d}, so the thread "
+                    f"with {base} = {at} {verb} {oob.array} {amount} {side} ({oob.array} has "
+                    f"{extent:,} {unit})",
                     f"{counted(oob.count, 'out-of-bounds ' + oob.direction)} of {oob.array}; "
                     f"the first by {thread_name(oob.first_thread, grid, block)} at [{index}]",
                     fix)
     return None
 
 
-def _shift(element: ast.expr) -> tuple[str, int] | None:
-    """(name, c) for ``name + c`` or ``name - c`` (c a literal int)."""
+def _indexings(ctx: Context, array: str, store: bool
+               ) -> list[tuple[int, str, list[ast.expr]]]:
+    """(line, the access as written, index parts) of each access to
+    ``array``: its subscripts, and for writes ``cuda.atomic.*(array, index,
+    ...)`` too."""
+    found = [(s.lineno, ast.unparse(s), subscript_parts(s.slice))
+             for s in subscripts(ctx.kernel, array, store)]
+    if store:
+        for node in ast.walk(ctx.kernel):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and isinstance(node.func.value, ast.Attribute) \
+                    and node.func.value.attr == "atomic" and len(node.args) >= 2 \
+                    and isinstance(node.args[0], ast.Name) and node.args[0].id == array:
+                found.append((node.lineno, ast.unparse(node), subscript_parts(node.args[1])))
+    return found
+
+
+def _shift(ctx: Context, element: ast.expr) -> tuple[str, int, int | None] | None:
+    """(what is shifted, c, the line of the name's assignment or None) for
+    ``x + c`` or ``x - c`` (c a literal int), directly or through a name
+    assigned once from it."""
+    assigned_at = None
+    if isinstance(element, ast.Name):
+        values = ctx.assigned.get(element.id) or []
+        definitions = [node for node in ast.walk(ctx.kernel) if isinstance(node, ast.Assign)
+                       and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                       and node.targets[0].id == element.id]
+        if len(values) != 1 or values[0] is None or len(definitions) != 1:
+            return None
+        element, assigned_at = values[0], definitions[0].lineno
     if isinstance(element, ast.BinOp) and isinstance(element.op, (ast.Add, ast.Sub)) \
-            and isinstance(element.left, ast.Name) and isinstance(element.right, ast.Constant) \
-            and isinstance(element.right.value, int) and element.right.value > 0:
+            and isinstance(element.right, ast.Constant) \
+            and isinstance(element.right.value, int) and element.right.value > 0 \
+            and (isinstance(element.left, ast.Name) or assigned_at is not None):
         value = element.right.value
-        return element.left.id, value if isinstance(element.op, ast.Add) else -value
+        return (ast.unparse(element.left), value if isinstance(element.op, ast.Add) else -value,
+                assigned_at)
     return None
 
 
