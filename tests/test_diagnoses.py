@@ -435,11 +435,9 @@ def test_b_read_with_the_wrong_index_is_named_with_the_right_one():
 
 
 # Each buggy kernel of tests/kernels, at a launch of its own, and the rule
-# that names its bug.  Not covered by any rule yet (their findings stay as
-# they were): ragged_loops (made to exercise the records, several faults),
-# divergent_branch (a sum that skips odd k on purpose), store_then_add (a
-# store and an atomic add on one element), barrier_in_expression and
-# huge_tile (refused before they run: no run, no evidence).
+# that names its bug.  Not here: barrier_in_expression and huge_tile, which
+# are refused before they run (no run, no evidence; their refusal names the
+# line and the reason).
 BUGGY = [
     ("and_guard.py", "fast_matmul", (33, 17, 19), (5, 3), (8, 8), "and-guard"),
     ("margin_writes.py", "or_guard", (20, 5, 12), (2, 2), (16, 16), "and-guard"),
@@ -463,6 +461,9 @@ BUGGY = [
     ("early_return.py", "early_return", (30, 32, 30), (2, 2), (16, 16),
      "early-return-before-barrier"),
     ("transposed_tile.py", "transposed", (32, 32, 32), (2, 2), (16, 16), "transposed-tile"),
+    ("store_then_add.py", "store_then_add", (8, 6, 4), (2,), (32,), "store-and-atomic"),
+    ("ragged_loops.py", "ragged_loops", (20, 7, 12), (2, 2), (16, 16), "bound-past-size"),
+    ("divergent_branch.py", "half", (20, 7, 12), (1, 2), (16, 16), "skipped-terms"),
 ]
 
 
@@ -483,3 +484,49 @@ def test_a_rule_that_fails_on_an_odd_kernel_is_left_out_and_said(monkeypatch):
     assert [d.rule for d in result.diagnoses] == ["thread-index-only"]
     assert ("diagnosis rule broken failed on this kernel (ValueError: an odd kernel); its "
             "finding is left out") in result.notes
+
+
+def test_a_store_and_an_atomic_add_on_one_element_are_named():
+    # 8 x 4 = 32 elements, 64 threads in pairs: thread 2e stores element e at
+    # line 23, thread 2e + 1 adds to it at line 27; the first, [0, 0], by
+    # threads 0 and 1.
+    result = _run("store_then_add.py", "store_then_add", (8, 6, 4), (2,), (32,))
+    assert result.diagnoses[0] == Diagnosis(
+        "store-and-atomic", (23, 27),
+        "C is stored at line 23 and updated with cuda.atomic.add at line 27 by different "
+        "threads on the same elements: an atomic update is not ordered against a plain store, "
+        "so an update made before the store is lost",
+        "32 elements of C both stored and atomically updated by different threads; the first, "
+        "[0, 0], by block (0, 0), thread (0, 0) (global 0) and block (0, 0), thread (1, 0) "
+        "(global 1)",
+        "line 23: `cuda.atomic.add(C, (i, j), acc)` (C zeroed before the launch), so every "
+        "thread's part is added")
+
+
+def test_a_loop_bound_past_the_arrays_size_is_named():
+    # ragged_loops at 20 x 7 x 12 (i the row, j the column): k runs to
+    # 7 + i % 3, so each of the 12 threads of row i reads i % 3 columns past
+    # A's 7: 12 x (7 x 1 + 6 x 2) = 228 reads; the first, thread 1 (i = 1),
+    # at [1, 7].
+    result = _run("ragged_loops.py", "ragged_loops", (20, 7, 12), (2, 2), (16, 16))
+    assert result.diagnoses[0] == Diagnosis(
+        "bound-past-size", (13,),
+        "the loop at line 13 runs `k` up to `A.shape[1] + i % 3`, past A's 7 columns wherever "
+        "`i % 3` is above 0",
+        "228 out-of-bounds reads of A; the first by block (0, 0), thread (1, 0) (global 1) at "
+        "[1, 7]",
+        "line 13: `for k in range(j % 5, A.shape[1]):`")
+
+
+def test_a_test_inside_the_sum_that_skips_terms_is_named():
+    # half adds A[row, k] * B[k, col] only where k + col is even: every one of
+    # the 20 x 12 sums is short, on random inputs and on all-ones inputs.
+    result = _run("divergent_branch.py", "half", (20, 7, 12), (1, 2), (16, 16))
+    (diagnosis,) = result.diagnoses
+    assert diagnosis == Diagnosis(
+        "skipped-terms", (10,),
+        "the test `(k + col) % 2 == 0` at line 10 leaves terms out of the sum over `k` (line "
+        "9): each element adds only some of its 7 products",
+        "240 elements of C off their bound on random inputs, and 240 elements on all-ones "
+        "inputs, where a short sum is less than K = 7",
+        "line 10: drop the test: every `k` from 0 to K - 1 belongs in the sum")

@@ -13,7 +13,8 @@ a guess (a wrong diagnosis is worse than none):
 Each diagnosis says the cause in one sentence in the kernel's own names and
 the run's numbers, gives the evidence (which threads and elements, how
 many), and a fix, as the edited line where one is clear (as rustc's
-``help:`` lines do).  Rules by subject: guards.py, indexing.py, loops.py, shared.py, inputs.py.
+``help:`` lines do).  Rules by subject: guards.py, indexing.py, loops.py, writes.py, shared.py,
+inputs.py.
 """
 from __future__ import annotations
 
@@ -29,14 +30,22 @@ from .indexing import (
     thread_index_only,
     work_from_a,
 )
-from .loops import fixed_size, launch_bounded_loop, unguarded_chunk_end
+from .loops import (
+    bound_past_size,
+    fixed_size,
+    launch_bounded_loop,
+    skipped_terms,
+    unguarded_chunk_end,
+)
 from .shared import missing_barrier, transposed_tile
+from .writes import store_and_atomic
 from .source import Context
 
 #: rules for the causes of a FAIL
 FAILURE_RULES = (wrong_operator_guard, thread_index_only, thread_as_reduction_index,
                  crossed_index, work_from_a, unguarded_chunk_end, launch_bounded_loop, fixed_size,
-                 shifted_index, missing_barrier, early_return_before_barrier,
+                 bound_past_size, skipped_terms, shifted_index, store_and_atomic,
+                 missing_barrier, early_return_before_barrier,
                  all_ones_would_pass)
 #: rules for memory traffic past the ideal (a PASS can have it)
 PERFORMANCE_RULES = (transposed_tile,)

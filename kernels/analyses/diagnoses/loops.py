@@ -9,7 +9,7 @@ import numpy as np
 from ...words import counted
 from ..hazards import thread_name
 from .diagnosis import Diagnosis
-from .source import Context, range_loops, sources_of, subscript_parts, subscripts
+from .source import Context, names_in, range_loops, sources_of, subscript_parts, subscripts
 
 
 def unguarded_chunk_end(ctx: Context) -> Diagnosis | None:
@@ -244,3 +244,88 @@ def _fixed_step(ctx: Context, loop: ast.For, variable: str, step: ast.expr, thre
         "step by the launch's own thread count, `cuda.gridsize(1)`, from `cuda.grid(1)`")
 
 
+
+
+def bound_past_size(ctx: Context) -> Diagnosis | None:
+    """``range(..., A.shape[1] + i % 3)``: a loop bound that adds to the
+    array's own size, so some threads index past it.  Evidence: reads (or
+    writes) past that dimension of the array."""
+    for loop, args in range_loops(ctx):
+        bound = args[0] if len(args) == 1 else args[1]
+        if not (isinstance(bound, ast.BinOp) and isinstance(bound.op, ast.Add)):
+            continue
+        for size, extra in ((bound.left, bound.right), (bound.right, bound.left)):
+            found = _shape_of(size)
+            if found is None or found[0] not in ctx.shapes:
+                continue
+            array, dim = found
+            extent = ctx.shapes[array][dim] if dim < len(ctx.shapes[array]) else None
+            variable = loop.target.id
+            indexed = any(dim < len(parts) and isinstance(parts[dim], ast.Name)
+                          and parts[dim].id == variable
+                          for parts in (subscript_parts(s.slice)
+                                        for s in subscripts(loop, array, store=False)))
+            oob = next((o for o in ctx.result.maps.out_of_bounds
+                        if o.array == array and o.direction == "read" and o.count
+                        and o.first_index is not None and extent is not None
+                        and dim < len(o.first_index) and o.first_index[dim] >= extent), None)
+            if not indexed or oob is None:
+                continue
+            what = "rows" if dim == 0 else "columns"
+            start = ast.unparse(args[0]) + ", " if len(args) > 1 else ""
+            return Diagnosis(
+                "bound-past-size", (loop.lineno,),
+                f"the loop at line {loop.lineno} runs `{variable}` up to "
+                f"`{ast.unparse(bound)}`, past {array}'s {extent:,} {what} wherever "
+                f"`{ast.unparse(extra)}` is above 0",
+                f"{counted(oob.count, 'out-of-bounds read')} of {array}; the first by "
+                f"{thread_name(oob.first_thread, ctx.grid, ctx.block)} at "
+                f"[{', '.join(map(str, oob.first_index))}]",
+                f"line {loop.lineno}: `for {variable} in range({start}{ast.unparse(size)}):`")
+    return None
+
+
+def _shape_of(expr: ast.expr) -> tuple[str, int] | None:
+    """(array, dim) for ``array.shape[dim]``."""
+    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Attribute) \
+            and expr.value.attr == "shape" and isinstance(expr.value.value, ast.Name) \
+            and isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, int):
+        return expr.value.value.id, expr.slice.value
+    return None
+
+
+def skipped_terms(ctx: Context) -> Diagnosis | None:
+    """A test inside the sum over k that leaves some of its terms out
+    (``if (k + col) % 2 == 0: tmp += ...``).  Evidence: wrong values on
+    random inputs and on all-ones inputs too (a short sum is short there)."""
+    ones, errors = ctx.ones_errors, ctx.result.verdict.errors
+    a = ctx.role("A")
+    if a is None or ones is None or not errors.wrong or not ones.wrong:
+        return None
+    for loop, _ in range_loops(ctx):
+        variable = loop.target.id
+        for node in ast.walk(loop):
+            if not isinstance(node, ast.If) or variable not in names_in(node.test):
+                continue
+            sizes = [n for n in ast.walk(node.test) if _shape_of(n) is not None
+                     or (isinstance(n, ast.Attribute) and n.attr == "size")]
+            if sizes:
+                continue  # (a bounds test: not this rule)
+            sums = [s for statement in node.body for s in ast.walk(statement)
+                    if isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Add)
+                    and any(isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name)
+                            and x.value.id == a for x in ast.walk(s.value))]
+            if not sums:
+                continue
+            k = ctx.result.request.k
+            return Diagnosis(
+                "skipped-terms", (node.lineno,),
+                f"the test `{ast.unparse(node.test)}` at line {node.lineno} leaves terms out "
+                f"of the sum over `{variable}` (line {loop.lineno}): each element adds only "
+                f"some of its {k:,} products",
+                f"{counted(errors.wrong, 'element')} of {ctx.output} off their bound on random "
+                f"inputs, and {counted(ones.wrong, 'element')} on all-ones inputs, where a "
+                f"short sum is less than K = {k:,}",
+                f"line {node.lineno}: drop the test: every `{variable}` from 0 to K - 1 belongs "
+                "in the sum")
+    return None

@@ -1,0 +1,52 @@
+"""Rules about how C is written: plain stores and atomic updates mixed on
+the same elements."""
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from ...words import counted
+from ..hazards import thread_name
+from .diagnosis import Diagnosis
+from .source import Context, subscript_text, subscripts
+
+
+def store_and_atomic(ctx: Context) -> Diagnosis | None:
+    """``C[i, j] = ...`` in some threads and ``cuda.atomic.add(C, (i, j),
+    ...)`` in others: an atomic update is not ordered against a plain store.
+    Evidence: elements both stored and atomically updated, by different
+    threads."""
+    stores = [node for node in ast.walk(ctx.kernel) if isinstance(node, ast.Assign)
+              and len(node.targets) == 1 and node.targets[0] in
+              subscripts(ctx.kernel, ctx.output, store=True)]
+    atomics = [node for node in ast.walk(ctx.kernel) if isinstance(node, ast.Call)
+               and isinstance(node.func, ast.Attribute)
+               and isinstance(node.func.value, ast.Attribute)
+               and node.func.value.attr == "atomic" and node.args
+               and isinstance(node.args[0], ast.Name) and node.args[0].id == ctx.output]
+    if not stores or not atomics:
+        return None
+    maps = ctx.result.maps
+    if not any(maps.atomics.strides):  # (atomic updates not recorded)
+        return None
+    both = (maps.count >= 1) & (maps.atomics >= 1) & (maps.min_writer != maps.max_writer)
+    shared = int(np.count_nonzero(both))
+    if not shared:
+        return None
+    first = tuple(int(i) for i in np.unravel_index(int(np.argmax(both)), both.shape))
+    store, atomic = stores[0], atomics[0]
+    op = atomic.func.attr
+    written = f"cuda.atomic.{op}({ctx.output}, ({subscript_text(store.targets[0].slice)}), " \
+              f"{ast.unparse(store.value)})"
+    low, high = int(maps.min_writer[first]), int(maps.max_writer[first])
+    return Diagnosis(
+        "store-and-atomic", (store.lineno, atomic.lineno),
+        f"{ctx.output} is stored at line {store.lineno} and updated with cuda.atomic.{op} at "
+        f"line {atomic.lineno} by different threads on the same elements: an atomic update "
+        f"is not ordered against a plain store, so an update made before the store is lost",
+        f"{counted(shared, 'element')} of {ctx.output} both stored and atomically updated by "
+        f"different threads; the first, [{', '.join(map(str, first))}], by "
+        f"{thread_name(low, ctx.grid, ctx.block)} and {thread_name(high, ctx.grid, ctx.block)}",
+        f"line {store.lineno}: `{written}` ({ctx.output} zeroed before the launch), so every "
+        f"thread's part is added")
