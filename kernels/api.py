@@ -8,7 +8,6 @@ importing anything else of ``kernels``.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Callable, Sequence
 
 from .analyses.diagnoses import Diagnosis
