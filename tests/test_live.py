@@ -45,6 +45,12 @@ def test_the_seed_kernel_fails_with_its_reasons(tmp_path, monkeypatch):
     assert any("more than one thread" in reason for reason in r.reasons)
     assert any("out-of-bounds" in reason for reason in r.reasons)
     assert r.maps["count"].max() == 128
+    # why (issue 21): B[tid, col], named with the rows it read past B's 32
+    (row,) = [d for d in r.diagnoses if d.rule == "thread-as-reduction-index"]
+    assert row.fix == "line 23: `B[idx, col]`"
+    assert row.evidence.startswith("B has 32 rows (K); threads read past them: ")
+    html = r._repr_html_()
+    assert "<b>why</b> (line 23): `B[tid, col]` at line 23 takes B&#x27;s row" in html
 
 
 def test_sources_that_cannot_be_found_are_refused_clearly(module_kernel):
