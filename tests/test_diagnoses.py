@@ -530,3 +530,19 @@ def test_a_test_inside_the_sum_that_skips_terms_is_named():
         "240 elements of C off their bound on random inputs, and 240 elements on all-ones "
         "inputs, where a short sum is less than K = 7",
         "line 10: drop the test: every `k` from 0 to K - 1 belongs in the sum")
+
+
+def test_chunks_dealt_to_the_whole_grid_count_the_grids_threads():
+    # 1,200 elements over 4 x 128 = 512 threads: chunks of ceil(1,200 / 512)
+    # = 3, 1,536 elements in all; threads 400..511 store 1,200..1,535, 336
+    # past C; thread 400 (block 3, thread 16) first, at element 1,200 = [40, 0].
+    result = _run("grid_chunks.py", "grid_chunks", (40, 8, 30), (4,), (128,))
+    (diagnosis,) = result.diagnoses
+    assert diagnosis == Diagnosis(
+        "unguarded-chunk-end", (11,),
+        "each thread's loop at line 11 covers `chunk` = 3 elements from `start`, rounded up, "
+        "and nothing stops it at the end of C: 512 threads x 3 = 1,536 elements, past its "
+        "1,200",
+        "336 out-of-bounds writes of C; the first by block (3, 0), thread (16, 0) (global "
+        "400) at [40, 0]",
+        "line 11: `for e in range(start, min(start + chunk, C.size)):`")

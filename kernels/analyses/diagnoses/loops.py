@@ -37,16 +37,19 @@ def unguarded_chunk_end(ctx: Context) -> Diagnosis | None:
                              for node in _between(ctx, store, loop)):
             continue
         chunk = ctx.value(chunk_expr)
-        per_block = ctx.block[0] * ctx.block[1]
-        if chunk is None or per_block * chunk <= size:
+        # (the threads the chunks are dealt to: the grid's where the start is
+        # placed by blockIdx, else one block's, each block from the start)
+        threads = ctx.block[0] * ctx.block[1] * (
+            ctx.grid[0] * ctx.grid[1] if "blockIdx" in sources_of(start, ctx.env) else 1)
+        if chunk is None or threads * chunk <= size:
             continue
         variable = loop.target.id
         return Diagnosis(
             "unguarded-chunk-end", (loop.lineno,),
             f"each thread's loop at line {loop.lineno} covers `{ast.unparse(chunk_expr)}` = "
             f"{chunk:,} elements from `{ast.unparse(start)}`, rounded up, and nothing stops it "
-            f"at the end of {ctx.output}: {per_block:,} threads x {chunk:,} = "
-            f"{per_block * chunk:,} elements, past its {size:,}",
+            f"at the end of {ctx.output}: {threads:,} threads x {chunk:,} = "
+            f"{threads * chunk:,} elements, past its {size:,}",
             f"{counted(oob.count, 'out-of-bounds write')} of {ctx.output}; the first by "
             f"{thread_name(oob.first_thread, ctx.grid, ctx.block)} at "
             f"[{', '.join(map(str, oob.first_index or ()))}]",

@@ -243,6 +243,12 @@ class Context:
             if op in (ast.FloorDiv, ast.Mod) and right != 0:
                 return left // right if op is ast.FloorDiv else left % right
             return None
+        if isinstance(expr, ast.Call) and called(expr) == "gridsize" and len(expr.args) == 1 \
+                and self.value(expr.args[0], depth + 1) == 1:
+            total = 1
+            for extent in tuple(self.result.request.grid) + tuple(self.result.request.block):
+                total *= extent
+            return total  # (cuda.gridsize(1): the launch's threads)
         if isinstance(expr, ast.Call) and called(expr) in ("min", "max") and expr.args \
                 and isinstance(expr.func, ast.Name):
             values = [self.value(a, depth + 1) for a in expr.args]
