@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -194,8 +195,26 @@ def host_bytes_needed(request: RunRequest) -> int:
     return inputs + outputs + record_nbytes(m * n, (m * k, k * n), request.total_threads)
 
 
+#: (when, bytes) of the last reading: a sweep checks 64 requests at once, and
+#: reading /proc/meminfo 64 times on the GUI thread stalled a busy machine's
+#: window ~50 ms; memory available changes slowly next to that
+_last_reading: tuple[float, int | None] = (-1.0, None)
+#: how long a reading of the memory available is used again (seconds)
+MEMORY_READING_LIFE = 0.5
+
+
 def available_memory() -> int | None:
-    """Bytes of memory available now (Linux ``MemAvailable``), or None if unknown."""
+    """Bytes of memory available now (Linux ``MemAvailable``; read again at
+    most every MEMORY_READING_LIFE seconds), or None if unknown."""
+    global _last_reading
+    now = time.monotonic()
+    if now - _last_reading[0] < MEMORY_READING_LIFE:
+        return _last_reading[1]
+    _last_reading = (now, _read_available_memory())
+    return _last_reading[1]
+
+
+def _read_available_memory() -> int | None:
     try:
         with open("/proc/meminfo") as handle:
             for line in handle:

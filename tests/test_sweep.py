@@ -90,3 +90,23 @@ def test_a_2d_kernel_s_defaults_are_2d_and_its_own_block():
     assert sweep_defaults(request("naive-2d", (8, 8, 8))) == (
         "1x1,2x2,4x4,8x8,16x16", "8x8,16x16,32x8,32x32")
     assert sweep_defaults(request("tiled", (8, 8, 8))) == ("1x1,2x2,4x4,8x8,16x16", "16x16")
+
+
+def test_a_sweeps_requests_read_the_memory_available_once(monkeypatch):
+    # (64 readings of /proc/meminfo on the GUI thread stalled a busy
+    # machine's window; a reading is used again for half a second)
+    from kernels import request as request_module
+    from kernels.sweep import sweep_requests
+
+    readings = []
+    monkeypatch.setattr(request_module, "_last_reading", (-1.0, None))
+    monkeypatch.setattr(request_module, "_read_available_memory",
+                        lambda: readings.append(1) or 8 << 30)
+    requests = sweep_requests(request("grid-stride", shape=(64, 8, 64)),
+                              [(g,) for g in (1, 2, 4, 8, 16, 32, 64, 128)],
+                              [(b,) for b in (32, 64, 96, 128, 160, 256, 512, 1024)])
+    assert len(requests) == 64 and len(readings) == 1
+    monkeypatch.setattr(request_module, "_last_reading", (-1.0, None))
+    monkeypatch.setattr(request_module, "_read_available_memory", lambda: 1 << 20)
+    with pytest.raises(Exception, match="more than 60% of the 1.0 MiB available"):
+        sweep_requests(request("grid-stride", shape=(512, 8, 512)), [(1,)], [(32,)])
