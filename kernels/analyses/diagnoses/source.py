@@ -231,7 +231,9 @@ class Context:
             return None
         if isinstance(expr, ast.BinOp):
             left, right = self.value(expr.left, depth + 1), self.value(expr.right, depth + 1)
-            if left is None or right is None:
+            # (no size of a run is near 2^62: past it, a hostile file's chain
+            # of products would only grow numbers too long to multiply fast)
+            if left is None or right is None or max(abs(left), abs(right)) > 1 << 62:
                 return None
             op = type(expr.op)
             if op is ast.Add:
