@@ -7,7 +7,7 @@ import ast
 from ...words import counted
 from ..hazards import block_name, thread_name
 from .diagnosis import Diagnosis
-from .source import LAUNCH, Context, sources_of
+from .source import LAUNCH, Context, sources_of, subscripts
 
 
 def wrong_operator_guard(ctx: Context) -> Diagnosis | None:
@@ -49,43 +49,46 @@ def _evidence(ctx: Context, oob) -> str:
             f"{thread_name(oob.first_thread, ctx.grid, ctx.block)} at [{index}]")
 
 
+def _rejoined(tests: list[ast.expr], op: ast.boolop) -> str:
+    """``if <tests joined by op>:``, the suggested line."""
+    return f"if {ast.unparse(ast.BoolOp(op=op, values=tests))}:"
+
+
+def _named(tests: list[ast.expr], word: str) -> str:
+    return f" {word} ".join(f"`{ast.unparse(t)}`" for t in tests)
+
+
 def _and_return(node: ast.If, ctx: Context, oob) -> Diagnosis | None:
     tests = node.test.values
     if not (len(node.body) == 1 and isinstance(node.body[0], ast.Return)
             and _compares(tests, (ast.GtE, ast.Gt), ctx)):
         return None
-    written = f"if {ast.unparse(ast.BoolOp(op=ast.Or(), values=tests))}:"
-    names = " and ".join(f"`{ast.unparse(t)}`" for t in tests)
     every = "both" if len(tests) == 2 else "all"
     shape = " x ".join(map(str, ctx.result.maps.count.shape))
     return Diagnosis(
         "and-guard", (node.lineno,),
-        f"the guard at line {node.lineno} returns only when {names} {every} hold, so a "
-        f"thread with one coordinate inside {ctx.output} and the other outside goes on and "
-        f"stores outside {ctx.output} ({shape})",
+        f"the guard at line {node.lineno} returns only when {_named(tests, 'and')} {every} "
+        f"hold, so a thread with one coordinate inside {ctx.output} and the other outside "
+        f"goes on and stores outside {ctx.output} ({shape})",
         _evidence(ctx, oob),
-        f"line {node.lineno}: `{written}` (return when any coordinate is out of range)")
+        f"line {node.lineno}: `{_rejoined(tests, ast.Or())}` (return when any coordinate is "
+        "out of range)")
 
 
 def _or_store(node: ast.If, ctx: Context, oob) -> Diagnosis | None:
     tests = node.test.values
-    if not _compares(tests, (ast.Lt, ast.LtE), ctx):
+    if not _compares(tests, (ast.Lt, ast.LtE), ctx) or not any(
+            subscripts(statement, ctx.output, store=True) for statement in node.body):
         return None
-    stores = [s for statement in node.body for s in ast.walk(statement)
-              if isinstance(s, ast.Subscript) and isinstance(s.ctx, ast.Store)
-              and isinstance(s.value, ast.Name) and s.value.id == ctx.output]
-    if not stores:
-        return None
-    written = f"if {ast.unparse(ast.BoolOp(op=ast.And(), values=tests))}:"
-    names = " or ".join(f"`{ast.unparse(t)}`" for t in tests)
     shape = " x ".join(map(str, ctx.result.maps.count.shape))
     return Diagnosis(
         "and-guard", (node.lineno,),
-        f"the guard at line {node.lineno} lets a thread store when {names} holds, so a thread "
-        f"with one coordinate inside {ctx.output} and the other outside stores outside "
-        f"{ctx.output} ({shape})",
+        f"the guard at line {node.lineno} lets a thread store when {_named(tests, 'or')} "
+        f"holds, so a thread with one coordinate inside {ctx.output} and the other outside "
+        f"stores outside {ctx.output} ({shape})",
         _evidence(ctx, oob),
-        f"line {node.lineno}: `{written}` (store only when every coordinate is in range)")
+        f"line {node.lineno}: `{_rejoined(tests, ast.And())}` (store only when every "
+        "coordinate is in range)")
 
 
 _NEGATED = {ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.Lt: ast.GtE, ast.LtE: ast.Gt,
