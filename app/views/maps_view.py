@@ -49,10 +49,11 @@ def elide_long_words(text: str, longest: int = 60) -> str:
 def verdict_html(result: RunResult) -> str:
     verdict = result.verdict
     colour = "#1a7f37" if verdict.passed else "#c62828"
-    reasons = "".join(f"<li>{r}</li>" for r in verdict.reasons)
-    reasons += "".join(f"<li><b>why</b>, line {', '.join(map(str, d.lines))}: "
-                       f"{html.escape(d.message)} (Source page: evidence and fix)</li>"
-                       for d in result.diagnoses)
+    # the causes first, where the verdict's box shows them without scrolling
+    reasons = "".join(f"<li><b>why</b>, line {', '.join(map(str, d.lines))}: "
+                      f"{html.escape(d.message)} (Source page: evidence and fix)</li>"
+                      for d in result.diagnoses)
+    reasons += "".join(f"<li>{r}</li>" for r in verdict.reasons)
     return (f"<b style='color:{colour}; font-size:14pt'>{verdict.word}</b> &nbsp; "
             f"{run_title(result)}<br>backend: {result.backend_note}; launch: "
             f"{format_dims(result.request.grid)} x {format_dims(result.request.block)} "
