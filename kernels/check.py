@@ -162,7 +162,7 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
             timing = result.shown_timing
             row.update(verdict=result.verdict.word, reasons="; ".join(result.verdict.reasons),
                        diagnoses="; ".join(
-                           f"line {', '.join(map(str, d.lines))}: {d.message} (fix: {d.fix})"
+                           f"line {d.line_list}: {d.message} (fix: {d.fix})"
                            for d in result.diagnoses),
                        seconds=round(timing.seconds, 6) if timing else None,
                        time_what=f"{timing.label}" if timing else None,

@@ -244,7 +244,7 @@ class ThreadMapResult:
         colour = "#1a7f37" if self.passed else "#c62828"
         reasons = "".join(f"<li>{reason}</li>" for reason in self.reasons)
         reasons += "".join(
-            f"<li><b>why</b> (line {', '.join(map(str, d.lines))}): {html.escape(d.message)}"
+            f"<li><b>why</b> (line {d.line_list}): {html.escape(d.message)}"
             f"<br><i>evidence:</i> {html.escape(d.evidence)}<br><i>fix:</i> "
             f"<code>{html.escape(d.fix)}</code></li>" for d in self.diagnoses)
         kernel = self.result.kernel_timing

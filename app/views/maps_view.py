@@ -50,7 +50,7 @@ def verdict_html(result: RunResult) -> str:
     verdict = result.verdict
     colour = "#1a7f37" if verdict.passed else "#c62828"
     # the causes first, where the verdict's box shows them without scrolling
-    reasons = "".join(f"<li><b>why</b>, line {', '.join(map(str, d.lines))}: "
+    reasons = "".join(f"<li><b>why</b>, line {d.line_list}: "
                       f"{html.escape(d.message)} (Source page: evidence and fix)</li>"
                       for d in result.diagnoses)
     reasons += "".join(f"<li>{r}</li>" for r in verdict.reasons)

@@ -111,7 +111,7 @@ class SourceView(QtWidgets.QWidget):
         faults = sum(f.fault for f in self._listed)
         # The causes first, where they cannot be missed: above the code.
         causes = "".join(
-            f"<b>Why</b>, line {', '.join(map(str, d.lines))}: {html.escape(d.message)}. "
+            f"<b>Why</b>, line {d.line_list}: {html.escape(d.message)}. "
             f"<b>Fix</b>: {html.escape(d.fix)}<br>" for d in result.diagnoses)
         self.note.setText(
             (f"<span style='color:{FAULT_TEXT}'>{causes}</span>" if causes else "")
@@ -130,7 +130,7 @@ class SourceView(QtWidgets.QWidget):
         self.list.blockSignals(blocked[1])
 
     def _show_cause_row(self) -> None:
-        row = getattr(self, "_cause_row", None)
+        row = self._cause_row
         if row is not None and self.table.item(row, 0) is not None:
             self.table.scrollToItem(self.table.item(row, 0),
                                     QtWidgets.QAbstractItemView.ScrollHint.PositionAtTop)

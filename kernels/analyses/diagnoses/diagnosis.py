@@ -17,6 +17,11 @@ class Diagnosis:
     #: the suggested edit ("line 31: ..."), or what to change
     fix: str
 
+    @property
+    def line_list(self) -> str:
+        """``"14, 19"``: its lines, as every view writes them."""
+        return ", ".join(map(str, self.lines))
+
     def as_dict(self) -> dict:
         return {"rule": self.rule, "lines": list(self.lines), "message": self.message,
                 "evidence": self.evidence, "fix": self.fix}
@@ -24,5 +29,5 @@ class Diagnosis:
     def describe(self) -> str:
         """The whole diagnosis in three lines (the command's summary)."""
         where = "line" if len(self.lines) == 1 else "lines"
-        return (f"{where} {', '.join(map(str, self.lines))}: {self.message}\n"
+        return (f"{where} {self.line_list}: {self.message}\n"
                 f"  evidence: {self.evidence}\n  fix: {self.fix}")

@@ -8,10 +8,11 @@ import ast
 import numpy as np
 
 from ...words import counted
-from ..hazards import thread_name
+from ..hazards import block_name, thread_name
 from .diagnosis import Diagnosis
 from .source import (
     Context,
+    atomic_calls,
     names_in,
     range_args,
     sources_of,
@@ -52,7 +53,7 @@ def thread_index_only(ctx: Context) -> Diagnosis | None:
         f"the same elements as block 0",
         f"{counted(shared, 'element')} of {ctx.output} written by threads of more than one "
         f"block; the first, [{', '.join(map(str, first))}], by blocks "
-        f"({low % grid[0]}, {low // grid[0]}) and ({high % grid[0]}, {high // grid[0]})",
+        f"{block_name(low, grid)} and {block_name(high, grid)}",
         f"index with the global thread id, `cuda.grid({1 if one_d else 2})` (blockIdx * "
         f"blockDim + threadIdx), and share the work among the whole grid's threads, "
         f"`cuda.gridsize({1 if one_d else 2})`, not the block's")
@@ -225,12 +226,8 @@ def _indexings(ctx: Context, array: str, store: bool
     found = [(s.lineno, ast.unparse(s), subscript_parts(s.slice))
              for s in subscripts(ctx.kernel, array, store)]
     if store:
-        for node in ast.walk(ctx.kernel):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and isinstance(node.func.value, ast.Attribute) \
-                    and node.func.value.attr == "atomic" and len(node.args) >= 2 \
-                    and isinstance(node.args[0], ast.Name) and node.args[0].id == array:
-                found.append((node.lineno, ast.unparse(node), subscript_parts(node.args[1])))
+        found += [(call.lineno, ast.unparse(call), subscript_parts(call.args[1]))
+                  for call in atomic_calls(ctx.kernel, array)]
     return found
 
 

@@ -9,7 +9,15 @@ import numpy as np
 from ...words import counted
 from ..hazards import thread_name
 from .diagnosis import Diagnosis
-from .source import Context, names_in, range_loops, sources_of, subscript_parts, subscripts
+from .source import (
+    Context,
+    names_in,
+    range_loops,
+    shape_ref,
+    sources_of,
+    subscript_parts,
+    subscripts,
+)
 
 
 def unguarded_chunk_end(ctx: Context) -> Diagnosis | None:
@@ -258,7 +266,7 @@ def bound_past_size(ctx: Context) -> Diagnosis | None:
         if not (isinstance(bound, ast.BinOp) and isinstance(bound.op, ast.Add)):
             continue
         for size, extra in ((bound.left, bound.right), (bound.right, bound.left)):
-            found = _shape_of(size)
+            found = shape_ref(size)
             if found is None or found[0] not in ctx.shapes:
                 continue
             array, dim = found
@@ -288,15 +296,6 @@ def bound_past_size(ctx: Context) -> Diagnosis | None:
     return None
 
 
-def _shape_of(expr: ast.expr) -> tuple[str, int] | None:
-    """(array, dim) for ``array.shape[dim]``."""
-    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Attribute) \
-            and expr.value.attr == "shape" and isinstance(expr.value.value, ast.Name) \
-            and isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, int):
-        return expr.value.value.id, expr.slice.value
-    return None
-
-
 def skipped_terms(ctx: Context) -> Diagnosis | None:
     """A test inside the sum over k that leaves some of its terms out
     (``if (k + col) % 2 == 0: tmp += ...``).  Evidence: wrong values on
@@ -310,7 +309,7 @@ def skipped_terms(ctx: Context) -> Diagnosis | None:
         for node in ast.walk(loop):
             if not isinstance(node, ast.If) or variable not in names_in(node.test):
                 continue
-            sizes = [n for n in ast.walk(node.test) if _shape_of(n) is not None
+            sizes = [n for n in ast.walk(node.test) if shape_ref(n) is not None
                      or (isinstance(n, ast.Attribute) and n.attr == "size")]
             if sizes:
                 continue  # (a bounds test: not this rule)

@@ -5,7 +5,7 @@ import ast
 
 from ...words import counted
 from .diagnosis import Diagnosis
-from .source import Context, called, sources_of, statement_path
+from .source import Context, sources_of, statement_path
 
 
 def missing_barrier(ctx: Context) -> Diagnosis | None:
@@ -73,7 +73,7 @@ def transposed_tile(ctx: Context) -> Diagnosis | None:
             elts=list(reversed(access.slice.elts)), ctx=ast.Load()), ctx=ast.Load()))
         fix = f"swap the subscripts (`{swapped}`) where the tile is written and read"
         lines = (site.site.line,)
-        declaration = _padded_declaration(ctx.kernel, array)
+        declaration = _padded_declaration(ctx, array)
         if declaration is not None:
             line, padded = declaration
             fix += f", or pad its rows by one, line {line}: `{padded}`"
@@ -89,17 +89,20 @@ def transposed_tile(ctx: Context) -> Diagnosis | None:
     return None
 
 
-def _padded_declaration(kernel: ast.FunctionDef, array: str) -> tuple[int, str] | None:
+def _padded_declaration(ctx: Context, array: str) -> tuple[int, str] | None:
     """(line, the declaration with one more column) of shared array ``array``."""
-    for node in ast.walk(kernel):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == array \
-                and called(node.value) == "array" and node.value.args \
-                and isinstance(node.value.args[0], ast.Tuple):
-            call = node.value
-            shape = list(call.args[0].elts)
-            shape[-1] = ast.BinOp(left=shape[-1], op=ast.Add(), right=ast.Constant(1))
-            padded = ast.Call(func=call.func, args=[ast.Tuple(elts=shape, ctx=ast.Load())]
-                              + call.args[1:], keywords=call.keywords)
-            return node.lineno, f"{array} = {ast.unparse(padded)}"
-    return None
+    declared = ctx.declarations.get(array)
+    if declared is None or not isinstance(declared[1], ast.Tuple):
+        return None
+    node, shape_expr = declared
+    call = node.value
+    shape = list(shape_expr.elts)
+    shape[-1] = ast.BinOp(left=shape[-1], op=ast.Add(), right=ast.Constant(1))
+    wider = ast.Tuple(elts=shape, ctx=ast.Load())
+    if call.args and call.args[0] is shape_expr:
+        padded = ast.Call(func=call.func, args=[wider] + call.args[1:], keywords=call.keywords)
+    else:  # (shape=... as a keyword)
+        padded = ast.Call(func=call.func, args=call.args, keywords=[
+            ast.keyword(arg=k.arg, value=wider if k.value is shape_expr else k.value)
+            for k in call.keywords])
+    return node.lineno, f"{array} = {ast.unparse(padded)}"

@@ -37,10 +37,8 @@ def sources_of(expr: ast.expr, env: dict[str, frozenset[str]]) -> frozenset[str]
         elif isinstance(node, ast.Attribute) and node.attr == "size" \
                 and isinstance(node.value, ast.Name):
             found.add(f"{node.value.id}.size")
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) \
-                and node.value.attr == "shape" and isinstance(node.value.value, ast.Name) \
-                and isinstance(node.slice, ast.Constant):
-            found.add(f"{node.value.value.id}.shape[{node.slice.value}]")
+        elif shape_ref(node) is not None:
+            found.add("{}.shape[{}]".format(*shape_ref(node)))
         elif isinstance(node, ast.Call):
             if called(node) == "grid":  # cuda.grid(n): blockIdx * blockDim + threadIdx
                 found.update(("threadIdx", "blockIdx", "blockDim", "threadIdx.x"))
@@ -161,20 +159,23 @@ class Context:
                 target = node.target
                 if isinstance(target, ast.Name):
                     self.assigned.setdefault(target.id, []).append(None)
-        # shared and local arrays' shapes, where their declaration's shape
-        # is worked out here (``cuda.shared.array((TPB, TPB), float32)``)
+        #: shared and local arrays: name -> (its declaration, its shape's
+        #: expression), as ``sA = cuda.shared.array((TPB, TPB), float32)``
+        self.declarations: dict[str, tuple[ast.Assign, ast.expr]] = {}
         for node in ast.walk(self.kernel):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                     and isinstance(node.targets[0], ast.Name) \
                     and called(node.value) == "array":
                 shape_expr = node.value.args[0] if node.value.args else next(
                     (k.value for k in node.value.keywords if k.arg == "shape"), None)
-                if shape_expr is None:
-                    continue
-                parts = shape_expr.elts if isinstance(shape_expr, ast.Tuple) else [shape_expr]
-                values = [self.value(part) for part in parts]
-                if values and None not in values:
-                    self.shapes.setdefault(node.targets[0].id, tuple(values))
+                if shape_expr is not None:
+                    self.declarations.setdefault(node.targets[0].id, (node, shape_expr))
+        # their shapes, where worked out here
+        for name, (_, shape_expr) in self.declarations.items():
+            parts = shape_expr.elts if isinstance(shape_expr, ast.Tuple) else [shape_expr]
+            values = [self.value(part) for part in parts]
+            if values and None not in values:
+                self.shapes.setdefault(name, tuple(values))
 
     @property
     def output(self) -> str:
@@ -221,14 +222,10 @@ class Context:
                          else tuple(self.result.request.grid)) + (1, 1)
                 return dims3["xyz".index(expr.attr)]
             return None
-        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Attribute) \
-                and expr.value.attr == "shape" and isinstance(expr.value.value, ast.Name) \
-                and isinstance(expr.slice, ast.Constant):
-            shape = self.shapes.get(expr.value.value.id)
-            if shape is not None and isinstance(expr.slice.value, int) \
-                    and -len(shape) <= expr.slice.value < len(shape):
-                return shape[expr.slice.value]
-            return None
+        if shape_ref(expr) is not None:
+            array, dim = shape_ref(expr)
+            shape = self.shapes.get(array)
+            return shape[dim] if shape is not None and -len(shape) <= dim < len(shape) else None
         if isinstance(expr, ast.BinOp):
             left, right = self.value(expr.left, depth + 1), self.value(expr.right, depth + 1)
             # (no size of a run is near 2^62: past it, a hostile file's chain
@@ -271,6 +268,25 @@ class Context:
                 return None
             expr, seen = assigned[0], seen + 1
         return None
+
+
+def shape_ref(expr: ast.AST) -> tuple[str, int] | None:
+    """(array, dim) for ``array.shape[dim]``; None for anything else."""
+    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Attribute) \
+            and expr.value.attr == "shape" and isinstance(expr.value.value, ast.Name) \
+            and isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, int) \
+            and not isinstance(expr.slice.value, bool):
+        return expr.value.value.id, expr.slice.value
+    return None
+
+
+def atomic_calls(node: ast.AST, array: str) -> list[ast.Call]:
+    """The ``cuda.atomic.<op>(array, index, ...)`` calls under ``node``."""
+    return [call for call in ast.walk(node) if isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Attribute) and call.func.value.attr == "atomic"
+            and len(call.args) >= 2 and isinstance(call.args[0], ast.Name)
+            and call.args[0].id == array]
 
 
 def subscripts(node: ast.AST, array: str, store: bool) -> list[ast.Subscript]:

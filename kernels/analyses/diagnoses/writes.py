@@ -9,7 +9,7 @@ import numpy as np
 from ...words import counted
 from ..hazards import thread_name
 from .diagnosis import Diagnosis
-from .source import Context, subscript_text, subscripts
+from .source import Context, atomic_calls, subscript_text, subscripts
 
 
 def store_and_atomic(ctx: Context) -> Diagnosis | None:
@@ -17,14 +17,10 @@ def store_and_atomic(ctx: Context) -> Diagnosis | None:
     ...)`` in others: an atomic update is not ordered against a plain store.
     Evidence: elements both stored and atomically updated, by different
     threads."""
+    stored = subscripts(ctx.kernel, ctx.output, store=True)
     stores = [node for node in ast.walk(ctx.kernel) if isinstance(node, ast.Assign)
-              and len(node.targets) == 1 and node.targets[0] in
-              subscripts(ctx.kernel, ctx.output, store=True)]
-    atomics = [node for node in ast.walk(ctx.kernel) if isinstance(node, ast.Call)
-               and isinstance(node.func, ast.Attribute)
-               and isinstance(node.func.value, ast.Attribute)
-               and node.func.value.attr == "atomic" and node.args
-               and isinstance(node.args[0], ast.Name) and node.args[0].id == ctx.output]
+              and len(node.targets) == 1 and node.targets[0] in stored]
+    atomics = atomic_calls(ctx.kernel, ctx.output)
     if not stores or not atomics:
         return None
     maps = ctx.result.maps
