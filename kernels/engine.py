@@ -67,14 +67,14 @@ def resolve_backend(request: RunRequest, plan: KernelPlan) -> tuple[str, str]:
     why_not = emulation_refusal(request, plan)
     if why_not and backend == "cpu":
         # Asked for by name: never run elsewhere.
-        check_simulator(plan)
+        check_simulator(plan, why_not if plan.emulable else None)
         line = plan.emulation_blockers[0][1] if plan.emulation_blockers else None
         raise UnsupportedConstruct(
             f"the CPU emulation cannot run {plan.name}: it uses {why_not}; choose the "
             "simulator (--backend sim) or auto, which picks it for such kernels",
             plan.module.path, line)
     if why_not:
-        check_simulator(plan)
+        check_simulator(plan, why_not if plan.emulable else None)
         return "sim", (f"{plan.name} uses {why_not}, which the CPU emulation cannot run: it "
                        "runs in the CUDA simulator instead")
     blocks = " (shared memory and barriers in block lockstep)" if (
@@ -84,16 +84,19 @@ def resolve_backend(request: RunRequest, plan: KernelPlan) -> tuple[str, str]:
     return "cpu", f"no CUDA device: CPU emulation{blocks}"
 
 
-def check_simulator(plan: KernelPlan) -> None:
+def check_simulator(plan: KernelPlan, emulation_refused: str | None = None) -> None:
     """Refuse, before it starts, a kernel that numba's simulator cannot run
-    (it has no warp shuffles, votes or syncwarp), naming the lines."""
+    (it has no warp shuffles, votes or syncwarp), naming the lines, and why
+    the CPU emulation did not (``emulation_refused``)."""
     missing = plan.simulator_blockers()
     if missing:
         uses = "; ".join(f"cuda.{what} (line {line})" for what, line in missing)
+        emulation = (f"the CPU emulation cannot run it as written ({emulation_refused}) and "
+                     "numba's CUDA simulator has no such operation" if emulation_refused
+                     else "neither the CPU emulation nor numba's CUDA simulator has it")
         raise UnsupportedConstruct(
-            f"kernel {plan.name!r} uses {uses}, which neither the CPU emulation nor numba's "
-            "CUDA simulator has: it runs only on a GPU (--backend gpu)",
-            plan.module.path, missing[0][1])
+            f"kernel {plan.name!r} uses {uses}: {emulation}, so it runs only on a GPU "
+            "(--backend gpu)", plan.module.path, missing[0][1])
 
 
 def emulation_refusal(request: RunRequest, plan: KernelPlan) -> str | None:

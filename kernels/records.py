@@ -100,9 +100,12 @@ SHARED_RECORDS = (STORES, OOB_THREAD)
 #:   and the first: block, threads arrived, threads missing, first missing;
 #: * ``_tm_race`` (9): shared-memory races, and the first: block, its lanes and
 #:   sites, array slot and index; ``_tm_uninit`` (7): reads of shared elements
-#:   the block had not written, and the first.
+#:   the block had not written, and the first;
+#: * ``_tm_warp`` (2, 7): warp operations with undefined results, and the
+#:   first of each (``helper_library._tm_warp_hit``): row 0 shuffles that read
+#:   a lane not taking part, row 1 masks naming a lane that is not there.
 LOCKSTEP_RECORDS = ("_tm_req", "_tm_accw", "_tm_br", "_tm_brw", "_tm_bar", "_tm_race",
-                    "_tm_uninit")
+                    "_tm_uninit", "_tm_warp")
 #: Columns of a site's sums in ``_tm_req``, and rows of room below the sites.
 SITE_SUMS = slice(32, 37)
 SCRATCH_ROWS = 3
@@ -115,6 +118,7 @@ LOCKSTEP_MERGE = {
     "_tm_bar": ("sum", "sum", "keep", "first", "first", "first", "first"),
     "_tm_race": ("sum",) + ("first",) * 8,
     "_tm_uninit": ("sum",) + ("first",) * 6,
+    "_tm_warp": ("sum",) + ("first",) * 6,
 }
 LOCKSTEP_SHARED = ("_tm_accw", "_tm_brw")
 #: Fewest lanes of a branch before any warp took it.
@@ -282,6 +286,8 @@ def allocate_lockstep_records(n_sites: int, n_branches: int, n_barriers: int,
     race[1:] = -1
     uninit = np.zeros(7, np.int64)
     uninit[1:] = -1
+    warp = np.zeros((2, 7), np.int64)
+    warp[:, 1:] = -1
     requests = np.full((sites + SCRATCH_ROWS, 64), -1, np.int64)
     requests[:sites, SITE_SUMS] = 0
     return {
@@ -292,6 +298,7 @@ def allocate_lockstep_records(n_sites: int, n_branches: int, n_barriers: int,
         "_tm_bar": barrier,
         "_tm_race": race,
         "_tm_uninit": uninit,
+        "_tm_warp": warp,
     }
 
 

@@ -100,6 +100,8 @@ class Verdict:
     shared_races: int = 0
     uninitialised_shared_reads: int = 0
     divisions_by_zero: int = 0
+    #: calls of warp operations with an undefined result (hazards.WarpHazard)
+    warp_hazards: int = 0
 
     @property
     def word(self) -> str:
@@ -123,6 +125,8 @@ class Verdict:
             kinds.append("uninitialised shared reads")
         if self.divisions_by_zero:
             kinds.append("division by zero")
+        if self.warp_hazards:
+            kinds.append("warp operations")
         if self.errors.wrong or self.errors.non_finite > self.unwritten:
             kinds.append("error")
         return ", ".join(kinds)
@@ -160,7 +164,8 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures,
         reasons.extend(analysis.reasons())
         hazards = dict(barrier_divergence=len(analysis.barrier_divergence),
                        shared_races=analysis.races.count,
-                       uninitialised_shared_reads=analysis.uninitialised.count)
+                       uninitialised_shared_reads=analysis.uninitialised.count,
+                       warp_hazards=sum(hazard.count for hazard in analysis.warp))
     passed = not reasons and errors.within_tolerance
     return Verdict(passed=passed, reasons=tuple(reasons), unwritten=unwritten,
                    collided=collided, out_of_bounds=maps.oob_total, errors=errors,
@@ -321,7 +326,8 @@ class RunResult:
             return dict(self.analysis.summary(), analysis_source=self.analysis_note)
         return {"coalescing": None, "bank_conflicts": None, "bank_conflict_model": BANK_MODEL,
                 "divergence": None, "barrier_divergence": None, "shared_races": None,
-                "uninitialised_shared_reads": None, "analysis_source": self.analysis_note}
+                "uninitialised_shared_reads": None, "warp_operations": None,
+                "analysis_source": self.analysis_note}
 
     def maps_arrays(self) -> dict[str, np.ndarray]:
         """The arrays written to ``maps.npz``.  Per-warp figures are (blocks,

@@ -103,6 +103,7 @@ class SweepCell:
             barrier_divergence=result.verdict.barrier_divergence,
             shared_races=result.verdict.shared_races,
             uninitialised_shared_reads=result.verdict.uninitialised_shared_reads,
+            warp_hazards=result.verdict.warp_hazards,
         )
         analysis = result.analysis
         if analysis is not None:

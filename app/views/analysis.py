@@ -149,6 +149,7 @@ class AnalysisPanel(QtWidgets.QTabWidget):
                      else "no shared-memory race")
         lines.append(analysis.uninitialised.describe() if analysis.uninitialised.count
                      else "no read of shared memory the block had not written")
+        lines.extend(hazard.describe() for hazard in analysis.warp)
         return "\n".join(f"• {line[0].upper()}{line[1:]}" for line in lines)
 
     def bank_rows(self) -> list[list[str]]:

@@ -23,7 +23,8 @@ class Finding:
 
     line: int
     kind: str  # "out of bounds", "coalescing", "bank conflicts", "divergence",
-    #            "barrier divergence", "race", "uninitialised read", "division by zero", "store",
+    #            "barrier divergence", "race", "uninitialised read", "warp operation",
+    #            "division by zero", "store",
     #            "cause" (a diagnosis: analyses/diagnoses.py)
     text: str
     #: a fault (FAIL reason, or traffic past the ideal) rather than information
@@ -102,6 +103,8 @@ def line_findings(result: RunResult) -> tuple[Finding, ...]:
             found.append(Finding(unset.first.access.line, "uninitialised read",
                                  f"{_plural(unset.count, 'read')} of shared memory never "
                                  f"written (first: {unset.first.describe()})", True))
+        for hazard in analysis.warp:
+            found.append(Finding(hazard.line, "warp operation", hazard.describe(), True))
     for line in store_lines(result):
         found.append(Finding(line, "store", f"stores into {result.output}", False, "writer"))
     return tuple(sorted(found, key=lambda f: (f.line, not f.fault, f.kind != "cause")))

@@ -11,6 +11,11 @@ emulation.
   order of the two is not defined (a ``syncthreads`` is missing).
 * **Uninitialised shared reads**: a read of a shared element that no thread
   of the block has written yet (shared memory starts with garbage).
+* **Warp operations with undefined results** (``*_sync``, ``syncwarp``): a
+  mask that names a lane of the warp that has not exited but does not reach
+  the call, or leaves out the calling lane; a shuffle that reads a lane not
+  taking part (inactive there, or outside the mask).  The CUDA C++
+  Programming Guide leaves both undefined (a hang, or a wrong value).
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import numpy as np
 
 from ..derived.lockstep import BarrierSite
 from ..derived.transform import AccessSite
+from ..words import counted
 
 
 def thread_name(gtid: int, grid: tuple[int, int], block: tuple[int, int]) -> str:
@@ -140,6 +146,80 @@ class UninitialisedReads:
         return (f"{self.count:,} read{'s' if self.count != 1 else ''} of shared memory that "
                 f"the block had not written (first: {self.first.describe()}, element "
                 f"{element})")
+
+
+def lanes_named(bits: int) -> str:
+    """``0b1011`` as "lanes 0, 1 and 3"; runs as ranges ("lanes 16-31")."""
+    lanes = [lane for lane in range(32) if bits >> lane & 1]
+    runs: list[list[int]] = []
+    for lane in lanes:
+        if runs and lane == runs[-1][-1] + 1:
+            runs[-1].append(lane)
+        else:
+            runs.append([lane])
+    parts = [f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs]
+    text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"lane{'s' if len(lanes) != 1 else ''} {text}"
+
+
+@dataclass(frozen=True)
+class WarpHazard:
+    """Calls of warp operations with an undefined result, of one kind
+    (``"shuffle"``: a read of a lane not taking part; ``"mask"``: a mask
+    naming a lane that is not there, or leaving out the caller), and the first."""
+
+    kind: str
+    count: int
+    line: int
+    thread: str
+    #: the calling lane's number in its warp
+    lane: int
+    mask: int
+    active: int
+    #: the lane a shuffle read (``"shuffle"``), or the lanes not exited (``"mask"``)
+    other: int
+
+    def summary(self) -> dict:
+        first = {"line": self.line, "thread": self.thread, "lane": self.lane,
+                 "mask": f"0x{self.mask:08x}", "active_lanes": f"0x{self.active:08x}"}
+        if self.kind == "shuffle":
+            first["source_lane"] = self.other
+        else:
+            first["lanes_not_arrived"] = f"0x{self.mask & self.other & ~self.active:08x}"
+        return {"kind": self.kind, "count": self.count, "first": first}
+
+    def describe(self) -> str:
+        where = (f"line {self.line}, {self.thread} (lane {self.lane}); mask 0x{self.mask:08x}, "
+                 f"active lanes 0x{self.active:08x}")
+        if self.kind == "shuffle":
+            why = ("outside the mask" if (self.active >> self.other) & 1
+                   else "not active at the call")
+            return (f"{counted(self.count, 'shuffle')} read a lane that took no part in "
+                    f"{'it' if self.count == 1 else 'them'}, an undefined value on a GPU "
+                    f"(first: {where}: it read lane {self.other}, {why}); the emulation gave "
+                    "the lane its own value")
+        absent = self.mask & self.other & ~self.active
+        what = (f"its mask names {lanes_named(absent)}, which had not exited but did not "
+                "reach the call" if absent else "its mask leaves out the calling lane")
+        return (f"{counted(self.count, 'warp-operation call')} with a mask the warp does not "
+                f"meet, undefined on a GPU: a hang or a wrong value (first: {where}: {what})")
+
+
+def warp_hazards(warp: np.ndarray, grid: tuple[int, int], block_dims: tuple[int, int]
+                 ) -> tuple[WarpHazard, ...]:
+    """The two kinds of ``_tm_warp``, those that happened."""
+    tpb = block_dims[0] * block_dims[1]
+    found = []
+    for row, kind in ((1, "mask"), (0, "shuffle")):
+        count, block, lane, line, a, b, c = (int(v) for v in warp[row])
+        if not count:
+            continue
+        thread = thread_name(block * tpb + lane, grid, block_dims)
+        if kind == "shuffle":  # (a: the source lane, b: the mask, c: the active lanes)
+            found.append(WarpHazard(kind, count, line, thread, lane % 32, b, c, a))
+        else:  # (a: the mask, b: the active lanes, c: the lanes not exited)
+            found.append(WarpHazard(kind, count, line, thread, lane % 32, a, b, c))
+    return tuple(found)
 
 
 def barrier_divergence(bar: np.ndarray, barriers: tuple[BarrierSite, ...],

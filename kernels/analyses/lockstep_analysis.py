@@ -18,9 +18,11 @@ from .hazards import (
     BarrierDivergence,
     SharedRaces,
     UninitialisedReads,
+    WarpHazard,
     barrier_divergence,
     shared_races,
     uninitialised_reads,
+    warp_hazards,
 )
 
 
@@ -34,15 +36,18 @@ class LockstepAnalysis:
     barrier_divergence: tuple[BarrierDivergence, ...]
     races: SharedRaces
     uninitialised: UninitialisedReads
+    #: warp operations with undefined results (masks, then shuffles)
+    warp: tuple[WarpHazard, ...] = ()
 
     def reasons(self) -> list[str]:
         """What makes the run FAIL: each barrier reached divergently, races,
-        reads of unwritten shared memory."""
+        reads of unwritten shared memory, warp operations with undefined results."""
         reasons = [barrier.describe() for barrier in self.barrier_divergence]
         if self.races.count:
             reasons.append(self.races.describe())
         if self.uninitialised.count:
             reasons.append(self.uninitialised.describe())
+        reasons.extend(hazard.describe() for hazard in self.warp)
         return reasons
 
     def summary(self) -> dict:
@@ -55,6 +60,7 @@ class LockstepAnalysis:
             "barrier_divergence": [b.summary() for b in self.barrier_divergence],
             "shared_races": self.races.summary(),
             "uninitialised_shared_reads": self.uninitialised.summary(),
+            "warp_operations": [hazard.summary() for hazard in self.warp],
         }
 
 
@@ -77,4 +83,5 @@ def read_analysis(lockstep: dict[str, np.ndarray], layout: LockstepLayout,
         races=shared_races(lockstep["_tm_race"], layout.sites, names, ndims, request.grid2,
                            request.block2),
         uninitialised=uninitialised_reads(lockstep["_tm_uninit"], layout.sites, names, ndims,
-                                          request.grid2, request.block2))
+                                          request.grid2, request.block2),
+        warp=warp_hazards(lockstep["_tm_warp"], request.grid2, request.block2))

@@ -738,6 +738,21 @@ def _tm_barrier(bar, site, block, tpb, arrived, first_missing):
 
 
 @_tm_njit(**_TM_OPTS)
+def _tm_warp_hit(warp, row, block, lane, line, a, b, c):
+    # Row 0: a shuffle read a lane not taking part (a = source lane, b = mask,
+    # c = active lanes); row 1: a call's mask named a lane that is not there,
+    # or not the caller (a = mask, b = active lanes, c = lanes not exited).
+    warp[row, 0] += 1
+    if warp[row, 1] < 0:
+        warp[row, 1] = block
+        warp[row, 2] = lane
+        warp[row, 3] = line
+        warp[row, 4] = a
+        warp[row, 5] = b
+        warp[row, 6] = c
+
+
+@_tm_njit(**_TM_OPTS)
 def _tm_race_hit(race, block, other, other_site, lane, site, sl, i, j):
     race[0] += 1
     if race[1] < 0:

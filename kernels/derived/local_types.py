@@ -28,6 +28,7 @@ from ..sources.allow import NUMPY_TYPES, NotConstant, evaluate, numba_type_name
 from ..sources.plan import KernelPlan, cuda_attribute
 from ..sources.source import allowed_aliases, qualified_name
 from .transform import COORDINATE_PARAMS, CoordinateRewriter
+from .warp_ops import QUERIES, SHUFFLES, VOTES, placed_body
 
 #: Barrier calls that return a value (syncthreads_count / _and / _or): int32.
 VALUE_BARRIERS = frozenset({"syncthreads_count", "syncthreads_and", "syncthreads_or"})
@@ -121,7 +122,8 @@ def _types_file(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]):
 
     key = hashlib.sha256("\0".join((
         plan.module.text, plan.name, dtype, ",".join(scalar_types), repr(plan.constants),
-        version("numba"), Path(__file__).read_text())).encode()).hexdigest()[:20]
+        version("numba"), Path(__file__).read_text(),
+        (Path(__file__).parent / "warp_ops.py").read_text())).encode()).hexdigest()[:20]
     return cache_dir() / f"types_{key}.json"
 
 
@@ -228,7 +230,7 @@ def _read_types(plan: KernelPlan, typemap: dict) -> dict[str, LaneType]:
 def _assignment_lines(plan: KernelPlan) -> dict[str, int]:
     """First line where each local variable of the kernel is assigned."""
     lines: dict[str, int] = {}
-    for stmt in plan.kernel.node.body:
+    for stmt in placed_body(plan):
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 lines.setdefault(node.id, node.lineno)
@@ -238,6 +240,7 @@ def _assignment_lines(plan: KernelPlan) -> dict[str, int]:
 def _typing_function(plan: KernelPlan):
     """The kernel as a plain Python function numba's CPU front end can type."""
     func = copy.deepcopy(plan.kernel.node)
+    func.body = copy.deepcopy(placed_body(plan))  # (warp operations as statements)
     func = CoordinateRewriter(plan).visit(func)
     func = _StandIns(plan).visit(func)
     func.args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in
@@ -357,7 +360,7 @@ class _StandIns(ast.NodeTransformer):
     def visit_Expr(self, node: ast.Expr) -> ast.stmt:
         if isinstance(node.value, ast.Call):
             what = cuda_attribute(node.value.func, self.aliases)
-            if what in NO_OP_CALLS:
+            if what in NO_OP_CALLS or what == "syncwarp":
                 return ast.copy_location(ast.Pass(), node)
         return self.generic_visit(node)
 
@@ -370,6 +373,18 @@ class _StandIns(ast.NodeTransformer):
             call = ast.parse("_tm_np.empty(0, 0)", mode="eval").body
             call.args = [shape, dtype]
             return ast.copy_location(call, node)
+        # Warp operations, with numba-cuda's result types: a shuffle gives its
+        # value's type; ballot_sync int32; any / all / eq_sync a boolean;
+        # activemask and lanemask_lt uint32.
+        if what in SHUFFLES and len(node.args) == 3:
+            return node.args[1]
+        if what in VOTES and len(node.args) == 2:
+            text = "_tm_np.int32(0)" if what == "ballot_sync" else "bool(0)"
+            call = ast.parse(text, mode="eval").body
+            call.args = [node.args[1]] if what != "ballot_sync" else call.args
+            return ast.copy_location(call, node)
+        if what in QUERIES and not node.args:
+            return ast.copy_location(ast.parse("_tm_np.uint32(0)", mode="eval").body, node)
         if what in VALUE_BARRIERS:
             call = ast.parse("_tm_np.int32(0)", mode="eval").body
             call.args = node.args[:1]

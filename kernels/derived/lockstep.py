@@ -48,6 +48,7 @@ from .transform import (
     access_sites,
     shadow_param,
 )
+from .warp_ops import SHUFFLES, holds_warp_operation, placed_body, placed_operation
 
 _BLOCK_SCALARS = ("_tm_bx", "_tm_by", "_tm_bdx", "_tm_bdy", "_tm_gdx", "_tm_gdy", "_tm_block",
                   "_tm_lane0", "_tm_lane1")
@@ -195,6 +196,8 @@ class _Writer:
         self.mode = mode
         self.record = mode == "record"
         self.aliases = plan.module.aliases
+        #: the kernel's body, each warp operation a statement of its own (warp_ops.py)
+        self.body = placed_body(plan)
         self.sites = access_sites(plan)
         numbering = {(s.line, s.column, s.kind): s.site for s in self.sites}
         self.access = AccessRewriter(plan, mode, "cpu", numbering)
@@ -235,7 +238,7 @@ class _Writer:
         rows: dict[str, int] = {}
         variables = {}
         assigned = {}
-        for stmt in self.plan.kernel.node.body:
+        for stmt in self.body:
             for node in ast.walk(stmt):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                     assigned.setdefault(node.id, node)
@@ -260,7 +263,7 @@ class _Writer:
     def write(self) -> LockstepCode:
         plan = self.plan
         body_start = len(self.lines)
-        self._statements(plan.kernel.node.body, 0, [], 1)
+        self._statements(self.body, 0, [], 1)
         body = self.lines[body_start:]
         del self.lines[body_start:]
         layout = LockstepLayout(
@@ -356,6 +359,8 @@ class _Writer:
             if isinstance(node, ast.stmt) and self._barrier_call(node) in (
                     {"syncthreads"} | VALUE_BARRIERS):
                 return False
+            if isinstance(node, ast.stmt) and placed_operation(node, self.aliases):
+                return False  # (an exchange among the lanes of a warp)
         return not _escapes(stmt, inside_loop=False)
 
     def _per_thread(self, stretch: list[ast.stmt], depth: int, indent: int) -> None:
@@ -423,6 +428,8 @@ class _Writer:
             return "skip"  # (a docstring)
         if self._barrier_call(stmt) is not None:
             return "barrier"
+        if placed_operation(stmt, self.aliases):
+            return "warp"
         if self._is_declaration(stmt):
             return "skip"  # block arrays are the driver's; poisoned before each block
         if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
@@ -435,6 +442,8 @@ class _Writer:
         kind = self.statement_kind(stmt)
         if kind == "barrier":
             self._barrier(stmt, depth, indent)
+        elif kind == "warp":
+            self._warp(stmt, depth, indent)
         elif kind == "simple":
             self._simple(stmt, depth, indent)
         elif kind != "skip":
@@ -699,6 +708,7 @@ class _Writer:
         """Only simple statements: no branch, loop, exit or barrier."""
         return all(isinstance(b, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr))
                    and self._barrier_call(b) is None and not self._is_declaration(b)
+                   and not holds_warp_operation(b, self.aliases)
                    and not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))
                    for b in body)
 
@@ -934,6 +944,87 @@ class _Writer:
             self.emit(indent, f"_tm_val = {value}", line)
             self._lanes(indent, f"_tm_M[{depth}, _tm_l]",
                         [ast.unparse(ast.fix_missing_locations(s)) for s in store], [], line)
+
+    def _warp(self, stmt: ast.stmt, depth: int, indent: int) -> None:
+        """A warp operation placed by warp_ops.py (``name = cuda.op(names)``,
+        or ``cuda.syncwarp(name)``): each warp's active lanes at this point
+        exchange their arguments, which every lane computed before.  In record
+        mode, a lane's call that names in its mask a lane of the warp that has
+        not exited but is not here (or leaves out the calling lane itself), and
+        a shuffle that reads a lane not taking part (inactive, or outside the
+        mask), are noted in ``_tm_warp``: on a GPU both give undefined results
+        (the emulation then gives the lane its own value)."""
+        what = placed_operation(stmt, self.aliases)
+        call = stmt.value
+        line = stmt.lineno
+
+        def entry(node: ast.expr, lane: str) -> str:
+            variable = self.variables[node.id]
+            return f"_tm_V_{variable.dtype}[{variable.row}, {lane}]"
+
+        self.emit(indent, "for _tm_w in range(_tm_w0, _tm_w1):", line)
+        body = indent + 1
+        self.emit(body, "_tm_wl = _tm_w * 32", line)
+        self.emit(body, "_tm_wh = min(_tm_wl + 32, _tm_lane1)", line)
+        self.emit(body, "_tm_act = _tm_i64(0)", line)
+        self.emit(body, "_tm_live = _tm_i64(0)", line)
+        self.emit(body, "for _tm_l in range(_tm_wl, _tm_wh):", line)
+        self.emit(body + 1, f"if _tm_M[{depth}, _tm_l]:", line)
+        self.emit(body + 2, "_tm_act |= _tm_i64(1) << (_tm_l - _tm_wl)", line)
+        self.emit(body + 1, "if _tm_M[0, _tm_l]:", line)
+        self.emit(body + 2, "_tm_live |= _tm_i64(1) << (_tm_l - _tm_wl)", line)
+        self.emit(body, "if _tm_act == 0:", line)
+        self.emit(body + 1, "continue", line)
+        self.emit(body, "for _tm_l in range(_tm_wl, _tm_wh):", line)
+        self.emit(body + 1, f"if not _tm_M[{depth}, _tm_l]:", line)
+        self.emit(body + 2, "continue", line)
+        lane = body + 1
+        self.emit(lane, "_tm_j = _tm_l - _tm_wl", line)
+        if call.args:
+            self.emit(lane, f"_tm_mk = _tm_i64({entry(call.args[0], '_tm_l')}) & 0xFFFFFFFF",
+                      line)
+            if self.record:
+                self.emit(lane, "if (_tm_mk & _tm_live & ~_tm_act) != 0 or "
+                                "((_tm_mk >> _tm_j) & 1) == 0:", line)
+                self.emit(lane + 1, f"_tm_warp_hit(_tm_warp, 1, _tm_block, _tm_l, {line}, "
+                                    "_tm_mk, _tm_act, _tm_live)", line)
+        if what == "syncwarp":
+            return
+        result = entry(stmt.targets[0], "_tm_l")
+        if what in SHUFFLES:
+            mode = SHUFFLES[what]
+            self.emit(lane, f"_tm_b = _tm_i64({entry(call.args[2], '_tm_l')}) & 31", line)
+            source = {"idx": "_tm_b", "up": "_tm_j - _tm_b", "down": "_tm_j + _tm_b",
+                      "bfly": "_tm_j ^ _tm_b"}[mode]
+            self.emit(lane, f"_tm_s = {source}", line)
+            if mode in ("up", "down"):  # (past the warp's edge: the lane's own value)
+                self.emit(lane, "if _tm_s < 0 or _tm_s > 31:", line)
+                self.emit(lane + 1, "_tm_s = _tm_j", line)
+            self.emit(lane, "if ((_tm_act >> _tm_s) & 1) == 0 or ((_tm_mk >> _tm_s) & 1) == 0:",
+                      line)
+            if self.record:
+                self.emit(lane + 1, f"_tm_warp_hit(_tm_warp, 0, _tm_block, _tm_l, {line}, "
+                                    "_tm_s, _tm_mk, _tm_act)", line)
+            self.emit(lane + 1, "_tm_s = _tm_j", line)
+            self.emit(lane, f"{result} = {entry(call.args[1], '_tm_wl + _tm_s')}", line)
+            return
+        if what == "activemask":
+            self.emit(lane, f"{result} = _tm_act", line)
+            return
+        if what == "lanemask_lt":
+            self.emit(lane, f"{result} = (_tm_i64(1) << _tm_j) - 1", line)
+            return
+        # A vote: over the lanes of the mask that are here.
+        self.emit(lane, "_tm_in = _tm_mk & _tm_act", line)
+        self.emit(lane, "_tm_yes = _tm_i64(0)", line)
+        self.emit(lane, "for _tm_s in range(_tm_wh - _tm_wl):", line)
+        self.emit(lane + 1, f"if ((_tm_in >> _tm_s) & 1) != 0 and "
+                            f"{entry(call.args[1], '_tm_wl + _tm_s')} != 0:", line)
+        self.emit(lane + 2, "_tm_yes |= _tm_i64(1) << _tm_s", line)
+        value = {"ballot_sync": "_tm_yes", "any_sync": "_tm_yes != 0",
+                 "all_sync": "_tm_yes == _tm_in",
+                 "eq_sync": "_tm_yes == 0 or _tm_yes == _tm_in"}[what]
+        self.emit(lane, f"{result} = {value}", line)
 
 
 #: Whether load-only loop bodies are recorded lane by lane (False: lockstep

@@ -46,6 +46,7 @@ from ..sources.plan import KernelPlan
 from ..sources.source import qualified_name
 from .local_types import VALUE_BARRIERS, KernelTypes
 from .lockstep import LockstepLayout, _Writer, lockstep_code
+from .warp_ops import warp_operations
 
 #: Per-lane coordinates of the unit, by the name CoordinateRewriter gives them.
 _LANE_COORDINATES = {"_tm_tx": "_tm_TX", "_tm_ty": "_tm_TY", "_tm_bx": "_tm_BX",
@@ -318,6 +319,10 @@ class _VectorWriter:
         self.emit(1, f"_tm_I = _tm_np.zeros(({max(3 * layout.loops, 1)}, _tm_n), _tm_np.int64)")
         for dtype, rows in layout.rows:
             self.emit(1, f"_tm_V_{dtype} = _tm_np.zeros(({rows}, _tm_n), _tm_np.{dtype})")
+        if warp_operations(self.plan):
+            raise EmulationUnsupported(
+                "warp-level operations (shuffles, votes, syncwarp) run in the compiled tier",
+                (self.plan.kernel.lineno,))
         self._statements(self.plan.kernel.node.body, 0, [], 1)
         self.emit(1, "return")
         # Same numbering as the compiled tier, or the figures would be filed

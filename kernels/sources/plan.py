@@ -28,10 +28,14 @@ COORDINATE_SCALARS = frozenset({"laneid", "warpsize"})
 #: Atomic updates that are checked and recorded on parameter arrays.
 RECORDED_ATOMICS = ("add", "sub", "max", "min")
 #: CUDA names the lockstep emulation runs besides the thread coordinates:
-#: block arrays, and memory fences (no-ops where memory is sequentially
-#: consistent).
+#: block arrays, memory fences (no-ops where memory is sequentially
+#: consistent), and warp-level operations.
 EMULATED_CALLS = frozenset({"shared.array", "local.array", "threadfence",
-                            "threadfence_block", "threadfence_system"})
+                            "threadfence_block", "threadfence_system",
+                            # warp-level operations (derived/warp_ops.py)
+                            "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync",
+                            "ballot_sync", "any_sync", "all_sync", "eq_sync", "activemask",
+                            "lanemask_lt", "syncwarp"})
 #: Barriers: placed where every thread of the block must arrive.
 BARRIERS = frozenset({"syncthreads", "syncthreads_count", "syncthreads_and",
                       "syncthreads_or"})

@@ -1,0 +1,174 @@
+"""Warp-level operations in the lockstep emulation (issue 22, point 3): shuffles,
+votes, syncwarp, activemask and lanemask_lt give what CUDA's definitions give,
+and the calls whose result CUDA leaves undefined are counted and named, with
+every figure worked out by hand below."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernels import RunRequest, ThreadMapError, line_findings, run
+from kernels.analyses.hazards import WarpHazard
+
+FILE = str(Path(__file__).parent / "kernels" / "warp_ops.py")
+LINES = Path(FILE).read_text().splitlines()
+
+
+def _run(kernel: str, shape=(37, 70, 29), grid=(8,), block=(64,), **options):
+    m, k, n = shape
+    return run(RunRequest(kernel=kernel, kernel_file=FILE, m=m, k=k, n=n, grid=grid,
+                          block=block, backend="cpu", **options))
+
+
+def _line(text: str) -> int:
+    (number,) = [i for i, line in enumerate(LINES, start=1) if text in line]
+    return number
+
+
+@pytest.mark.parametrize("kernel", ["matmul_warp_dot", "matmul_butterfly"])
+def test_a_shuffle_reduction_passes_on_random_inputs(kernel):
+    # 37 x 29 elements over 16 warps; K = 70 split over 32 lanes (lanes 0-5
+    # take 3 terms, the rest 2), then a tree of 5 shuffles.
+    result = _run(kernel)
+    assert result.verdict.passed, result.verdict.reasons
+    assert result.verdict.errors.rel_error < 1e-6  # float32: a few ulps of a 70-term sum
+    assert result.analysis.warp == () and result.verdict.warp_hazards == 0
+    assert result.tier == "compiled" and "the instant tier has no warp-level operations" in \
+        result.backend_note
+    assert result.maps.count.min() == result.maps.count.max() == 1
+
+
+def test_each_operation_gives_what_cuda_defines():
+    # One warp of 32 lanes; lanes 20-31 return first, so 0-19 are active and a
+    # full mask may still name the exited lanes (CUDA: "all non-exited
+    # threads named in mask must execute the same intrinsic").
+    result = _run("probe", shape=(32, 4, 10), grid=(1,), block=(32,))
+    c = result.c
+    lanes = np.arange(20)
+    ballot = sum(1 << lane for lane in range(0, 20, 3))  # lanes 0, 3, ..., 18: 299,593
+    down3 = np.where(lanes + 3 < 20, lanes + 3, lanes)  # lanes 17-19 read exited lanes
+    expected = np.stack([
+        np.full(20, (1 << 20) - 1),               # activemask: lanes 0-19
+        np.full(20, ballot),                       # ballot_sync(lane % 3 == 0)
+        np.ones(20),                               # any_sync(lane == 7)
+        np.zeros(20),                              # all_sync(lane < 19): lane 19 says no
+        np.full(20, 50),                           # shfl_sync(lane * 10, 5)
+        np.where(lanes >= 2, lanes - 2, lanes),    # shfl_up_sync(lane, 2)
+        lanes ^ 1,                                 # shfl_xor_sync(lane, 1)
+        (1 << lanes) - 1,                          # lanemask_lt
+        np.ones(20),                               # eq_sync(lane < 100): all alike
+        0 + 2 * down3,                             # eq_sync(lane even): no; shfl_down 3
+    ], axis=1)
+    assert ballot == 299_593
+    np.testing.assert_array_equal(c[:20], expected.astype(np.float32))
+    assert np.isnan(c[20:]).all()  # the exited lanes' rows
+    # Lanes 17, 18 and 19 read lanes 20, 21 and 22 with shfl_down_sync: exited,
+    # so not taking part (undefined on a GPU); the full mask itself is fine.
+    line = _line("C[lane, 9] =")
+    assert result.analysis.warp == (WarpHazard(
+        "shuffle", 3, line, "block (0, 0), thread (17, 0) (global 17)", 17, 0xFFFFFFFF,
+        0x000FFFFF, 20),)
+    assert result.verdict.warp_hazards == 3
+    assert (f"3 shuffles read a lane that took no part in them, an undefined value on a GPU "
+            f"(first: line {line}, block (0, 0), thread (17, 0) (global 17) (lane 17); mask "
+            "0xffffffff, active lanes 0x000fffff: it read lane 20, not active at the call); the "
+            "emulation gave the lane its own value") in result.verdict.reasons
+    assert "warp operations" in result.verdict.short_reasons
+    findings = [f for f in line_findings(result) if f.kind == "warp operation"]
+    assert [(f.line, f.fault) for f in findings] == [(line, True)]
+    summary = result.summary()["warp_operations"]  # (result.json)
+    assert summary == [{"kind": "shuffle", "count": 3, "first": {
+        "line": line, "thread": "block (0, 0), thread (17, 0) (global 17)", "lane": 17,
+        "mask": "0xffffffff", "active_lanes": "0x000fffff", "source_lane": 20}}]
+
+
+def test_a_mask_of_half_the_warp_is_named_at_its_line():
+    # 37 x 29 = 1,073 elements, each reduced by one warp of 32 active lanes in
+    # 5 rounds (offsets 16, 8, 4, 2, 1) with mask 0xffff (lanes 0-15).
+    # Masks: lanes 16-31 call with a mask that leaves them out: 16 x 5 = 80
+    # calls per element, 85,840 in all; the first, lane 16 of warp 0.
+    # Shuffles: lane l < 16 reads l + offset, outside the mask when >= 16:
+    # 16 + 8 + 4 + 2 + 1 = 31 per element; lanes 16-31 are outside it
+    # themselves: 80 more; 111 x 1,073 = 119,103.  The first, lane 0 reading 16.
+    result = _run("matmul_half_mask")
+    line = _line("cuda.shfl_down_sync(0xFFFF")
+    mask, shuffle = result.analysis.warp
+    assert mask.describe() == (
+        f"85,840 warp-operation calls with a mask the warp does not meet, undefined on a GPU: "
+        f"a hang or a wrong value (first: line {line}, block (0, 0), thread (16, 0) (global "
+        "16) (lane 16); mask 0x0000ffff, active lanes 0xffffffff: its mask leaves out the "
+        "calling lane)")
+    assert shuffle.describe() == (
+        f"119,103 shuffles read a lane that took no part in them, an undefined value on a "
+        f"GPU (first: line {line}, block (0, 0), thread (0, 0) (global 0) (lane 0); mask "
+        "0x0000ffff, active lanes 0xffffffff: it read lane 16, outside the mask); the "
+        "emulation gave the lane its own value")
+    assert result.verdict.warp_hazards == 85_840 + 119_103
+    assert not result.verdict.passed
+
+
+def test_a_shuffle_only_some_lanes_reach_is_named_with_the_lanes_missing():
+    # `if lane < offset:` lets offset lanes call with a full mask in each of
+    # the 5 rounds: 31 calls per element, each missing the lanes >= offset,
+    # and each reading lane l + offset, which is not there: 31 x 1,073 = 33,263
+    # of each.  The first: lane 0 in round 1, lanes 16-31 missing.
+    result = _run("matmul_shuffle_in_branch")
+    line = [i for i, text in enumerate(LINES, start=1)
+            if "shfl_down_sync(FULL, acc, offset)" in text][-1]  # (this kernel's, the last)
+    mask, shuffle = result.analysis.warp
+    assert (mask.count, shuffle.count) == (33_263, 33_263)
+    assert mask.describe().endswith(
+        f"(first: line {line}, block (0, 0), thread (0, 0) (global 0) (lane 0); mask "
+        "0xffffffff, active lanes 0x0000ffff: its mask names lanes 16-31, which had not "
+        "exited but did not reach the call)")
+    assert shuffle.describe().endswith(
+        "it read lane 16, not active at the call); the emulation gave the lane its own value")
+
+
+@pytest.mark.parametrize("body,why", [
+    ("if i < C.shape[0] and cuda.any_sync(0xFFFFFFFF, i < 3):\n        C[i, 0] = A[i, 0] * B[0, 0]",
+     "a warp operation behind 'and', 'or' or 'x if c else y' runs on only some lanes: assign "
+     "it to a variable first (line 8)"),
+    ("while cuda.any_sync(0xFFFFFFFF, i < 3):\n        i += 1\n    C[0, 0] = A[0, 0] * B[0, 0]",
+     "a warp operation in a while loop's test runs at every turn: assign it to a variable "
+     "before the loop and again at the end of its body (line 8)"),
+    ("x = cuda.syncwarp()\n    C[0, 0] = A[0, 0] * B[0, 0]",
+     "cuda.syncwarp() returns nothing: call it as a statement of its own (line 8)"),
+])
+def test_a_warp_operation_the_emulation_cannot_place_is_refused_with_why(tmp_path, body, why):
+    path = tmp_path / "k.py"
+    path.write_text("from numba import cuda\n\n\n@cuda.jit\ndef matmul(A, B, C):\n"
+                    "    i = cuda.grid(1)\n    j = 0\n    " + body + "\n")
+    with pytest.raises(ThreadMapError) as info:
+        run(RunRequest(kernel="matmul", kernel_file=str(path), m=4, k=4, n=4, grid=(1,),
+                       block=(32,)))
+    message = str(info.value)
+    assert f"the CPU emulation cannot run it as written ({why})" in message, message
+    assert "so it runs only on a GPU (--backend gpu)" in message
+
+
+def test_the_instant_tier_hands_warp_operations_to_the_compiled_tier():
+    with pytest.raises(ThreadMapError) as info:
+        _run("matmul_warp_dot", tier="instant")
+    assert "warp-level operations (shuffles, votes, syncwarp) run in the compiled tier" \
+        in str(info.value)
+
+
+@pytest.mark.parametrize("kernel,instruction", [
+    ("matmul_warp_dot", "shfl.sync.down"), ("matmul_butterfly", "shfl.sync.bfly"),
+    ("probe", "vote.sync.ballot"),
+])
+def test_the_test_kernels_are_real_cuda_kernels(kernel, instruction):
+    """numba-cuda compiles each (and its recording form) to PTX for sm_90: the
+    emulation's semantics are checked on kernels a GPU would run."""
+    from kernels.analyses.ptx import compile_ptx_for
+    from kernels.derived.codegen import load_module
+    from kernels.sources.loader import load_plan
+
+    plan = load_plan(RunRequest(kernel=kernel, kernel_file=FILE))
+    gen = load_module(plan, "cuda", "float32")
+    ptx = compile_ptx_for(plan, gen.function(plan.name), "float32", False, cc=(9, 0))
+    assert instruction in ptx
+    recording = compile_ptx_for(plan, gen.function(f"{plan.name}__tm_record"), "float32",
+                                True, cc=(9, 0))
+    assert instruction in recording
