@@ -372,7 +372,11 @@ class VectorRuntime:
         old = np.zeros(count, flat.dtype)
         got = np.empty(len(offsets), flat.dtype)
         combine = {"add": np.add, "sub": np.subtract, "max": np.maximum,
-                   "min": np.minimum}[op]
+                   "min": np.minimum, "and_": np.bitwise_and, "or_": np.bitwise_or,
+                   "xor": np.bitwise_xor, "exch": lambda old, v: v,
+                   "inc": lambda old, v: np.where(old >= v, 0, old + 1),
+                   "dec": lambda old, v: np.where((old == 0) | (old > v), v, old - 1),
+                   "nanmax": np.fmax, "nanmin": np.fmin}[op]
         if len(np.unique(offsets)) == len(offsets):
             got[:] = flat[offsets]
             flat[offsets] = combine(got, values)

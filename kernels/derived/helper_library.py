@@ -233,7 +233,14 @@ def _atomic_update(target: str, op: str, index: str) -> str:
     """Body lines of a user's atomic update that returns the old value."""
     if target == "cuda":
         return f"    return _tm_cuda.atomic.{op}(x, {index}, v)"
-    new = {"add": "old + v", "sub": "old - v", "max": "max(old, v)", "min": "min(old, v)"}[op]
+    # numba-cuda's definitions (its cuda.atomic docstrings): inc and dec wrap
+    # at v; nanmax and nanmin take a NaN as a missing value.
+    new = {"add": "old + v", "sub": "old - v", "max": "max(old, v)", "min": "min(old, v)",
+           "and_": "old & v", "or_": "old | v", "xor": "old ^ v", "exch": "v",
+           "inc": "0 if old >= v else old + 1",
+           "dec": "v if old == 0 or old > v else old - 1",
+           "nanmax": "v if old != old else (old if v != v else max(old, v))",
+           "nanmin": "v if old != old else (old if v != v else min(old, v))"}[op]
     return f"    old = x[{index}]\n    x[{index}] = {new}\n    return old"
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -252,9 +253,9 @@ class _VectorExpressions(ast.NodeTransformer):
             return ast.copy_location(_runtime("divide", [
                 ast.Constant(name[4:]), site, self.visit(args[0]), self.visit(args[1]),
                 _name("_tm_L")]), node)
-        op_nd = name.split("_")[2]  # _tm_<op><nd>_<role>
-        nd = int(op_nd[-1])
-        op = op_nd[:-1]
+        # _tm_<op><nd>_<role>, the op's own name possibly ending in "_" (atand_)
+        op, nd = re.fullmatch(r"_tm_([a-z_]+?)(\d)_[a-z]+", name).groups()
+        nd = int(nd)
         array = args[0]
         indices = [self.visit(a) for a in args[1:1 + nd]]
         has_value = op != "ld"

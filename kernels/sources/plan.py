@@ -26,7 +26,8 @@ COORDINATE_OBJECTS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim"})
 COORDINATE_FUNCTIONS = frozenset({"grid", "gridsize"})
 COORDINATE_SCALARS = frozenset({"laneid", "warpsize"})
 #: Atomic updates that are checked and recorded on parameter arrays.
-RECORDED_ATOMICS = ("add", "sub", "max", "min")
+RECORDED_ATOMICS = ("add", "sub", "max", "min", "and_", "or_", "xor", "exch", "inc", "dec",
+                    "nanmax", "nanmin")
 #: CUDA names the lockstep emulation runs besides the thread coordinates:
 #: block arrays, memory fences (no-ops where memory is sequentially
 #: consistent), and warp-level operations.
