@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernels import RunRequest, ThreadMapError, line_findings, run
+from kernels import Diagnosis, RunRequest, ThreadMapError, line_findings, run
 from kernels.analyses.hazards import WarpHazard
 
 FILE = str(Path(__file__).parent / "kernels" / "warp_ops.py")
@@ -172,3 +172,74 @@ def test_the_test_kernels_are_real_cuda_kernels(kernel, instruction):
     recording = compile_ptx_for(plan, gen.function(f"{plan.name}__tm_record"), "float32",
                                 True, cc=(9, 0))
     assert instruction in recording
+
+
+ATOMICS = str(Path(__file__).parent / "kernels" / "atomic_ops.py")
+
+
+@pytest.mark.parametrize("tier", ["instant", "compiled"])
+def test_every_atomic_operation_returns_the_old_value_cuda_defines(tier):
+    # One block of 32 threads; the emulation runs a statement's lanes in order,
+    # so thread t is the (t+1)-th to update each shared counter.
+    result = run(RunRequest(kernel="atomic_probe", kernel_file=ATOMICS, m=32, k=4, n=9,
+                            grid=(1,), block=(32,), backend="cpu", tier=tier))
+    t = np.arange(32)
+    low = t % 8
+    expected = np.stack([
+        t,                                          # inc(tickets, 0, 1000): 0, 1, 2, ...
+        [5, 3, 2, 1, 0] + [3, 2, 1, 0] * 6 + [3, 2, 1],  # dec(from 5, wrap at 3): 3 on 0
+        np.where(t < 8, (1 << t) - 1, 255),         # or_ of the bits before: 0, 1, 3, 7, ...
+        np.where(t < 8, 255 & ~((1 << low) - 1), 0),  # and_ clearing them from 255
+        t % 2,                                      # xor 1: toggles
+        np.full(32, 10),                            # C = t, nanmax 20, nanmin 10: ends 10
+        t,                                          # nanmax's old value: t
+        np.maximum(t, 20),                          # nanmin's old value: max(t, 20)
+        np.where(t < 4, 0, t - 4),                  # exch(slot t % 4, t): the last thread's
+    ], axis=1)
+    np.testing.assert_array_equal(result.c, expected.astype(np.float32))
+    assert result.tier == tier
+
+
+def test_the_atomic_probe_is_a_real_cuda_kernel():
+    from kernels.analyses.ptx import compile_ptx_for
+    from kernels.derived.codegen import load_module
+    from kernels.sources.loader import load_plan
+
+    plan = load_plan(RunRequest(kernel="atomic_probe", kernel_file=ATOMICS))
+    ptx = compile_ptx_for(plan, load_module(plan, "cuda", "float32").function(plan.name),
+                          "float32", False, cc=(9, 0))
+    for instruction in ("atom.shared.inc.u32", "atom.shared.dec.u32", "atom.shared.or.b32",
+                        "atom.shared.and.b32", "atom.shared.xor.b32", "atom.shared.exch.b32"):
+        assert instruction in ptx, instruction
+
+
+def test_the_causes_are_named_with_their_fix():
+    # The two buggy reductions above, as diagnoses (analyses/diagnoses/warps.py).
+    half = _run("matmul_half_mask")
+    line = _line("cuda.shfl_down_sync(0xFFFF")
+    (diagnosis,) = half.diagnoses
+    assert diagnosis == Diagnosis(
+        "mask-leaves-out-callers", (line,),
+        f"the mask 0xFFFF of cuda.shfl_down_sync at line {line} names lanes 0-15, but lanes "
+        "16-31 call it too: a lane outside its own call's mask gets an undefined value, and so "
+        "does a lane that reads one",
+        "85,840 calls by lanes outside their mask; the first by block (0, 0), thread (16, 0) "
+        "(global 16) (lane 16), with active lanes 0xffffffff",
+        f"line {line}: `cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)` (the mask names every "
+        "lane that calls it; cuda.activemask() gives the lanes here)")
+    branch = _run("matmul_shuffle_in_branch")
+    call = [i for i, text in enumerate(LINES, start=1)
+            if "shfl_down_sync(FULL, acc, offset)" in text][-1]
+    (diagnosis,) = branch.diagnoses
+    assert diagnosis == Diagnosis(
+        "warp-call-in-branch", (call - 1, call),
+        f"cuda.shfl_down_sync at line {call} is inside `if lane < offset:` (line {call - 1}), "
+        "so lanes 16-31 of its mask 0xffffffff never reach it: every lane a warp operation's "
+        "mask names must call it, or the result is undefined (a hang, or a value read from a "
+        "lane that is not there)",
+        "33,263 calls with lanes of the mask missing; the first by block (0, 0), thread (0, 0) "
+        "(global 0) (lane 0), with active lanes 0x0000ffff",
+        f"call it on every lane before line {call - 1}, and use its value inside: `value = "
+        "cuda.shfl_down_sync(FULL, acc, offset)`, then `if lane < offset: acc += value`")
+    # The correct reductions get none.
+    assert _run("matmul_warp_dot").diagnoses == ()

@@ -14,7 +14,7 @@ Each diagnosis says the cause in one sentence in the kernel's own names and
 the run's numbers, gives the evidence (which threads and elements, how
 many), and a fix, as the edited line where one is clear (as rustc's
 ``help:`` lines do).  Rules by subject: guards.py, indexing.py, loops.py, writes.py, shared.py,
-inputs.py.
+inputs.py, warps.py.
 """
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ from .loops import (
     unguarded_chunk_end,
 )
 from .shared import missing_barrier, transposed_tile
+from .warps import mask_leaves_out_callers, warp_call_in_branch
 from .writes import store_and_atomic
 from .source import Context
 
@@ -45,8 +46,8 @@ from .source import Context
 FAILURE_RULES = (wrong_operator_guard, thread_index_only, thread_as_reduction_index,
                  crossed_index, work_from_a, unguarded_chunk_end, launch_bounded_loop, fixed_size,
                  bound_past_size, skipped_terms, shifted_index, store_and_atomic,
-                 missing_barrier, early_return_before_barrier,
-                 all_ones_would_pass)
+                 missing_barrier, early_return_before_barrier, warp_call_in_branch,
+                 mask_leaves_out_callers, all_ones_would_pass)
 #: rules for memory traffic past the ideal (a PASS can have it)
 PERFORMANCE_RULES = (transposed_tile,)
 
