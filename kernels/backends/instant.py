@@ -40,6 +40,7 @@ import numpy as np
 from ..derived.local_types import kernel_types
 from ..derived.transform import array_slots
 from ..derived.vector import VectorCode, vector_code
+from ..derived.warp_ops import SHUFFLES
 from ..errors import EmulationUnsupported, RunCancelled, ThreadMapError
 from ..estimate import INSTANT_CHUNK_LANES as CHUNK_LANES
 from ..records import (
@@ -153,6 +154,9 @@ class VectorRuntime:
         self.notes: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         self.hits: dict[str, list[tuple[int, int, tuple]]] = {"race": [], "uninit": []}
         self.calls = 0
+        self.warp_records = lockstep["_tm_warp"]
+        #: per row of ``_tm_warp``, the order key of its first hit (see warp_op)
+        self.warp_first: list[tuple | None] = [None, None]
         self.ticks = 0
         self.singles = np.arange(1, dtype=np.int64)
         self.last_check = time.perf_counter()
@@ -440,6 +444,71 @@ class VectorRuntime:
             i, j = np.floor_divide(i, n), np.remainder(i, n)
         margin = self.records[MARGIN]
         np.add.at(margin, margin_cells(margin.shape, m, i, j), 1)
+
+    # -- warp-level operations (see lockstep._Writer._warp) -------------------------------
+
+    def warp_op(self, what: str, line: int, active, live, out, args) -> None:
+        """A placed warp operation (derived/warp_ops.py) for the lanes of
+        ``active``, its arguments the lane vectors ``args``, its result into
+        the lane vector ``out``: the compiled tier's definitions, for every
+        warp of the unit at once (a warp's lanes are consecutive, from lane 0)."""
+        lanes = np.flatnonzero(active)
+        if not lanes.size:
+            return
+        self.calls += 1
+        lane_all = self.LANE % WARP
+        start_all = np.arange(len(active)) - lane_all  # (each lane's warp's first lane)
+        bit_all = np.left_shift(np.int64(1), lane_all)
+
+        def warp_bits(which) -> np.ndarray:
+            bits = np.zeros(len(active), np.int64)
+            np.bitwise_or.at(bits, start_all[which], bit_all[which])
+            return bits
+
+        j, start = lane_all[lanes], start_all[lanes]
+        act = warp_bits(active)[start]
+        mask = None
+        if what not in ("activemask", "lanemask_lt"):
+            mask = np.asarray(args[0][lanes]).astype(np.int64) & 0xFFFFFFFF
+            here = warp_bits(live)[start]
+            bad = ((mask & here & ~act) != 0) | (((mask >> j) & 1) == 0)
+            if bad.any():
+                self._warp_hit(1, lanes[bad], line, mask[bad], act[bad], here[bad])
+        if what == "syncwarp":
+            return
+        if what in SHUFFLES:
+            mode = SHUFFLES[what]
+            b = np.asarray(args[2][lanes]).astype(np.int64) & 31
+            source = {"idx": b, "up": j - b, "down": j + b, "bfly": j ^ b}[mode]
+            if mode in ("up", "down"):  # (past the warp's edge: the lane's own value)
+                source = np.where((source < 0) | (source > 31), j, source)
+            ok = (((act >> source) & 1) == 1) & (((mask >> source) & 1) == 1)
+            if not ok.all():
+                self._warp_hit(0, lanes[~ok], line, source[~ok], mask[~ok], act[~ok])
+            out[lanes] = args[1][start + np.where(ok, source, j)]
+        elif what == "activemask":
+            out[lanes] = act
+        elif what == "lanemask_lt":
+            out[lanes] = (np.int64(1) << j) - 1
+        else:  # a vote, over the lanes of each caller's mask that are here
+            inside = mask & act
+            yes = warp_bits(active & (np.asarray(args[1]) != 0))[start] & inside
+            out[lanes] = {"ballot_sync": yes, "any_sync": yes != 0, "all_sync": yes == inside,
+                          "eq_sync": (yes == 0) | (yes == inside)}[what]
+
+    def _warp_hit(self, row: int, lanes, line: int, a, b, c) -> None:
+        """Counted; the first kept in the compiled tier's order: warp after
+        warp where a unit is a warp (each warp runs through the kernel on its
+        own), else statement after statement, then warp and lane."""
+        target = self.warp_records[row]
+        target[0] += len(lanes)
+        p = int(lanes[0])  # (the lowest warp and lane of this call)
+        warp, lane = int(self.W[p]), int(self.LANE[p])
+        key = (warp, self.calls, lane) if self.layout.warpwise else (self.calls, warp, lane)
+        if self.warp_first[row] is None or key < self.warp_first[row]:
+            self.warp_first[row] = key
+            target[1:] = (int(self.G[p]) // self.job.request.threads_per_block, lane, line,
+                          int(a[0]), int(b[0]), int(c[0]))
 
     # -- the shared-memory shadow (see helper_library's _tm_shared_*) ---------------------
 

@@ -31,15 +31,12 @@ TIER_WORDS = {
 
 def choose_tier(request, plan) -> tuple[str, str]:
     """The tier for ``request`` ("instant" or "compiled") and why, in words."""
-    from ..derived.warp_ops import warp_operations
     from ..estimate import tier_seconds
     from ..result import format_seconds
     from .cpu import compiled_ready
 
     if request.tier != "auto":
         return request.tier, request.tier_source or f"--tier {request.tier}"
-    if warp_operations(plan):
-        return "compiled", "the instant tier has no warp-level operations"
     if compiled_ready(plan, request):
         return "compiled", "its compiled code is ready"
     seconds = tier_seconds(request, plan)

@@ -47,7 +47,7 @@ from ..sources.plan import KernelPlan
 from ..sources.source import qualified_name
 from .local_types import VALUE_BARRIERS, KernelTypes
 from .lockstep import LockstepLayout, _Writer, lockstep_code
-from .warp_ops import warp_operations
+from .warp_ops import placed_operation
 
 #: Per-lane coordinates of the unit, by the name CoordinateRewriter gives them.
 _LANE_COORDINATES = {"_tm_tx": "_tm_TX", "_tm_ty": "_tm_TY", "_tm_bx": "_tm_BX",
@@ -320,11 +320,7 @@ class _VectorWriter:
         self.emit(1, f"_tm_I = _tm_np.zeros(({max(3 * layout.loops, 1)}, _tm_n), _tm_np.int64)")
         for dtype, rows in layout.rows:
             self.emit(1, f"_tm_V_{dtype} = _tm_np.zeros(({rows}, _tm_n), _tm_np.{dtype})")
-        if warp_operations(self.plan):
-            raise EmulationUnsupported(
-                "warp-level operations (shuffles, votes, syncwarp) run in the compiled tier",
-                (self.plan.kernel.lineno,))
-        self._statements(self.plan.kernel.node.body, 0, [], 1)
+        self._statements(self.w.body, 0, [], 1)  # (warp operations placed: warp_ops.py)
         self.emit(1, "return")
         # Same numbering as the compiled tier, or the figures would be filed
         # under other sites.
@@ -349,6 +345,8 @@ class _VectorWriter:
         kind = self.w.statement_kind(stmt)  # (the compiled tier's classification)
         if kind == "barrier":
             self._barrier(stmt, depth, indent)
+        elif kind == "warp":
+            self._warp(stmt, depth, indent)
         elif kind == "simple":
             self._simple(stmt, depth, indent)
         elif kind != "skip":
@@ -560,6 +558,20 @@ class _VectorWriter:
         self.emit(indent, f"_tm_sel = _tm_M[{depth}].copy()")
         self._retire(indent, range(body_depth, depth + 1),
                      [k] if isinstance(stmt, ast.Break) else [])
+
+    def _warp(self, stmt: ast.stmt, depth: int, indent: int) -> None:
+        """A placed warp operation: the runtime exchanges the lanes' arguments
+        (lane vectors, every lane's computed before) warp by warp."""
+        what = placed_operation(stmt, self.w.aliases)
+
+        def row(name: str) -> str:
+            variable = self.w.variables[name]
+            return f"_tm_V_{variable.dtype}[{variable.row}]"
+
+        args = "".join(f"{row(a.id)}, " for a in stmt.value.args)
+        out = row(stmt.targets[0].id) if what != "syncwarp" else "None"
+        self.emit(indent, f"_tm_r.warp_op({what!r}, {stmt.lineno}, _tm_M[{depth}], _tm_M[0], "
+                          f"{out}, ({args}))")
 
     def _barrier(self, stmt: ast.stmt, depth: int, indent: int) -> None:
         what = self.w._barrier_call(stmt)

@@ -18,8 +18,9 @@ becomes (each new statement keeps the original's line)::
     _tm_wk0 = cuda.shfl_up_sync(_tm_wk0_0, _tm_wk0_1, _tm_wk0_2)
     v += _tm_wk0
 
-The exchange itself (``lockstep._Writer._warp``) then reads each source
-lane's argument from its lane vector, all lanes' arguments being in place.
+The exchange itself (``lockstep._Writer._warp`` in the compiled tier, the
+instant tier's ``VectorRuntime.warp_op``) then reads each source lane's
+argument from its lane vector, all lanes' arguments being in place.
 numba types the new variables as it types the rest (``local_types.py``).
 
 Refused, with the line (the kernel then runs only on a GPU): a warp operation
