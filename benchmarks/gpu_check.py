@@ -9,6 +9,10 @@
    race-free kernels; counts and out-of-bounds tallies for colliding ones.
 2. Kernel times of grid-stride / naive-2d / tiled against cuBLAS (CuPy, if
    installed) at 4096^3 float32, with CUDA events, median of repeated launches.
+3. The warp-level kernels of tests/kernels/warp_ops.py (shuffles, votes,
+   syncwarp, lane queries) on the GPU against the CPU emulation: the probe's
+   C value for value (each lane's result of each operation), and the
+   reductions' verdicts and maps element by element.
 
 Prints a short table; ``--json FILE`` keeps the figures.
 """
@@ -54,6 +58,33 @@ def compare_maps(kernel: str, shape: tuple[int, int, int], target: str) -> dict:
         "mismatched": mismatched,
         "kernel_ms": kernel_time.seconds * 1e3 if kernel_time else None,
     }
+
+
+WARP_FILE = ROOT / "tests" / "kernels" / "warp_ops.py"
+#: (kernel, shape, grid, block): race-free, so their maps are the same on any device
+WARP_CASES = (("probe", (32, 4, 10), (1,), (32,)),
+              ("matmul_warp_dot", (37, 70, 29), (8,), (64,)),
+              ("matmul_butterfly", (37, 70, 29), (3,), (96,)),
+              ("matmul_warp_tree_synced", (9, 40, 7), (32,), (64,)))
+
+
+def compare_warp_kernels(target: str) -> list[dict]:
+    rows = []
+    for kernel, (m, k, n), grid, block in WARP_CASES:
+        request = RunRequest(kernel=kernel, kernel_file=str(WARP_FILE), m=m, k=k, n=n,
+                             grid=grid, block=block)
+        device = run(request.with_(backend=target))
+        baseline = run(request.with_(backend="cpu"))
+        mismatched = [f for f in ("count", "min_writer", "max_writer", "iteration")
+                      if not np.array_equal(getattr(device.maps, f), getattr(baseline.maps, f))]
+        if kernel == "probe" and not np.array_equal(device.c, baseline.c, equal_nan=True):
+            mismatched.append("C")
+        if device.verdict.word != baseline.verdict.word:
+            mismatched.append("verdict")
+        rows.append({"kernel": kernel, "backend": device.backend,
+                     "verdict": device.verdict.summary(), "compared_with": "cpu",
+                     "maps_equal": not mismatched, "mismatched": mismatched})
+    return rows
 
 
 def time_kernels(size: int, repeats: int, dry_run: bool) -> list[dict]:
@@ -129,6 +160,11 @@ def main() -> int:
         status = "equal" if row["maps_equal"] else f"DIFFER: {', '.join(row['mismatched'])}"
         print(f"{kernel:22s} {row['shape']:12s} {row['launch']:22s} {row['verdict'][:40]:40s} "
               f"{row['compared_with']}: {status}", flush=True)
+    print("\nwarp-level kernels (tests/kernels/warp_ops.py) against the CPU emulation")
+    for row in compare_warp_kernels(target):
+        figures["maps"].append(row)
+        status = "equal" if row["maps_equal"] else f"DIFFER: {', '.join(row['mismatched'])}"
+        print(f"  {row['kernel']:26s} {row['verdict'][:40]:40s} cpu: {status}", flush=True)
     size = 256 if args.dry_run else args.size
     rows = time_kernels(size, args.repeats, args.dry_run)
     figures["timings"] = rows

@@ -151,6 +151,8 @@ def test_a_warp_operation_the_emulation_cannot_place_is_refused_with_why(tmp_pat
     ("probe", (32, 4, 10), (1,), (32,)),
     ("matmul_half_mask", (37, 70, 29), (8,), (64,)),
     ("matmul_shuffle_in_branch", (21, 40, 13), (5,), (64,)),
+    ("matmul_warp_tree_synced", (9, 40, 7), (32,), (64,)),
+    ("matmul_warp_tree_unsynced", (5, 40, 7), (18,), (64,)),
 ])
 def test_both_tiers_agree_element_by_element(kernel, shape, grid, block):
     """The instant tier (numpy, every warp of a chunk at once) gives what the
@@ -163,6 +165,7 @@ def test_both_tiers_agree_element_by_element(kernel, shape, grid, block):
     for name in ("count", "min_writer", "max_writer", "iteration"):
         np.testing.assert_array_equal(getattr(instant.maps, name), getattr(compiled.maps, name))
     assert instant.analysis.warp == compiled.analysis.warp
+    assert instant.analysis.races == compiled.analysis.races
     assert instant.verdict.reasons == compiled.verdict.reasons
 
 
@@ -255,3 +258,24 @@ def test_the_causes_are_named_with_their_fix():
         "cuda.shfl_down_sync(FULL, acc, offset)`, then `if lane < offset: acc += value`")
     # The correct reductions get none.
     assert _run("matmul_warp_dot").diagnoses == ()
+
+
+@pytest.mark.parametrize("tier", ["instant", "compiled"])
+def test_syncwarp_orders_a_warps_shared_memory_and_lockstep_alone_does_not(tier):
+    # 9 x 7 = 63 elements, one per warp (64 threads per block, 32 blocks).
+    # Synced: each step reads a partner's sum, syncwarp, adds, syncwarp: no race.
+    synced = _run("matmul_warp_tree_synced", (9, 40, 7), (32,), (64,), tier=tier)
+    assert synced.verdict.passed, synced.verdict.reasons
+    assert synced.analysis.races.count == 0
+    # Unsynced (the pre-Volta idiom): at offset o, lanes 0..o-1 read buf[l + o],
+    # which lane l + o wrote in the same interval with nothing between: 16 + 8
+    # + 4 + 2 + 1 = 31 races per warp, 63 x 31 = 1,953.  The first: lane 0
+    # reading buf[16], written by lane 16.
+    unsynced = _run("matmul_warp_tree_unsynced", (9, 40, 7), (32,), (64,), tier=tier)
+    store = [i for i, text in enumerate(LINES, start=1)
+             if text.strip() == "buf[t] = acc"][-1]  # (this kernel's, the last)
+    read = _line("buf[t] += buf[t + offset]")
+    assert unsynced.verdict.reasons == (
+        f"1,953 shared-memory races (first: block (0, 0), thread (16, 0) (global 16) writes "
+        f"buf[t] at line {store} and block (0, 0), thread (0, 0) (global 0) reads "
+        f"buf[t + offset] at line {read}, both on buf[16] with no barrier between them)",)

@@ -36,7 +36,7 @@ from ..derived.codegen import (
 )
 from ..derived.local_types import kernel_types
 from ..derived.lockstep import ROUNDS, LockstepLayout, lockstep_code
-from ..derived.transform import shadow_param
+from ..derived.transform import SHADOW_COLUMNS, shadow_param
 from ..errors import KernelCompileError, KernelRuntimeError, RunCancelled, ThreadMapError
 from ..records import (
     ATOMICS,
@@ -223,6 +223,7 @@ def _workspace(layout: LockstepLayout, job: KernelJob, control: np.ndarray,
         "_tm_ctl": control,
         "_tm_RB": np.full((max(layout.round_sites, 1), ROUNDS, 32), -1, np.int64),
         "_tm_H": np.zeros((2, ROUNDS + 1), np.int64),
+        "_tm_ws": np.zeros(tpb, np.int64),
     }
     for dtype, rows in layout.rows:
         space[f"_tm_V_{dtype}"] = np.zeros((rows, tpb), dtype)
@@ -232,7 +233,8 @@ def _workspace(layout: LockstepLayout, job: KernelJob, control: np.ndarray,
         space[array.param] = values
         space[array.flat_param] = values.reshape(-1)
         if record and array.kind == "shared":
-            space[shadow_param(array.name)] = np.full((values.size, 8), -1, np.int64)
+            space[shadow_param(array.name)] = np.full((values.size, SHADOW_COLUMNS), -1,
+                                                      np.int64)
     return space
 
 

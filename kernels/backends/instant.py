@@ -38,7 +38,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..derived.local_types import kernel_types
-from ..derived.transform import array_slots
+from ..derived.transform import SHADOW_COLUMNS, array_slots
 from ..derived.vector import VectorCode, vector_code
 from ..derived.warp_ops import SHUFFLES
 from ..errors import EmulationUnsupported, RunCancelled, ThreadMapError
@@ -142,7 +142,7 @@ class VectorRuntime:
         self.sites = self.layout.sites
         self.item = {a.name: np.dtype(a.dtype).itemsize for a in self.layout.block_arrays}
         self.global_item = np.dtype(job.request.dtype).itemsize
-        self.shadows = {a.name: np.full((int(np.prod(a.shape)), 8), -1, np.int64)
+        self.shadows = {a.name: np.full((int(np.prod(a.shape)), SHADOW_COLUMNS), -1, np.int64)
                         for a in self.layout.block_arrays if a.kind == "shared"}
         self.writer_max = np.iinfo(records[MIN_WRITER].dtype).max
         self.keyed = keyed
@@ -178,6 +178,8 @@ class VectorRuntime:
         self.LANE = lanes
         self.block = block
         self.singles = np.arange(len(gtid), dtype=np.int64)
+        #: the syncwarps each lane has passed (the race check's _tm_synced)
+        self.WS = np.zeros(len(gtid), np.int64)
 
     def one_lane(self, lane) -> np.ndarray:
         return self.singles[lane:lane + 1]
@@ -475,6 +477,7 @@ class VectorRuntime:
             if bad.any():
                 self._warp_hit(1, lanes[bad], line, mask[bad], act[bad], here[bad])
         if what == "syncwarp":
+            self.WS[lanes] += 1
             return
         if what in SHUFFLES:
             mode = SHUFFLES[what]
@@ -529,7 +532,9 @@ class VectorRuntime:
             self._hit("uninit", lanes[where], lambda p: (
                 self.block, int(lane_ids[where[p]]), slot, int(i[where[p]]), int(j[where[p]]),
                 site))
-        racing = ~unwritten & (written == self.epoch) & (sh[e, 1] != lane_ids)
+        ws = self.WS[lanes]
+        racing = ~unwritten & (written == self.epoch) & (sh[e, 1] != lane_ids) \
+            & ~_synced(sh[e, 1], sh[e, 8], lane_ids, ws)
         if racing.any():
             where = np.flatnonzero(racing)
             self._hit("race", lanes[where], lambda p: (
@@ -567,6 +572,11 @@ class VectorRuntime:
                 has = other >= 0
                 sh[old[has], 6] = other[has]
                 sh[old[has], 7] = site
+        # Each reader's syncwarps, as of its latest read (one value per lane
+        # in a statement, so the order of its lanes does not matter).
+        first, second = sh[e, 4] == lane_ids, sh[e, 6] == lane_ids
+        sh[e[first], 9] = ws[first]
+        sh[e[second], 10] = ws[second]
 
     def _shared_write(self, sh, e, lanes, site, slot, i, j) -> None:
         if len(np.unique(e)) != len(e):
@@ -575,11 +585,13 @@ class VectorRuntime:
                                    j[p:p + 1])
             return
         lane_ids = self.LANE[lanes]
+        ws = self.WS[lanes]
         same = sh[e, 0] == self.epoch
-        h1 = same & (sh[e, 1] != lane_ids)
+        h1 = same & (sh[e, 1] != lane_ids) & ~_synced(sh[e, 1], sh[e, 8], lane_ids, ws)
         read = sh[e, 3] == self.epoch
-        h2 = ~h1 & read & (sh[e, 4] != lane_ids)
-        h3 = ~h1 & ~h2 & read & (sh[e, 6] >= 0)
+        h2 = ~h1 & read & (sh[e, 4] != lane_ids) & ~_synced(sh[e, 4], sh[e, 9], lane_ids, ws)
+        h3 = ~h1 & ~h2 & read & (sh[e, 6] >= 0) & (sh[e, 6] != lane_ids) \
+            & ~_synced(sh[e, 6], sh[e, 10], lane_ids, ws)
         hit = h1 | h2 | h3
         if hit.any():
             where = np.flatnonzero(hit)
@@ -591,6 +603,7 @@ class VectorRuntime:
         sh[e, 0] = self.epoch
         sh[e, 1] = lane_ids
         sh[e, 2] = site
+        sh[e, 8] = ws
 
     def _shared_atomic(self, sh, e, lanes, site, slot, i, j) -> None:
         for p in range(len(e)):
@@ -601,6 +614,7 @@ class VectorRuntime:
             sh[e[p], 0] = self.epoch
             sh[e[p], 1] = lane
             sh[e[p], 2] = site
+            sh[e[p], 8] = self.WS[lanes[p]]
 
     # -- the end of a statement: warp requests --------------------------------------------
 
@@ -738,6 +752,12 @@ class VectorRuntime:
                 bar[6] = int(np.flatnonzero(~mask)[0])
         self.epoch += 1
         return arrived
+
+
+def _synced(a, wa, b, wb) -> np.ndarray:
+    """helper_library's _tm_synced, over vectors: the two accesses' lanes share
+    a warp and a syncwarp came between them."""
+    return (a // WARP == b // WARP) & (wa != wb)
 
 
 def _starts(sorted_keys: np.ndarray) -> np.ndarray:

@@ -273,7 +273,7 @@ def _record_helpers(emit, target: str, nd: int, role: str) -> None:
     cpu = target == "cpu"
     offset = "i * x.shape[1] + j" if nd == 2 else "i"
     oob = "oob, oobmin, oobt, oobi" + (", req, lane" if cpu else "") + ", g"
-    shared = ", shadow, epoch, epoch0, race, uninit, block" if cpu and role == "sh" else ""
+    shared = ", shadow, epoch, epoch0, race, uninit, block, ws" if cpu and role == "sh" else ""
     # What is noted for the warp request: the element offset (global memory),
     # or offset and lane (shared memory: banks are served per lane group).
     note = ""
@@ -284,10 +284,11 @@ def _record_helpers(emit, target: str, nd: int, role: str) -> None:
     hazard = {"ld": "", "st": "", "at": ""}
     if cpu and role == "sh":
         hazard = {
-            "ld": "    _tm_shared_read(shadow, e, lane, epoch, epoch0, race, uninit, block, "
+            "ld": "    _tm_shared_read(shadow, e, lane, epoch, epoch0, race, uninit, block, ws, "
                   f"sl, site, i, {j})\n",
-            "st": f"    _tm_shared_write(shadow, e, lane, epoch, race, block, sl, site, i, {j})\n",
-            "at": "    _tm_shared_atomic(shadow, e, lane, epoch, epoch0, uninit, block, sl, "
+            "st": f"    _tm_shared_write(shadow, e, lane, epoch, race, block, ws, sl, site, i, "
+                  f"{j})\n",
+            "at": "    _tm_shared_atomic(shadow, e, lane, epoch, epoch0, uninit, block, ws, sl, "
                   f"site, i, {j})\n",
         }
 
@@ -788,40 +789,59 @@ def _tm_uninit_hit(uninit, block, lane, sl, site, i, j):
 # The shadow of a shared array, per element: [0] barrier interval (epoch) of
 # the last write, [1] its lane, [2] its site; [3] epoch of the reads noted,
 # [4] first reader's lane, [5] its site, [6] a second, different reader's lane
-# (-1: none), [7] its site.  Epochs grow through the whole run, so a write
-# epoch below the block's first means "not written by this block".
+# (-1: none), [7] its site; [8], [9], [10] the syncwarps the writer, the first
+# and the second reader had passed (``ws``: per lane, in the block).  Epochs
+# grow through the whole run, so a write epoch below the block's first means
+# "not written by this block".  Two accesses of one interval are ordered when
+# their lanes share a warp and a cuda.syncwarp() came between them.
+
+@_tm_njit(inline="always", **_TM_OPTS)
+def _tm_synced(a, wa, b, wb):
+    return a // 32 == b // 32 and wa != wb
+
 
 @_tm_njit(**_TM_OPTS)
-def _tm_shared_read(sh, e, lane, epoch, epoch0, race, uninit, block, sl, site, i, j):
+def _tm_shared_read(sh, e, lane, epoch, epoch0, race, uninit, block, ws, sl, site, i, j):
+    w = ws[lane]
     if sh[e, 0] < epoch0:
         _tm_uninit_hit(uninit, block, lane, sl, site, i, j)
-    elif sh[e, 0] == epoch and sh[e, 1] != lane:
+    elif sh[e, 0] == epoch and sh[e, 1] != lane and not _tm_synced(sh[e, 1], sh[e, 8], lane, w):
         _tm_race_hit(race, block, sh[e, 1], sh[e, 2], lane, site, sl, i, j)
     if sh[e, 3] != epoch:
         sh[e, 3] = epoch
         sh[e, 4] = lane
         sh[e, 5] = site
         sh[e, 6] = -1
-    elif sh[e, 4] != lane and sh[e, 6] < 0:
+        sh[e, 9] = w
+    elif sh[e, 4] == lane:
+        sh[e, 9] = w
+    elif sh[e, 6] < 0:
         sh[e, 6] = lane
         sh[e, 7] = site
+        sh[e, 10] = w
+    elif sh[e, 6] == lane:
+        sh[e, 10] = w
 
 
 @_tm_njit(**_TM_OPTS)
-def _tm_shared_write(sh, e, lane, epoch, race, block, sl, site, i, j):
-    if sh[e, 0] == epoch and sh[e, 1] != lane:
+def _tm_shared_write(sh, e, lane, epoch, race, block, ws, sl, site, i, j):
+    w = ws[lane]
+    if sh[e, 0] == epoch and sh[e, 1] != lane and not _tm_synced(sh[e, 1], sh[e, 8], lane, w):
         _tm_race_hit(race, block, sh[e, 1], sh[e, 2], lane, site, sl, i, j)
-    elif sh[e, 3] == epoch and sh[e, 4] != lane:
+    elif sh[e, 3] == epoch and sh[e, 4] != lane \
+            and not _tm_synced(sh[e, 4], sh[e, 9], lane, w):
         _tm_race_hit(race, block, sh[e, 4], sh[e, 5], lane, site, sl, i, j)
-    elif sh[e, 3] == epoch and sh[e, 6] >= 0:
+    elif sh[e, 3] == epoch and sh[e, 6] >= 0 and sh[e, 6] != lane \
+            and not _tm_synced(sh[e, 6], sh[e, 10], lane, w):
         _tm_race_hit(race, block, sh[e, 6], sh[e, 7], lane, site, sl, i, j)
     sh[e, 0] = epoch
     sh[e, 1] = lane
     sh[e, 2] = site
+    sh[e, 8] = w
 
 
 @_tm_njit(**_TM_OPTS)
-def _tm_shared_atomic(sh, e, lane, epoch, epoch0, uninit, block, sl, site, i, j):
+def _tm_shared_atomic(sh, e, lane, epoch, epoch0, uninit, block, ws, sl, site, i, j):
     # Atomics do not race with each other; they read (so the element must have
     # been written) and write (a plain access by another thread in the same
     # interval then races with them).
@@ -830,4 +850,5 @@ def _tm_shared_atomic(sh, e, lane, epoch, epoch0, uninit, block, sl, site, i, j)
     sh[e, 0] = epoch
     sh[e, 1] = lane
     sh[e, 2] = site
+    sh[e, 8] = ws[lane]
 '''

@@ -139,7 +139,7 @@ class LockstepLayout:
         requests by site and round, ``_tm_H`` how many lanes ran each number
         of rounds, and how many of those left the loop)."""
         return ("_tm_M", "_tm_C", "_tm_L", "_tm_I", "_tm_LX", "_tm_LY", "_tm_ctl", "_tm_RB",
-                "_tm_H") + tuple(f"_tm_V_{dtype}" for dtype, _ in self.rows)
+                "_tm_H", "_tm_ws") + tuple(f"_tm_V_{dtype}" for dtype, _ in self.rows)
 
     def array_params(self, mode: str) -> tuple[str, ...]:
         names = []
@@ -290,6 +290,7 @@ class _Writer:
         self.emit(1, "_tm_w1 = (_tm_lane1 + 31) // 32")
         self.emit(1, "for _tm_l in range(_tm_lane0, _tm_lane1):")
         self.emit(2, "_tm_M[0, _tm_l] = True")
+        self.emit(2, "_tm_ws[_tm_l] = 0")
         for slot in range(self.round_sites):
             self.emit(1, f"_tm_rb{slot} = _tm_RB[{slot}]")
         self.lines.extend(body)
@@ -989,6 +990,8 @@ class _Writer:
                 self.emit(lane + 1, f"_tm_warp_hit(_tm_warp, 1, _tm_block, _tm_l, {line}, "
                                     "_tm_mk, _tm_act, _tm_live)", line)
         if what == "syncwarp":
+            if self.record:  # (orders the warp's shared accesses: helper _tm_synced)
+                self.emit(lane, "_tm_ws[_tm_l] += 1", line)
             return
         result = entry(stmt.targets[0], "_tm_l")
         if what in SHUFFLES:

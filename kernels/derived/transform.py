@@ -51,13 +51,18 @@ _WRITER_ARGS = ("_tm_min_writer", "_tm_max_writer", "_tm_iteration", "_tm_stores
 #: What the CPU emulation's shared-memory helpers also take: the array's
 #: shadow (who wrote / read each element in which barrier interval) and where
 #: in the block the access happens.
-SHARED_ARGS = ("_tm_epoch", "_tm_epoch0", "_tm_race", "_tm_uninit", "_tm_block")
+SHARED_ARGS = ("_tm_epoch", "_tm_epoch0", "_tm_race", "_tm_uninit", "_tm_block", "_tm_ws")
 
 #: Global linear thread id on the GPU: block-major, x fastest (as the emulation).
 _CUDA_GTID = (
     "_tm_gtid = (_tm_numba.int64(_tm_cuda.blockIdx.y) * _tm_cuda.gridDim.x"
     " + _tm_cuda.blockIdx.x) * (_tm_cuda.blockDim.x * _tm_cuda.blockDim.y)"
     " + _tm_cuda.threadIdx.y * _tm_cuda.blockDim.x + _tm_cuda.threadIdx.x")
+
+
+#: Figures the shadow of a shared array keeps per element (helper_library's
+#: _tm_shared_read: the last write, two readers, the syncwarps each had passed).
+SHADOW_COLUMNS = 11
 
 
 def shadow_param(array: str) -> str:

@@ -1,6 +1,6 @@
 """Warp-level operations (issue 22): shuffles, votes, syncwarp and the lane
 queries, run by the CPU lockstep emulation (tests/test_warp_ops.py)."""
-from numba import cuda
+from numba import cuda, float32
 
 FULL = 0xFFFFFFFF
 
@@ -108,3 +108,57 @@ def matmul_shuffle_in_branch(A, B, C):
             offset //= 2
         if lane == 0:
             C[row, col] = acc
+
+
+
+# Warp-synchronous shared memory: each warp reduces its partial sums in
+# shared memory, with and without cuda.syncwarp() between the steps.
+@cuda.jit
+def matmul_warp_tree_synced(A, B, C):
+    # One element of C per warp; 64 threads per block: warps 0 and 1.
+    buf = cuda.shared.array(64, float32)
+    t = cuda.threadIdx.x
+    lane = t % 32
+    e = cuda.blockIdx.x * 2 + t // 32
+    if e < C.shape[0] * C.shape[1]:
+        row = e // C.shape[1]
+        col = e % C.shape[1]
+        acc = float32(0.0)
+        for k in range(lane, A.shape[1], 32):
+            acc += A[row, k] * B[k, col]
+        buf[t] = acc
+        cuda.syncwarp()
+        offset = 16
+        while offset > 0:
+            if lane < offset:
+                v = buf[t + offset]
+            cuda.syncwarp()
+            if lane < offset:
+                buf[t] += v
+            cuda.syncwarp()
+            offset //= 2
+        if lane == 0:
+            C[row, col] = buf[t]
+
+
+@cuda.jit
+def matmul_warp_tree_unsynced(A, B, C):
+    # The same, relying on the warp running in lockstep (the pre-Volta idiom).
+    buf = cuda.shared.array(64, float32)
+    t = cuda.threadIdx.x
+    lane = t % 32
+    e = cuda.blockIdx.x * 2 + t // 32
+    if e < C.shape[0] * C.shape[1]:
+        row = e // C.shape[1]
+        col = e % C.shape[1]
+        acc = float32(0.0)
+        for k in range(lane, A.shape[1], 32):
+            acc += A[row, k] * B[k, col]
+        buf[t] = acc
+        offset = 16
+        while offset > 0:
+            if lane < offset:
+                buf[t] += buf[t + offset]
+            offset //= 2
+        if lane == 0:
+            C[row, col] = buf[t]
