@@ -38,7 +38,7 @@ from ..cache import (  # noqa: F401  (the cache's functions, as they were found 
     prune_cache,
 )
 from ..sources.allow import constant_source
-from ..sources.plan import KernelPlan
+from ..sources.plan import RECORDED_ATOMICS, KernelPlan, cuda_attribute
 from .helper_library import helper_library
 from .local_types import KernelTypes
 from .lockstep import LockstepLayout, lockstep_code
@@ -148,7 +148,7 @@ def module_text(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
         text.add(f"{name} = {constant_source(module.values[name])}")
     text.add(f"_TM_ZERO = _tm_numba.{dtype}(0)")
     if target == "cuda":
-        text.add(helper_library("cuda", "record"))
+        text.add(helper_library("cuda", "record", atomic_updates(plan)))
         original = copy.deepcopy(plan.kernel.node)
         original.decorator_list = []
         # Annotations would be evaluated when the module is imported: dropped.
@@ -167,7 +167,7 @@ def module_text(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
     text.add(f"_TM_SCRATCH = _tm_i64({max(len(access_sites(plan)), 1)})")
     layout = None
     for mode in ("record", "plain"):
-        text.add(helper_library("cpu", mode))
+        text.add(helper_library("cpu", mode, atomic_updates(plan)))
         code = lockstep_code(plan, types, mode)
         layout = layout or code.layout
         text.add_lines(code.lines)
@@ -180,6 +180,16 @@ def module_text(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
         if any(re.search(rf"\b{re.escape(n)}\b", body) for n in names):
             text.add(line)
     return text, layout
+
+
+def atomic_updates(plan: KernelPlan) -> tuple[str, ...]:
+    """The atomic updates the kernel makes (``("add",)``), in RECORDED_ATOMICS'
+    order: the only ones whose helpers its module needs."""
+    used = {what.split(".", 1)[1] for node in ast.walk(plan.kernel.node)
+            if isinstance(node, ast.Call)
+            and (what := cuda_attribute(node.func, plan.module.aliases) or "")
+            .startswith("atomic.")}
+    return tuple(op for op in RECORDED_ATOMICS if op in used)
 
 
 def _imports_numba_cuda(line: str) -> bool:

@@ -26,9 +26,12 @@ from ..sources.plan import RECORDED_ATOMICS
 ROLES = ("in", "out", "sh", "lc")
 
 
-def helper_library(target: str, mode: str) -> str:
+def helper_library(target: str, mode: str,
+                   atomics: tuple[str, ...] = RECORDED_ATOMICS) -> str:
     """Source of the helpers for ``target`` ("cuda" or "cpu") and ``mode``
-    ("record" or "plain")."""
+    ("record" or "plain"), with those of the atomic updates ``atomics`` only
+    (each is a numba function to create when the module loads: 12 updates x
+    2 ranks x 5 roles cost a warm run ~20 ms)."""
     if target == "cuda":
         decorator = '@_tm_cuda.jit(device=True, inline="always")'
     else:
@@ -40,7 +43,7 @@ def helper_library(target: str, mode: str) -> str:
 
     if mode == "plain":
         for nd in (1, 2):
-            _plain_helpers(emit, target, nd)
+            _plain_helpers(emit, target, nd, atomics)
         return "\n\n".join(out)
     out.append(_oob_hit(target, decorator))
     out.append(_margin_hit(target, decorator))
@@ -48,7 +51,7 @@ def helper_library(target: str, mode: str) -> str:
         out.append(CPU_RECORD_LIBRARY)
     for nd in (1, 2):
         for role in ROLES:
-            _record_helpers(emit, target, nd, role)
+            _record_helpers(emit, target, nd, role, atomics)
     out.append(_division_helpers(target, decorator))
     return "\n\n".join(out)
 
@@ -244,7 +247,7 @@ def _atomic_update(target: str, op: str, index: str) -> str:
     return f"    old = x[{index}]\n    x[{index}] = {new}\n    return old"
 
 
-def _plain_helpers(emit, target: str, nd: int) -> None:
+def _plain_helpers(emit, target: str, nd: int, atomics: tuple[str, ...]) -> None:
     idx, tup, outside, _ = _index_forms(nd)
     emit(f"""
 def _tm_ld{nd}(x, {idx}):
@@ -258,7 +261,7 @@ def _tm_st{nd}(x, {idx}, v):
         return
     x[{idx}] = v
 """)
-    for op in RECORDED_ATOMICS:
+    for op in atomics:
         emit(f"""
 def _tm_at{op}{nd}(x, {idx}, v):
     if {outside}:
@@ -267,7 +270,7 @@ def _tm_at{op}{nd}(x, {idx}, v):
 """)
 
 
-def _record_helpers(emit, target: str, nd: int, role: str) -> None:
+def _record_helpers(emit, target: str, nd: int, role: str, atomics: tuple[str, ...]) -> None:
     """Load, store and atomic helpers of one role and rank."""
     idx, tup, outside, j = _index_forms(nd)
     cpu = target == "cpu"
@@ -332,7 +335,7 @@ def _tm_st{nd}_{role}(x, {idx}, v, sl, site, {written}{oob}{shared}):
 {writer("cnt") if role == "out" else ""}
 """)
     written = "atm, minw, maxw, itr, stores, mg, " if role == "out" else ""
-    for op in RECORDED_ATOMICS:
+    for op in atomics:
         emit(f"""
 def _tm_at{op}{nd}_{role}(x, {idx}, v, sl, site, {written}{oob}{shared}):
 {miss(1, " _TM_ZERO")}{note}{hazard["at"]}{writer("atm") if role == "out" else ""}{_atomic_update(target, op, tup)}
@@ -793,7 +796,8 @@ def _tm_uninit_hit(uninit, block, lane, sl, site, i, j):
 # and the second reader had passed (``ws``: per lane, in the block).  Epochs
 # grow through the whole run, so a write epoch below the block's first means
 # "not written by this block".  Two accesses of one interval are ordered when
-# their lanes share a warp and a cuda.syncwarp() came between them.
+# their lanes share a warp and a syncwarp came between them (no word of the
+# CUDA module here: naming it makes the module import it, codegen.py).
 
 @_tm_njit(inline="always", **_TM_OPTS)
 def _tm_synced(a, wa, b, wb):
