@@ -43,6 +43,7 @@ from .helper_library import helper_library
 from .local_types import KernelTypes
 from .lockstep import LockstepLayout, lockstep_code
 from .transform import access_sites, derive_cuda_record
+from .warp_ops import uses_syncwarp
 
 # Compiled CPU emulation: numpy's error model matches CUDA (a division by zero
 # gives inf, not an exception); no bounds checks (the helpers do them); no NRT,
@@ -163,6 +164,7 @@ def module_text(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
     text.add(f"_TM_ITEM = _tm_i64({np.dtype(dtype).itemsize})")
     text.add(f"_TM_I32MAX = _tm_i64({np.iinfo(np.int32).max})")  # encoded store numbers
     text.add("_TM_NO_WORD = _tm_i64(1 << 62)")
+    text.add(f"_TM_WARP_SYNC = {uses_syncwarp(plan)}")  # (helper_library: _tm_synced)
     # The rows of room below the sites' rows in _tm_req (records.py).
     text.add(f"_TM_SCRATCH = _tm_i64({max(len(access_sites(plan)), 1)})")
     layout = None

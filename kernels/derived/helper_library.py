@@ -801,12 +801,15 @@ def _tm_uninit_hit(uninit, block, lane, sl, site, i, j):
 
 @_tm_njit(inline="always", **_TM_OPTS)
 def _tm_synced(a, wa, b, wb):
-    return a // 32 == b // 32 and wa != wb
+    return _TM_WARP_SYNC and a // 32 == b // 32 and wa != wb
 
+
+# (_TM_WARP_SYNC, the module's constant, is False for a kernel without a
+# syncwarp: numba then drops the syncwarp figures, and the shadow keeps 8.)
 
 @_tm_njit(**_TM_OPTS)
 def _tm_shared_read(sh, e, lane, epoch, epoch0, race, uninit, block, ws, sl, site, i, j):
-    w = ws[lane]
+    w = ws[lane] if _TM_WARP_SYNC else 0
     if sh[e, 0] < epoch0:
         _tm_uninit_hit(uninit, block, lane, sl, site, i, j)
     elif sh[e, 0] == epoch and sh[e, 1] != lane and not _tm_synced(sh[e, 1], sh[e, 8], lane, w):
@@ -816,20 +819,24 @@ def _tm_shared_read(sh, e, lane, epoch, epoch0, race, uninit, block, ws, sl, sit
         sh[e, 4] = lane
         sh[e, 5] = site
         sh[e, 6] = -1
-        sh[e, 9] = w
+        if _TM_WARP_SYNC:
+            sh[e, 9] = w
     elif sh[e, 4] == lane:
-        sh[e, 9] = w
+        if _TM_WARP_SYNC:
+            sh[e, 9] = w
     elif sh[e, 6] < 0:
         sh[e, 6] = lane
         sh[e, 7] = site
-        sh[e, 10] = w
+        if _TM_WARP_SYNC:
+            sh[e, 10] = w
     elif sh[e, 6] == lane:
-        sh[e, 10] = w
+        if _TM_WARP_SYNC:
+            sh[e, 10] = w
 
 
 @_tm_njit(**_TM_OPTS)
 def _tm_shared_write(sh, e, lane, epoch, race, block, ws, sl, site, i, j):
-    w = ws[lane]
+    w = ws[lane] if _TM_WARP_SYNC else 0
     if sh[e, 0] == epoch and sh[e, 1] != lane and not _tm_synced(sh[e, 1], sh[e, 8], lane, w):
         _tm_race_hit(race, block, sh[e, 1], sh[e, 2], lane, site, sl, i, j)
     elif sh[e, 3] == epoch and sh[e, 4] != lane \
@@ -841,7 +848,8 @@ def _tm_shared_write(sh, e, lane, epoch, race, block, ws, sl, site, i, j):
     sh[e, 0] = epoch
     sh[e, 1] = lane
     sh[e, 2] = site
-    sh[e, 8] = w
+    if _TM_WARP_SYNC:
+        sh[e, 8] = w
 
 
 @_tm_njit(**_TM_OPTS)
@@ -854,5 +862,6 @@ def _tm_shared_atomic(sh, e, lane, epoch, epoch0, uninit, block, ws, sl, site, i
     sh[e, 0] = epoch
     sh[e, 1] = lane
     sh[e, 2] = site
-    sh[e, 8] = ws[lane]
+    if _TM_WARP_SYNC:
+        sh[e, 8] = ws[lane]
 '''

@@ -79,6 +79,13 @@ def warp_operations(plan: KernelPlan) -> bool:
     return any(holds_warp_operation(stmt, plan.module.aliases) for stmt in plan.kernel.node.body)
 
 
+def uses_syncwarp(plan: KernelPlan) -> bool:
+    """Whether the kernel calls cuda.syncwarp() (its race check then keeps the
+    syncwarps each shared access had passed: helper_library._tm_synced)."""
+    return any(warp_operation(node, plan.module.aliases) == "syncwarp"
+               for node in ast.walk(plan.kernel.node))
+
+
 def placed_body(plan: KernelPlan) -> list[ast.stmt]:
     """The kernel's body with every warp operation placed as a statement of
     its own (the body itself, unchanged, when it has none)."""
