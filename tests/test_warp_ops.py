@@ -196,7 +196,7 @@ ATOMICS = str(Path(__file__).parent / "kernels" / "atomic_ops.py")
 def test_every_atomic_operation_returns_the_old_value_cuda_defines(tier):
     # One block of 32 threads; the emulation runs a statement's lanes in order,
     # so thread t is the (t+1)-th to update each shared counter.
-    result = run(RunRequest(kernel="atomic_probe", kernel_file=ATOMICS, m=32, k=4, n=9,
+    result = run(RunRequest(kernel="atomic_probe", kernel_file=ATOMICS, m=32, k=4, n=11,
                             grid=(1,), block=(32,), backend="cpu", tier=tier))
     t = np.arange(32)
     low = t % 8
@@ -210,6 +210,8 @@ def test_every_atomic_operation_returns_the_old_value_cuda_defines(tier):
         t,                                          # nanmax's old value: t
         np.maximum(t, 20),                          # nanmin's old value: max(t, 20)
         np.where(t < 4, 0, t - 4),                  # exch(slot t % 4, t): the last thread's
+        np.where(t == 0, 0, 1),                     # cas(gate, 0, 0, t + 1): only thread 0
+        t,                                          # compare_and_swap(chain, t, t + 1): each
     ], axis=1)
     np.testing.assert_array_equal(result.c, expected.astype(np.float32))
     assert result.tier == tier
@@ -224,7 +226,8 @@ def test_the_atomic_probe_is_a_real_cuda_kernel():
     ptx = compile_ptx_for(plan, load_module(plan, "cuda", "float32").function(plan.name),
                           "float32", False, cc=(9, 0))
     for instruction in ("atom.shared.inc.u32", "atom.shared.dec.u32", "atom.shared.or.b32",
-                        "atom.shared.and.b32", "atom.shared.xor.b32", "atom.shared.exch.b32"):
+                        "atom.shared.and.b32", "atom.shared.xor.b32", "atom.shared.exch.b32",
+                        "atom.shared.cas.b32"):
         assert instruction in ptx, instruction
 
 

@@ -360,6 +360,9 @@ class VectorRuntime:
             else:
                 out[inside] = flat[offsets_flat]
             return out
+        if op == "atcas":
+            return self._cas(info, flat, lanes_in, offsets_flat, offsets_in, value, count,
+                             inside)
         values = np.broadcast_to(np.asarray(value), (count,))
         values_in = values if inside is None else values[inside]
         if info.role == "out" and len(lanes_in):
@@ -371,6 +374,27 @@ class VectorRuntime:
                 flat[offsets_flat] = values_in
             return None
         return self._atomic(op[2:], flat, offsets_flat, values_in, count, inside)
+
+    def _cas(self, info, flat, lanes, offsets, element_offsets, value, count: int, inside):
+        """A compare-and-swap, lane after lane (each lane's compare sees the
+        earlier lanes' swaps); the output's writers are those that swapped."""
+        compared, new = (np.broadcast_to(np.asarray(v), (count,)) for v in value)
+        if inside is not None:
+            compared, new = compared[inside], new[inside]
+        got = np.empty(len(offsets), flat.dtype)
+        swapped = np.zeros(len(offsets), bool)
+        for p in range(len(offsets)):
+            got[p] = flat[offsets[p]]
+            if got[p] == compared[p]:
+                flat[offsets[p]] = new[p]
+                swapped[p] = True
+        if info.role == "out" and swapped.any():
+            self._writers(ATOMICS, lanes[swapped], element_offsets[swapped])
+        if inside is None:
+            return got
+        old = np.zeros(count, flat.dtype)
+        old[inside] = got
+        return old
 
     def _atomic(self, op: str, flat, offsets, values, count: int, inside):
         """A user's atomic update: each lane's old value, lane after lane

@@ -191,6 +191,8 @@ def atomic_updates(plan: KernelPlan) -> tuple[str, ...]:
             if isinstance(node, ast.Call)
             and (what := cuda_attribute(node.func, plan.module.aliases) or "")
             .startswith("atomic.")}
+    if "compare_and_swap" in used:  # (rewritten as cas: transform.py)
+        used.add("cas")
     return tuple(op for op in RECORDED_ATOMICS if op in used)
 
 

@@ -247,6 +247,15 @@ def _atomic_update(target: str, op: str, index: str) -> str:
     return f"    old = x[{index}]\n    x[{index}] = {new}\n    return old"
 
 
+def _cas_update(target: str, index: str) -> str:
+    """Body lines of a compare-and-swap that leave the old value in ``old``
+    and whether it stored in ``swapped``."""
+    if target == "cuda":
+        return f"    old = _tm_cuda.atomic.cas(x, {index}, c, v)\n    swapped = old == c\n"
+    return (f"    old = x[{index}]\n    swapped = old == c\n    if swapped:\n"
+            f"        x[{index}] = v\n")
+
+
 def _plain_helpers(emit, target: str, nd: int, atomics: tuple[str, ...]) -> None:
     idx, tup, outside, _ = _index_forms(nd)
     emit(f"""
@@ -261,7 +270,16 @@ def _tm_st{nd}(x, {idx}, v):
         return
     x[{idx}] = v
 """)
+    if "cas" in atomics:
+        emit(f"""
+def _tm_atcas{nd}(x, {idx}, c, v):
+    if {outside}:
+        return _TM_ZERO
+{_cas_update(target, tup)}    return old
+""")
     for op in atomics:
+        if op == "cas":
+            continue
         emit(f"""
 def _tm_at{op}{nd}(x, {idx}, v):
     if {outside}:
@@ -335,7 +353,16 @@ def _tm_st{nd}_{role}(x, {idx}, v, sl, site, {written}{oob}{shared}):
 {writer("cnt") if role == "out" else ""}
 """)
     written = "atm, minw, maxw, itr, stores, mg, " if role == "out" else ""
+    if "cas" in atomics:  # (a failed compare stores nothing: no writer recorded)
+        emit(f"""
+def _tm_atcas{nd}_{role}(x, {idx}, c, v, sl, site, {written}{oob}{shared}):
+{miss(1, " _TM_ZERO")}{note}{hazard["at"]}{_cas_update(target, tup)}    if not swapped:
+        return old
+{writer("atm") if role == "out" else ""}    return old
+""")
     for op in atomics:
+        if op == "cas":
+            continue
         emit(f"""
 def _tm_at{op}{nd}_{role}(x, {idx}, v, sl, site, {written}{oob}{shared}):
 {miss(1, " _TM_ZERO")}{note}{hazard["at"]}{writer("atm") if role == "out" else ""}{_atomic_update(target, op, tup)}

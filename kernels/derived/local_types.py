@@ -389,8 +389,10 @@ class _StandIns(ast.NodeTransformer):
             call = ast.parse("_tm_np.int32(0)", mode="eval").body
             call.args = node.args[:1]
             return ast.copy_location(call, node)
-        if what and what.startswith("atomic.") and len(node.args) == 3:
-            return ast.copy_location(ast.Subscript(value=node.args[0], slice=node.args[1],
+        if what and what.startswith("atomic.") and len(node.args) in (3, 4):
+            # (the array's element type; compare_and_swap's index is 0)
+            index = ast.Constant(0) if what == "atomic.compare_and_swap" else node.args[1]
+            return ast.copy_location(ast.Subscript(value=node.args[0], slice=index,
                                                    ctx=ast.Load()), node)
         return node
 

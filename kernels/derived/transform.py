@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from ..errors import UnsupportedConstruct
 from ..records import DIVISION_SITES, RECORD_PARAMS, reads_param
-from ..sources.plan import RECORDED_ATOMICS, KernelPlan, cuda_attribute, subscript_chain
+from ..sources.plan import CALLED_ATOMICS, KernelPlan, cuda_attribute, subscript_chain
 
 #: Explicit thread coordinates of an emulated thread.
 COORDINATE_PARAMS = ("_tm_tx", "_tm_ty", "_tm_bx", "_tm_by",
@@ -295,10 +295,12 @@ class AccessRewriter(ast.NodeTransformer):
         return f"{slot.name}[{', '.join(ast.unparse(i) for i in indices)}]"
 
     def _helper(self, op: str, slot: ArraySlot, indices: list[ast.expr],
-                value: ast.expr | None, node: ast.AST, kind: str) -> ast.Call:
+                value: ast.expr | list | None, node: ast.AST, kind: str) -> ast.Call:
         """``_tm_<op><ndim>_<role>(array, indices..., [value], slot, site,
         [what this role records], out-of-bounds arguments, [shared ones])``."""
-        base = [_name(slot.name)] + indices + ([value] if value is not None else [])
+        # (a compare-and-swap takes two values: the one compared with, the new one)
+        values = value if isinstance(value, list) else [] if value is None else [value]
+        base = [_name(slot.name)] + indices + values
         if self.mode == "plain":
             return _call(f"_tm_{op}{slot.ndim}", base)
         site = self._site(slot, kind, node, self._text(slot, indices, node))
@@ -326,7 +328,7 @@ class AccessRewriter(ast.NodeTransformer):
         return self._helper("st", slot, indices, value, node, "store")
 
     def _atomic(self, op: str, slot: ArraySlot, indices: list[ast.expr],
-                value: ast.expr, node: ast.AST) -> ast.Call:
+                value: ast.expr | list, node: ast.AST) -> ast.Call:
         return self._helper(f"at{op}", slot, indices, value, node, "atomic")
 
     # -- visitors ---------------------------------------------------------------------
@@ -428,21 +430,30 @@ class AccessRewriter(ast.NodeTransformer):
         if what and what.startswith("atomic.") and node.args \
                 and isinstance(node.args[0], ast.Name) and node.args[0].id in self.slots:
             op = what.split(".", 1)[1]
-            if op not in RECORDED_ATOMICS:
+            if op not in CALLED_ATOMICS:
                 # Only possible on shared / local arrays (the plan refuses other
                 # atomics on parameters): left as written, unchecked.
                 return self.generic_visit(node)
-            if len(node.args) != 3 or node.keywords:
-                raise self.fail(f"cuda.{what} takes (array, index, value)", node)
             slot = self.slots[node.args[0].id]
-            index = node.args[1]
+            args = list(node.args)
+            if op == "compare_and_swap":  # (ary, old, val): cas on element 0 of a 1-D array
+                if len(args) != 3 or node.keywords or slot.ndim != 1:
+                    raise self.fail(f"cuda.{what} takes (array, old, value) on a 1-D array",
+                                    node)
+                op, args = "cas", [args[0], ast.copy_location(ast.Constant(0), node)] + args[1:]
+            expected = 4 if op == "cas" else 3
+            if len(args) != expected or node.keywords:
+                raise self.fail(f"cuda.{what} takes (array, index, "
+                                f"{'old, ' if op == 'cas' else ''}value)", node)
+            index = args[1]
             indices = list(index.elts) if isinstance(index, ast.Tuple) else [index]
             if len(indices) != slot.ndim:
                 raise self.fail(f"cuda.{what} on the {slot.ndim}-D array {slot.name!r} needs "
                                 f"an index of {slot.ndim} (a literal tuple for 2-D)", node)
             indices = [self.visit(i) for i in indices]
-            return ast.copy_location(
-                self._atomic(op, slot, indices, self.visit(node.args[2]), node), node)
+            values = [self.visit(a) for a in args[2:]]
+            return ast.copy_location(self._atomic(
+                op, slot, indices, values if op == "cas" else values[0], node), node)
         return self.generic_visit(node)
 
     # Statements whose bodies hold further statements that may expand to lists.

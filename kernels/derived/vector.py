@@ -258,9 +258,11 @@ class _VectorExpressions(ast.NodeTransformer):
         nd = int(nd)
         array = args[0]
         indices = [self.visit(a) for a in args[1:1 + nd]]
-        has_value = op != "ld"
-        value = self.visit(args[1 + nd]) if has_value else ast.Constant(None)
-        at = 1 + nd + (1 if has_value else 0)
+        count = 0 if op == "ld" else 2 if op == "atcas" else 1  # (cas: compared, new)
+        values = [self.visit(a) for a in args[1 + nd:1 + nd + count]]
+        value = ast.Constant(None) if not values else values[0] if count == 1 else \
+            ast.Tuple(elts=values, ctx=ast.Load())
+        at = 1 + nd + count
         slot, site = args[at].args[0], args[at + 1].args[0]
         target = array
         if isinstance(array, ast.Name) and array.id in self.local_arrays:

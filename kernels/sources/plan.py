@@ -27,7 +27,10 @@ COORDINATE_FUNCTIONS = frozenset({"grid", "gridsize"})
 COORDINATE_SCALARS = frozenset({"laneid", "warpsize"})
 #: Atomic updates that are checked and recorded on parameter arrays.
 RECORDED_ATOMICS = ("add", "sub", "max", "min", "and_", "or_", "xor", "exch", "inc", "dec",
-                    "nanmax", "nanmin")
+                    "nanmax", "nanmin", "cas")
+#: The atomic updates a kernel may call: ``compare_and_swap(ary, old, val)`` is
+#: ``cas(ary, 0, old, val)`` on a 1-D array (derived/transform.py).
+CALLED_ATOMICS = RECORDED_ATOMICS + ("compare_and_swap",)
 #: CUDA names the lockstep emulation runs besides the thread coordinates:
 #: block arrays, memory fences (no-ops where memory is sequentially
 #: consistent), and warp-level operations.
@@ -622,10 +625,10 @@ class _Planner:
                 if what and what.startswith("atomic.") and isinstance(node.args[0], ast.Name) \
                         and node.args[0].id in arities:
                     op = what.split(".", 1)[1]
-                    if op not in RECORDED_ATOMICS:
+                    if op not in CALLED_ATOMICS:
                         raise self.fail(f"cuda.atomic.{op} on a parameter array is not "
                                         f"supported (supported: "
-                                        f"{', '.join(RECORDED_ATOMICS)})", node)
+                                        f"{', '.join(CALLED_ATOMICS)})", node)
                     note_store(node.args[0].id)
                     loaded.add(node.args[0].id)
         # A store in a tuple/chained assignment was refused above; a load of the
@@ -810,7 +813,7 @@ class _Planner:
                     blockers.append((blocker, node.lineno))
                 continue
             if head == "atomic" and isinstance(parent, ast.Call) and parent.func is node \
-                    and what.split(".", 1)[1] in RECORDED_ATOMICS and parent.args \
+                    and what.split(".", 1)[1] in CALLED_ATOMICS and parent.args \
                     and isinstance(parent.args[0], ast.Name) \
                     and (parent.args[0].id in self.params or parent.args[0].id in block_arrays):
                 continue  # checked and emulated

@@ -1,4 +1,4 @@
-"""Every 3-argument cuda.atomic operation, with its return value (issue 22)."""
+"""Every cuda.atomic operation, with its return value (issue 22)."""
 from numba import cuda, float32, int32, uint32
 
 
@@ -11,8 +11,13 @@ def atomic_probe(A, B, C):
     countdown = cuda.shared.array(1, uint32)
     bits = cuda.shared.array(3, int32)
     slots = cuda.shared.array(4, int32)
+    gate = cuda.shared.array(1, int32)
+    chain = cuda.shared.array(1, int32)
     if t < 4:
         slots[t] = 0
+    if t == 1:
+        gate[0] = 0
+        chain[0] = 0
     if t == 0:
         tickets[0] = 0
         countdown[0] = 5
@@ -36,3 +41,5 @@ def atomic_probe(A, B, C):
     C[t, 6] = cuda.atomic.nanmax(C, (t, 5), float32(20.0))
     C[t, 7] = cuda.atomic.nanmin(C, (t, 5), float32(10.0))
     C[t, 8] = before
+    C[t, 9] = cuda.atomic.cas(gate, 0, 0, t + 1)
+    C[t, 10] = cuda.atomic.compare_and_swap(chain, t, t + 1)
