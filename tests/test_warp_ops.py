@@ -282,3 +282,27 @@ def test_syncwarp_orders_a_warps_shared_memory_and_lockstep_alone_does_not(tier)
         f"1,953 shared-memory races (first: block (0, 0), thread (16, 0) (global 16) writes "
         f"buf[t] at line {store} and block (0, 0), thread (0, 0) (global 0) reads "
         f"buf[t + offset] at line {read}, both on buf[16] with no barrier between them)",)
+
+
+def test_the_lockstep_reliant_warp_reduction_is_named_with_syncwarp_not_syncthreads():
+    # The first race (above): lanes 16 and 0 of warp 0, under `if lane < offset:`.
+    # A syncthreads there would be reached by only some threads; the fix is
+    # the warp's own barrier, where every lane of the warp reaches it.
+    result = _run("matmul_warp_tree_unsynced", (9, 40, 7), (32,), (64,))
+    store = [i for i, text in enumerate(LINES, start=1) if text.strip() == "buf[t] = acc"][-1]
+    read = _line("buf[t] += buf[t + offset]")
+    (diagnosis,) = result.diagnoses
+    assert diagnosis == Diagnosis(
+        "warp-synchronous-race", (store, read),
+        f"lanes of one warp pass values through buf (written at line {store}, read at line "
+        f"{read}) with no cuda.syncwarp() between: since Volta (sm_70) a warp's lanes are not "
+        "kept in lockstep, so a lane can read its partner's element before the partner has "
+        "written it",
+        f"1,953 shared-memory races; the first: block (0, 0), thread (16, 0) (global 16) "
+        f"writes buf[t] at line {store} and block (0, 0), thread (0, 0) (global 0) reads "
+        f"buf[t + offset] at line {read}, both on buf[16], lanes of one warp",
+        f"`cuda.syncwarp()` after line {store}; and at line {read}, read the partner's element "
+        "into a local, wait for the warp, then write: `v = buf[t + offset]`, "
+        "`cuda.syncwarp()`, `buf[t] += v`, `cuda.syncwarp()`, with each cuda.syncwarp() "
+        "outside the `if lane < offset:` so that every lane of the warp reaches it")
+    # The synced kernel, written as that fix says, passes (test above).

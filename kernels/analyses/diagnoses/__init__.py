@@ -38,7 +38,7 @@ from .loops import (
     unguarded_chunk_end,
 )
 from .shared import missing_barrier, transposed_tile
-from .warps import mask_leaves_out_callers, warp_call_in_branch
+from .warps import mask_leaves_out_callers, warp_call_in_branch, warp_synchronous_race
 from .writes import store_and_atomic
 from .source import Context
 
@@ -47,7 +47,7 @@ FAILURE_RULES = (wrong_operator_guard, thread_index_only, thread_as_reduction_in
                  crossed_index, work_from_a, unguarded_chunk_end, launch_bounded_loop, fixed_size,
                  bound_past_size, skipped_terms, shifted_index, store_and_atomic,
                  missing_barrier, early_return_before_barrier, warp_call_in_branch,
-                 mask_leaves_out_callers, all_ones_would_pass)
+                 mask_leaves_out_callers, warp_synchronous_race, all_ones_would_pass)
 #: rules for memory traffic past the ideal (a PASS can have it)
 PERFORMANCE_RULES = (transposed_tile,)
 

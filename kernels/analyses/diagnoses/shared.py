@@ -5,6 +5,7 @@ import ast
 
 from ...words import counted
 from .diagnosis import Diagnosis
+from .warps import warp_synchronous_pair
 from .source import Context, sources_of, statement_path
 
 
@@ -17,6 +18,8 @@ def missing_barrier(ctx: Context) -> Diagnosis | None:
         return None
     earlier, later = analysis.races.first
     a, b = earlier.access.line, later.access.line
+    if warp_synchronous_pair(ctx) is not None:
+        return None  # (lanes of one warp: warps.warp_synchronous_race names it)
     kernel = ctx.result.kernel
     barriers = kernel.barrier_lines if kernel is not None else ()
     if not a < b or any(a < line < b for line in barriers):

@@ -91,3 +91,79 @@ def mask_leaves_out_callers(ctx: Context) -> Diagnosis | None:
         f"{hazard.thread} (lane {hazard.lane}), with active lanes 0x{hazard.active:08x}",
         f"line {call.lineno}: `{fixed}` (the mask names every lane that calls it; "
         "cuda.activemask() gives the lanes here)")
+
+
+def _lane_names(kernel: ast.FunctionDef) -> set[str]:
+    """Locals that hold a thread's lane in its warp: ``t % 32``, ``t & 31``,
+    ``cuda.laneid``."""
+    names = set()
+    for node in ast.walk(kernel):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)):
+            continue
+        value = node.value
+        if isinstance(value, ast.BinOp) and isinstance(value.right, ast.Constant) and (
+                isinstance(value.op, ast.Mod) and value.right.value == 32
+                or isinstance(value.op, ast.BitAnd) and value.right.value == 31) \
+                or isinstance(value, ast.Attribute) and value.attr == "laneid":
+            names.add(node.targets[0].id)
+    return names
+
+
+def warp_synchronous_pair(ctx: Context):
+    """The first shared-memory race when it is the pre-Volta warp-synchronous
+    idiom: its two threads are lanes of one warp, and the later access sits
+    in an ``if`` on the lane (``if lane < offset:``); else None."""
+    analysis = getattr(ctx.result, "analysis", None)
+    if analysis is None or not analysis.races.count or analysis.races.first is None:
+        return None
+    earlier, later = analysis.races.first
+    tpb = ctx.block[0] * ctx.block[1]
+    if earlier.thread // tpb != later.thread // tpb or \
+            (earlier.thread % tpb) // 32 != (later.thread % tpb) // 32:
+        return None
+    lanes = _lane_names(ctx.kernel)
+    for node in ast.walk(ctx.kernel):
+        if isinstance(node, ast.If) and any(isinstance(n, ast.Name) and n.id in lanes
+                                            for n in ast.walk(node.test)) \
+                and any(getattr(n, "lineno", None) == later.access.line
+                        for stmt in node.body for n in ast.walk(stmt)):
+            return earlier, later, node
+    return None
+
+
+def warp_synchronous_race(ctx: Context) -> Diagnosis | None:
+    """Lanes of one warp passing values through shared memory with no
+    ``cuda.syncwarp()``, trusting the warp to run in lockstep (true before
+    Volta).  Evidence: the first shared-memory race, between two lanes of one
+    warp, the later access under an ``if`` on the lane."""
+    found = warp_synchronous_pair(ctx)
+    if found is None:
+        return None
+    earlier, later, branch = found
+    races = ctx.result.analysis.races
+    element = f"{races.array}[{', '.join(map(str, races.index))}]"
+    a, b = earlier.access.line, later.access.line
+    statement = next((n for n in branch.body for n in ast.walk(n)
+                      if isinstance(n, (ast.Assign, ast.AugAssign)) and n.lineno == b), None)
+    if isinstance(statement, ast.AugAssign) and later.access.kind == "load":
+        target = ast.unparse(statement.target)
+        op = ast.unparse(ast.BinOp(ast.Name("x"), statement.op, ast.Name("y")))[2:-2]
+        split = (f"`v = {later.access.text}`, `cuda.syncwarp()`, `{target} {op}= v`, "
+                 "`cuda.syncwarp()`")
+        first = f"`cuda.syncwarp()` after line {a}; and at " if a < branch.lineno else "at "
+        fix = (f"{first}line {b}, read the partner's element into a local, wait for the "
+               f"warp, then write: {split}, with each cuda.syncwarp() outside the `if "
+               f"{ast.unparse(branch.test)}:` so that every lane of the warp reaches it")
+    else:
+        fix = (f"put `cuda.syncwarp()` between line {a} and line {b}, outside the `if "
+               f"{ast.unparse(branch.test)}:` so that every lane of the warp reaches it")
+    return Diagnosis(
+        "warp-synchronous-race", (a, b),
+        f"lanes of one warp pass values through {races.array} (written at line {a}, read at "
+        f"line {b}) with no cuda.syncwarp() between: since Volta (sm_70) a warp's lanes are "
+        "not kept in lockstep, so a lane can read its partner's element before the partner "
+        "has written it",
+        f"{counted(races.count, 'shared-memory race')}; the first: {earlier.describe()} and "
+        f"{later.describe()}, both on {element}, lanes of one warp",
+        fix)
