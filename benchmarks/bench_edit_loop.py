@@ -22,6 +22,10 @@ API); "whole command" is a new ``threadmap`` process.
    wall time, and rows that are not PASS / FAIL.
 5. Instant tier against numba's simulator, the same request, in-process:
    naive-2d at 64^3 and 128x256x128 (with ``--quick``, only 64^3).
+7. A new kernel file with a warp-shuffle reduction (tests/kernels/warp_ops.py's
+   matmul_warp_dot), 37x70x29 on 8 blocks of 64: the first complete result,
+   whole ``threadmap run`` commands with cold caches, --tier auto (the instant
+   tier: warp operations in numpy) against --tier compiled.
 6. With ``--baseline DIR`` (a checkout of the commit before the tiers): the
    large launches on the compiled tier (grid-stride 4096x16x4096 at
    2048 x 256, ``tiled`` 1024^3), whole ``threadmap run`` commands with
@@ -250,6 +254,28 @@ def large_launches(baseline: Path, work: Path, rounds: int = 3) -> list[dict]:
     return out
 
 
+WARP_FILE = ROOT / "tests" / "kernels" / "warp_ops.py"
+
+
+def warp_kernel(work: Path) -> dict:
+    """Section 7: a new warp-shuffle kernel, cold, as a whole command per tier."""
+    figures = {}
+    for tier in ("auto", "compiled"):
+        folder = work / f"warp-{tier}"
+        folder.mkdir()
+        kernel = folder / "warp_dot.py"
+        kernel.write_text(WARP_FILE.read_text())
+        seconds, out = whole_command(
+            ["run", "--kernel-file", str(kernel), "--kernel", "matmul_warp_dot", "--shape",
+             "37x70x29", "--grid", "8", "--block", "64", "--backend", "cpu", "--tier", tier,
+             "--out", str(folder / "out")], cold_env(folder), folder)
+        verdict = out.split()[0] if out else "?"
+        figures[tier] = {"command_s": seconds, "verdict": verdict}
+        print(f"7. new warp-shuffle kernel 37x70x29, --tier {tier}: whole command "
+              f"{seconds:.2f} s, {verdict}", flush=True)
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -267,7 +293,8 @@ def main() -> int:
                     2: ("tiled_cold", lambda: tiled_cold(work)),
                     3: ("hunt", lambda: hunt_case(work)),
                     4: ("check", lambda: check_case(work)),
-                    5: ("against_simulator", lambda: against_simulator(args.quick))}
+                    5: ("against_simulator", lambda: against_simulator(args.quick)),
+                    7: ("warp_kernel", lambda: warp_kernel(work))}
         if args.baseline:
             sections[6] = ("large_launches", lambda: large_launches(args.baseline, work))
         for number, (key, section) in sections.items():
