@@ -22,7 +22,6 @@ import ast
 
 from .diagnosis import Diagnosis
 from .guards import early_return_before_barrier, wrong_operator_guard
-from .inputs import all_ones_would_pass
 from .indexing import (
     crossed_index,
     shifted_index,
@@ -30,6 +29,7 @@ from .indexing import (
     thread_index_only,
     work_from_a,
 )
+from .inputs import all_ones_would_pass
 from .loops import (
     bound_past_size,
     fixed_size,
@@ -38,9 +38,9 @@ from .loops import (
     unguarded_chunk_end,
 )
 from .shared import missing_barrier, transposed_tile
+from .source import Context
 from .warps import mask_leaves_out_callers, warp_call_in_branch, warp_synchronous_race
 from .writes import store_and_atomic
-from .source import Context
 
 #: rules for the causes of a FAIL
 FAILURE_RULES = (wrong_operator_guard, thread_index_only, thread_as_reduction_index,

@@ -5,8 +5,8 @@ import ast
 
 from ...words import counted
 from .diagnosis import Diagnosis
-from .warps import warp_synchronous_pair
 from .source import Context, sources_of, statement_path
+from .warps import warp_synchronous_pair
 
 
 def missing_barrier(ctx: Context) -> Diagnosis | None:
