@@ -306,3 +306,24 @@ def test_the_lockstep_reliant_warp_reduction_is_named_with_syncwarp_not_syncthre
         "`cuda.syncwarp()`, `buf[t] += v`, `cuda.syncwarp()`, with each cuda.syncwarp() "
         "outside the `if lane < offset:` so that every lane of the warp reaches it")
     # The synced kernel, written as that fix says, passes (test above).
+
+
+@pytest.mark.parametrize("body,why", [
+    ("flag = i < 3\n    x = cuda.shfl_down_sync(0xFFFFFFFF, flag, 1)",
+     "cuda.shfl_down_sync: it shuffles 32- and 64-bit ints and floats, not bool"),
+    ("x = cuda.ballot_sync(1.5, i < 3)",
+     "cuda.ballot_sync: its mask must be an integer, not float64"),
+])
+def test_a_warp_operation_on_a_type_no_gpu_takes_is_refused_as_numba_would(tmp_path, body,
+                                                                            why):
+    # numba-cuda's intrinsics refuse these (compile_ptx raises a TypingError):
+    # the emulation must not run a kernel that no GPU can compile.
+    path = tmp_path / "k.py"
+    path.write_text("from numba import cuda\n\n\n@cuda.jit\ndef matmul(A, B, C):\n"
+                    "    i = cuda.grid(1)\n    " + body + "\n"
+                    "    if i < C.shape[0]:\n        C[i, 0] = A[i, 0] * B[0, 0] + x\n")
+    with pytest.raises(ThreadMapError) as info:
+        run(RunRequest(kernel="matmul", kernel_file=str(path), m=4, k=4, n=4, grid=(1,),
+                       block=(32,), backend="cpu"))
+    message = str(info.value)
+    assert f"numba could not compile 'matmul':\n{why}\n" in message, message

@@ -28,7 +28,7 @@ from ..sources.allow import NUMPY_TYPES, NotConstant, evaluate, numba_type_name
 from ..sources.plan import KernelPlan, cuda_attribute
 from ..sources.source import allowed_aliases, qualified_name
 from .transform import COORDINATE_PARAMS, CoordinateRewriter
-from .warp_ops import QUERIES, SHUFFLES, VOTES, placed_body
+from .warp_ops import QUERIES, SHUFFLES, VOTES, placed_body, placed_operation
 
 #: Barrier calls that return a value (syncthreads_count / _and / _or): int32.
 VALUE_BARRIERS = frozenset({"syncthreads_count", "syncthreads_and", "syncthreads_or"})
@@ -81,9 +81,46 @@ def kernel_types(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]) ->
     key = (plan.module.path, plan.module.text, plan.name, dtype, tuple(scalar_types))
     if key not in _TYPES:
         given = _GIVEN.get(key[1:])
-        _TYPES[key] = given or _stored_types(plan, dtype, tuple(scalar_types)) or _store_types(
+        types = given or _stored_types(plan, dtype, tuple(scalar_types)) or _store_types(
             plan, dtype, tuple(scalar_types), _kernel_types(plan, dtype, tuple(scalar_types)))
+        _check_warp_types(plan, types)
+        _TYPES[key] = types
     return _TYPES[key]
+
+
+#: What numba-cuda's warp intrinsics take (its intrinsics.py): a shuffle moves a
+#: 32- or 64-bit int or float; a vote's mask is an integer, its predicate an
+#: integer or a boolean.  The CPU stand-ins would take anything.
+_SHUFFLED = frozenset({"int32", "int64", "float32", "float64"})
+_INTEGERS = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                       "uint64"})
+
+
+def _check_warp_types(plan: KernelPlan, types: KernelTypes) -> None:
+    """Refuse, as numba-cuda would on a GPU, a warp operation on a type it does
+    not take: the emulation must not run a kernel no GPU can compile."""
+    aliases = plan.module.aliases
+    for stmt in (n for s in placed_body(plan) for n in ast.walk(s)):
+        what = placed_operation(stmt, aliases) if isinstance(stmt, ast.stmt) else None
+        if what not in SHUFFLES and what not in VOTES:
+            continue
+        args = stmt.value.args
+        kinds = [types.variables[a.id].dtype if isinstance(a, ast.Name) and a.id in
+                 types.variables else None for a in args]
+        wrong = None
+        if what in SHUFFLES and len(kinds) == 3 and kinds[1] not in _SHUFFLED:
+            wrong = f"it shuffles 32- and 64-bit ints and floats, not {kinds[1]}"
+        elif what in VOTES and len(kinds) == 2 and kinds[0] not in _INTEGERS:
+            wrong = f"its mask must be an integer, not {kinds[0]}"
+        elif what in VOTES and len(kinds) == 2 and kinds[1] not in _INTEGERS | {"bool"}:
+            wrong = f"its predicate must be an integer or a boolean, not {kinds[1]}"
+        if wrong:
+            lines = plan.module.text.splitlines()
+            line = stmt.lineno
+            source = f"\n    {lines[line - 1].strip()}" if 0 < line <= len(lines) else ""
+            raise KernelCompileError(f"numba could not compile {plan.name!r}:\ncuda.{what}: "
+                                     f"{wrong}\nFile \"{plan.module.path}\", line {line}"
+                                     f"{source}")
 
 
 _TYPES: dict[tuple, KernelTypes] = {}
