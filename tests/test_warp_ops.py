@@ -40,7 +40,7 @@ def test_each_operation_gives_what_cuda_defines():
     # One warp of 32 lanes; lanes 20-31 return first, so 0-19 are active and a
     # full mask may still name the exited lanes (CUDA: "all non-exited
     # threads named in mask must execute the same intrinsic").
-    result = _run("probe", shape=(32, 4, 10), grid=(1,), block=(32,))
+    result = _run("probe", shape=(32, 4, 11), grid=(1,), block=(32,))
     c = result.c
     lanes = np.arange(20)
     ballot = sum(1 << lane for lane in range(0, 20, 3))  # lanes 0, 3, ..., 18: 299,593
@@ -56,8 +56,9 @@ def test_each_operation_gives_what_cuda_defines():
         (1 << lanes) - 1,                          # lanemask_lt
         np.ones(20),                               # eq_sync(lane < 100): all alike
         0 + 2 * down3,                             # eq_sync(lane even): no; shfl_down 3
-    ], axis=1)
-    assert ballot == 299_593
+        [ballot << (lane % 3) if lane % 3 < 2 else 149_796 for lane in range(20)],
+    ], axis=1)                                     # match_any_sync(lane % 3): lanes alike
+    assert ballot == 299_593 and sum(1 << lane for lane in range(2, 20, 3)) == 149_796
     np.testing.assert_array_equal(c[:20], expected.astype(np.float32))
     assert np.isnan(c[20:]).all()  # the exited lanes' rows
     # Lanes 17, 18 and 19 read lanes 20, 21 and 22 with shfl_down_sync: exited,
@@ -148,7 +149,7 @@ def test_a_warp_operation_the_emulation_cannot_place_is_refused_with_why(tmp_pat
 @pytest.mark.parametrize("kernel,shape,grid,block", [
     ("matmul_warp_dot", (37, 70, 29), (8,), (64,)),
     ("matmul_butterfly", (37, 70, 29), (3,), (96,)),
-    ("probe", (32, 4, 10), (1,), (32,)),
+    ("probe", (32, 4, 11), (1,), (32,)),
     ("matmul_half_mask", (37, 70, 29), (8,), (64,)),
     ("matmul_shuffle_in_branch", (21, 40, 13), (5,), (64,)),
     ("matmul_warp_tree_synced", (9, 40, 7), (32,), (64,)),

@@ -40,7 +40,7 @@ import numpy as np
 from ..derived.local_types import kernel_types
 from ..derived.transform import SHADOW_COLUMNS, array_slots
 from ..derived.vector import VectorCode, vector_code
-from ..derived.warp_ops import SHUFFLES
+from ..derived.warp_ops import MATCH, SHUFFLES
 from ..errors import EmulationUnsupported, RunCancelled, ThreadMapError
 from ..estimate import INSTANT_CHUNK_LANES as CHUNK_LANES
 from ..records import (
@@ -517,6 +517,17 @@ class VectorRuntime:
             out[lanes] = act
         elif what == "lanemask_lt":
             out[lanes] = (np.int64(1) << j) - 1
+        elif what == MATCH:  # the lanes of each caller's mask here with its value
+            inside = mask & act
+            values = args[1]
+            same = np.zeros(len(lanes), np.int64)
+            size = np.minimum(WARP, self.job.request.threads_per_block - (self.LANE[lanes] - j))
+            for s in range(WARP):
+                there = (s < size) & (((inside >> s) & 1) == 1)
+                source = np.minimum(start + s, len(active) - 1)
+                equal = there & (values[source] == values[lanes])
+                same |= np.where(equal, np.int64(1) << s, 0)
+            out[lanes] = same
         else:  # a vote, over the lanes of each caller's mask that are here
             inside = mask & act
             yes = warp_bits(active & (np.asarray(args[1]) != 0))[start] & inside

@@ -28,7 +28,7 @@ from ..sources.allow import NUMPY_TYPES, NotConstant, evaluate, numba_type_name
 from ..sources.plan import KernelPlan, cuda_attribute
 from ..sources.source import allowed_aliases, qualified_name
 from .transform import COORDINATE_PARAMS, CoordinateRewriter
-from .warp_ops import QUERIES, SHUFFLES, VOTES, placed_body, placed_operation
+from .warp_ops import MATCH, QUERIES, SHUFFLES, VOTES, placed_body, placed_operation
 
 #: Barrier calls that return a value (syncthreads_count / _and / _or): int32.
 VALUE_BARRIERS = frozenset({"syncthreads_count", "syncthreads_and", "syncthreads_or"})
@@ -102,7 +102,7 @@ def _check_warp_types(plan: KernelPlan, types: KernelTypes) -> None:
     aliases = plan.module.aliases
     for stmt in (n for s in placed_body(plan) for n in ast.walk(s)):
         what = placed_operation(stmt, aliases) if isinstance(stmt, ast.stmt) else None
-        if what not in SHUFFLES and what not in VOTES:
+        if what not in SHUFFLES and what not in VOTES and what != MATCH:
             continue
         args = stmt.value.args
         kinds = [types.variables[a.id].dtype if isinstance(a, ast.Name) and a.id in
@@ -110,6 +110,10 @@ def _check_warp_types(plan: KernelPlan, types: KernelTypes) -> None:
         wrong = None
         if what in SHUFFLES and len(kinds) == 3 and kinds[1] not in _SHUFFLED:
             wrong = f"it shuffles 32- and 64-bit ints and floats, not {kinds[1]}"
+        elif what == MATCH and len(kinds) == 2 and kinds[1] not in _SHUFFLED:
+            wrong = f"it compares 32- and 64-bit ints and floats, not {kinds[1]}"
+        elif what == MATCH and len(kinds) == 2 and kinds[0] not in _INTEGERS:
+            wrong = f"its mask must be an integer, not {kinds[0]}"
         elif what in VOTES and len(kinds) == 2 and kinds[0] not in _INTEGERS:
             wrong = f"its mask must be an integer, not {kinds[0]}"
         elif what in VOTES and len(kinds) == 2 and kinds[1] not in _INTEGERS | {"bool"}:
@@ -420,6 +424,8 @@ class _StandIns(ast.NodeTransformer):
             call = ast.parse(text, mode="eval").body
             call.args = [node.args[1]] if what != "ballot_sync" else call.args
             return ast.copy_location(call, node)
+        if what == MATCH and len(node.args) == 2:  # (int32, numba-cuda's)
+            return ast.copy_location(ast.parse("_tm_np.int32(0)", mode="eval").body, node)
         if what in QUERIES and not node.args:
             return ast.copy_location(ast.parse("_tm_np.uint32(0)", mode="eval").body, node)
         if what in VALUE_BARRIERS:

@@ -48,7 +48,7 @@ from .transform import (
     access_sites,
     shadow_param,
 )
-from .warp_ops import SHUFFLES, holds_warp_operation, placed_body, placed_operation
+from .warp_ops import MATCH, SHUFFLES, holds_warp_operation, placed_body, placed_operation
 
 _BLOCK_SCALARS = ("_tm_bx", "_tm_by", "_tm_bdx", "_tm_bdy", "_tm_gdx", "_tm_gdy", "_tm_block",
                   "_tm_lane0", "_tm_lane1")
@@ -1017,13 +1017,17 @@ class _Writer:
         if what == "lanemask_lt":
             self.emit(lane, f"{result} = (_tm_i64(1) << _tm_j) - 1", line)
             return
-        # A vote: over the lanes of the mask that are here.
+        # A vote (or a match): over the lanes of the mask that are here.
         self.emit(lane, "_tm_in = _tm_mk & _tm_act", line)
         self.emit(lane, "_tm_yes = _tm_i64(0)", line)
         self.emit(lane, "for _tm_s in range(_tm_wh - _tm_wl):", line)
-        self.emit(lane + 1, f"if ((_tm_in >> _tm_s) & 1) != 0 and "
-                            f"{entry(call.args[1], '_tm_wl + _tm_s')} != 0:", line)
+        other = entry(call.args[1], "_tm_wl + _tm_s")
+        test = f"{other} == {entry(call.args[1], '_tm_l')}" if what == MATCH else f"{other} != 0"
+        self.emit(lane + 1, f"if ((_tm_in >> _tm_s) & 1) != 0 and {test}:", line)
         self.emit(lane + 2, "_tm_yes |= _tm_i64(1) << _tm_s", line)
+        if what == MATCH:
+            self.emit(lane, f"{result} = _tm_yes", line)
+            return
         value = {"ballot_sync": "_tm_yes", "any_sync": "_tm_yes != 0",
                  "all_sync": "_tm_yes == _tm_in",
                  "eq_sync": "_tm_yes == 0 or _tm_yes == _tm_in"}[what]

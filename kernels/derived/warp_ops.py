@@ -41,10 +41,14 @@ SHUFFLES = {"shfl_sync": "idx", "shfl_up_sync": "up", "shfl_down_sync": "down",
             "shfl_xor_sync": "bfly"}
 #: Votes: ``(mask, predicate)``.
 VOTES = frozenset({"ballot_sync", "any_sync", "all_sync", "eq_sync"})
+#: ``match_any_sync(mask, value)``: the lanes of the mask holding the same value.
+#: (``match_all_sync`` returns an (int, bool) pair, which no lane variable holds:
+#: it runs only on a GPU.)
+MATCH = "match_any_sync"
 #: Queries of the warp's lanes: no argument.
 QUERIES = frozenset({"activemask", "lanemask_lt"})
 #: Every warp-level operation the emulation runs (``syncwarp`` is a statement).
-WARP_OPERATIONS = frozenset(SHUFFLES) | VOTES | QUERIES | {"syncwarp"}
+WARP_OPERATIONS = frozenset(SHUFFLES) | VOTES | QUERIES | {MATCH, "syncwarp"}
 #: What ``syncwarp()`` without a mask means: every lane of the warp.
 FULL_MASK = 0xFFFFFFFF
 

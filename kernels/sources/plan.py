@@ -39,7 +39,7 @@ EMULATED_CALLS = frozenset({"shared.array", "local.array", "threadfence",
                             # warp-level operations (derived/warp_ops.py)
                             "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync",
                             "ballot_sync", "any_sync", "all_sync", "eq_sync", "activemask",
-                            "lanemask_lt", "syncwarp"})
+                            "lanemask_lt", "syncwarp", "match_any_sync"})
 #: Barriers: placed where every thread of the block must arrive.
 BARRIERS = frozenset({"syncthreads", "syncthreads_count", "syncthreads_and",
                       "syncthreads_or"})

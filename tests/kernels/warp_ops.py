@@ -66,6 +66,7 @@ def probe(A, B, C):
     C[lane, 7] = cuda.lanemask_lt()
     C[lane, 8] = cuda.eq_sync(FULL, lane < 100)
     C[lane, 9] = cuda.eq_sync(FULL, lane % 2 == 0) + 2 * cuda.shfl_down_sync(FULL, lane, 3)
+    C[lane, 10] = cuda.match_any_sync(FULL, lane % 3)
 
 
 @cuda.jit
