@@ -36,8 +36,7 @@ from ..derived.codegen import (
 )
 from ..derived.local_types import kernel_types
 from ..derived.lockstep import ROUNDS, LockstepLayout, lockstep_code
-from ..derived.transform import SHADOW_COLUMNS, shadow_param
-from ..derived.warp_ops import uses_syncwarp
+from ..derived.transform import shadow_columns, shadow_param
 from ..errors import KernelCompileError, KernelRuntimeError, RunCancelled, ThreadMapError
 from ..records import (
     ATOMICS,
@@ -234,9 +233,8 @@ def _workspace(layout: LockstepLayout, job: KernelJob, control: np.ndarray,
         space[array.param] = values
         space[array.flat_param] = values.reshape(-1)
         if record and array.kind == "shared":
-            # (64-byte rows where no syncwarp is there to keep: helper_library)
-            columns = SHADOW_COLUMNS if uses_syncwarp(job.plan) else 8
-            space[shadow_param(array.name)] = np.full((values.size, columns), -1, np.int64)
+            space[shadow_param(array.name)] = np.full(
+                (values.size, shadow_columns(layout.warp_sync)), -1, np.int64)
     return space
 
 

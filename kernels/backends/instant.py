@@ -521,9 +521,8 @@ class VectorRuntime:
             inside = mask & act
             values = args[1]
             same = np.zeros(len(lanes), np.int64)
-            size = np.minimum(WARP, self.job.request.threads_per_block - (self.LANE[lanes] - j))
-            for s in range(WARP):
-                there = (s < size) & (((inside >> s) & 1) == 1)
+            for s in range(WARP):  # (``inside`` holds only lanes that exist)
+                there = ((inside >> s) & 1) == 1
                 source = np.minimum(start + s, len(active) - 1)
                 equal = there & (values[source] == values[lanes])
                 same |= np.where(equal, np.int64(1) << s, 0)

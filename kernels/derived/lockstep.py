@@ -48,7 +48,14 @@ from .transform import (
     access_sites,
     shadow_param,
 )
-from .warp_ops import MATCH, SHUFFLES, holds_warp_operation, placed_body, placed_operation
+from .warp_ops import (
+    MATCH,
+    SHUFFLES,
+    holds_warp_operation,
+    placed_body,
+    placed_operation,
+    uses_syncwarp,
+)
 
 _BLOCK_SCALARS = ("_tm_bx", "_tm_by", "_tm_bdx", "_tm_bdy", "_tm_gdx", "_tm_gdy", "_tm_block",
                   "_tm_lane0", "_tm_lane1")
@@ -130,6 +137,9 @@ class LockstepLayout:
     #: Access sites of the largest loop run lane by lane in record mode (see
     #: ``_Writer._lane_by_lane_for``): rows of its round buffer ``_tm_RB``.
     round_sites: int = 0
+    #: the kernel calls cuda.syncwarp(): the shared arrays' shadows keep the
+    #: syncwarps each access had passed (transform.shadow_columns)
+    warp_sync: bool = False
 
     @property
     def workspace(self) -> tuple[str, ...]:
@@ -272,7 +282,7 @@ class _Writer:
             branches=tuple(self.branches), barriers=tuple(self.barriers),
             warpwise=not self.plan.barrier_lines and not any(
                 a.kind == "shared" for a in self.block_arrays),
-            round_sites=self.round_sites)
+            round_sites=self.round_sites, warp_sync=uses_syncwarp(plan))
         params = list(plan.kernel.params)
         if self.record:
             params += recording_params()

@@ -65,6 +65,12 @@ _CUDA_GTID = (
 SHADOW_COLUMNS = 11
 
 
+def shadow_columns(warp_sync: bool) -> int:
+    """Columns of the compiled tier's shadows: without a syncwarp to keep, the
+    first 8 only (64-byte rows; its helpers never touch the rest)."""
+    return SHADOW_COLUMNS if warp_sync else 8
+
+
 def shadow_param(array: str) -> str:
     """Name of the shadow of shared array ``array`` in the emulation."""
     return f"_tm_shadow_{array}"

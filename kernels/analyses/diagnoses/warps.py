@@ -45,11 +45,10 @@ def warp_call_in_branch(ctx: Context) -> Diagnosis | None:
         statement = ctx.parents.get(statement)
     name = called(call)
     test = ast.unparse(branch.test)
-    value = "value"
-    use = ast.unparse(statement).replace(ast.unparse(call), value) \
+    use = ast.unparse(statement).replace(ast.unparse(call), "value") \
         if isinstance(statement, (ast.Assign, ast.AugAssign)) else None
     fix = (f"call it on every lane before line {branch.lineno}, and use its value inside: "
-           f"`{value} = {ast.unparse(call)}`, then `if {test}: {use}`" if use else
+           f"`value = {ast.unparse(call)}`, then `if {test}: {use}`" if use else
            f"call it on every lane, before the `if {test}:` at line {branch.lineno}")
     return Diagnosis(
         "warp-call-in-branch", (branch.lineno, call.lineno),
