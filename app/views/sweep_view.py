@@ -445,8 +445,13 @@ class SweepView(QtWidgets.QWidget):
             gpu = backends <= {"gpu"}
             # (the axis keeps to "kernel time (ms)": a longer label was cut
             # off at the plot's height; where the time was measured is the title)
-            self.time_plot.setTitle(f"{label}{'' if gpu else ', not a GPU time'}", size="8pt")
-            self.time_plot.setToolTip("; ".join(BACKEND_LABELS[b] for b in sorted(backends)))
+            title = f"{label}{'' if gpu else ', not a GPU time'}"
+            if title != getattr(self, "_time_title", None):
+                # (each setTitle lays the plot out again, though the text is the
+                # same: 64 times in a sweep, up to 40 ms on a busy machine)
+                self._time_title = title
+                self.time_plot.setTitle(title, size="8pt")
+                self.time_plot.setToolTip("; ".join(BACKEND_LABELS[b] for b in sorted(backends)))
         done = [c for c in self.cells if c.result is not None]
         idle = np.array([(c.total_threads, 100 * c.result.maps.idle_threads / c.total_threads)
                          for c in done], dtype=float).reshape(-1, 2)
