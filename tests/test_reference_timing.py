@@ -38,3 +38,28 @@ def test_reference_time_agrees_with_an_independent_timing(busy):
     # waiting on each other.
     assert 0.8 * truth <= reported.seconds <= 3 * truth, (reported.seconds, truth)
     assert "BLAS thread" in reported.method
+
+
+@pytest.mark.parametrize("call_s, budget, repeats, expected", [
+    (0.13, 0.3, 5, 3),   # 4096 x 4096 at K = 16: the first call, then 2 within 0.3 s
+    (0.05, 0.125, 9, 3),  # the first, then 2 calls: a third would end at 0.15 > 0.125
+    (0.01, 2.0, 5, 5),   # short calls: as many as asked
+    (3.0, 2.0, 5, 2),    # one call past the budget: no more
+])
+def test_median_time_stops_before_a_call_would_pass_its_budget(monkeypatch, call_s, budget,
+                                                                repeats, expected):
+    """A timed call is not started when, at the mean call's length, it would
+    end past the budget (the earlier rule stopped only once past it, one call
+    too late).  The clock is a fake one that each call advances."""
+    from kernels.backends import common
+
+    clock = [100.0]
+    monkeypatch.setattr(common.time, "perf_counter", lambda: clock[0])
+
+    def call() -> float:
+        clock[0] += call_s
+        return call_s
+
+    median, samples = common.median_time(call, repeats, budget=budget, earlier=(call_s,))
+    assert samples == expected
+    assert median == pytest.approx(call_s)
