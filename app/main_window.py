@@ -201,6 +201,10 @@ class MainWindow(QtWidgets.QMainWindow):
             request = self.controls.request()
         except ThreadMapError:
             return
+        described = self.controller.file_arguments(request)
+        if described is not None:
+            self.controls.apply_shape(described)
+            request = described
         chosen = self.controller.file_launch(request)
         if chosen is not None:
             self.controls.apply_launch(chosen.grid, chosen.block, chosen.launch_source)

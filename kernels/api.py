@@ -29,6 +29,7 @@ from .live import ThreadMapResult, threadmap
 from .outputs import OutputError, OutputFolder, write_atomically
 from .presets import PRESETS, default_launch
 from .records import OOB_MARGIN, margin_at, margin_frame
+from .sources.arguments import describe_request
 from .request import (
     BACKENDS,
     DTYPES,
@@ -229,7 +230,7 @@ def command_line(argv: Sequence[str], exporter=None, sweep_exporter=None, opener
 __all__ = [
     "ASSUMED_REGISTERS", "BACKEND_LABELS", "BACKEND_SHORT", "BACKENDS", "BackendUnavailable",
     "bank_conflict_model", "bytes_in_memory", "CATALOGUE", "check_request", "command_line",
-    "COUNT_COLOURS", "REPEAT_COLOUR", "counted", "default_launch", "describe_seconds", "diff_category_names",
+    "COUNT_COLOURS", "REPEAT_COLOUR", "counted", "default_launch", "describe_request", "describe_seconds", "diff_category_names",
     "Diagnosis", "diff_runs", "dims_heading", "dims_order", "DTYPES", "encode_png", "file_launch_dims", "Finding", "format_bytes",
     "format_dims", "format_seconds", "gpu_available", "GPU_MODEL_NAMES", "gpu_model_source",
     "gpu_status", "hunt", "HuntReport", "KERNEL_FILE_TIME_LIMIT", "kernel_names",

@@ -46,9 +46,19 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         "kernel's name in --kernel-file (default: grid-stride, or the file's "
                         "only kernel)")
     parser.add_argument("--kernel-file", help="a .py file with your own @cuda.jit kernel")
-    parser.add_argument("--shape", default="128x256x128",
-                        help="M x K x N: C (M x N) = A (M x K) @ B (K x N) (default 128x256x128)")
-    parser.add_argument("--dtype", choices=DTYPES, default="float32")
+    parser.add_argument("--shape", default=None,
+                        help="M x K x N: C (M x N) = A (M x K) @ B (K x N) (default 128x256x128, "
+                             "or what --arg or the file's THREADMAP_ARGS describe)")
+    parser.add_argument("--arg", action="append", default=[], metavar="NAME=SPEC",
+                        help="describe a kernel parameter (repeatable): an array as "
+                             "NAME=float32[ROWS, COLS] (or [LENGTH] when the kernel indexes it "
+                             "flat), a scalar as NAME=4096 or NAME=float32(2.5). M, K and N "
+                             "follow from the matrices. A kernel file may describe them in a "
+                             "literal THREADMAP_ARGS = {\"A\": \"float32[64, 32]\", ...}, "
+                             "read, never run; --arg replaces its entries by name")
+    parser.add_argument("--dtype", choices=DTYPES, default=None,
+                        help="the matrices' element type (default float32, or what --arg "
+                             "describes)")
     parser.add_argument("--pattern", choices=PATTERNS, default="random",
                         help="input values (default random: all-ones hides index bugs)")
     parser.add_argument("--seed", type=int, default=0)
@@ -189,12 +199,16 @@ def build_parser() -> argparse.ArgumentParser:
 def request_from_args(args: argparse.Namespace, grid: str | None,
                       block: str | None) -> RunRequest:
     """A RunRequest from parsed options; the launch defaults to the kernel's preset."""
-    m, k, n = parse_shape(args.shape)
+    m, k, n = parse_shape(args.shape or DEFAULT_SHAPE)
     kernel = args.kernel if args.kernel or args.kernel_file else "grid-stride"
     request = RunRequest(kernel=kernel, kernel_file=args.kernel_file, m=m, k=k, n=n,
-                         dtype=args.dtype, pattern=args.pattern, seed=args.seed,
+                         dtype=args.dtype or "float32", pattern=args.pattern, seed=args.seed,
                          backend=args.backend, scalars=parse_scalars(args.scalar),
                          tier=args.tier)
+    from .sources.arguments import describe_request
+
+    request = describe_request(request, getattr(args, "arg", []), args.shape is not None,
+                               args.dtype)
     if grid or block:
         default = default_launch(request) if not (grid and block) else request
         return request.with_(grid=parse_dims(grid, "--grid") if grid else default.grid,
@@ -203,6 +217,9 @@ def request_from_args(args: argparse.Namespace, grid: str | None,
                              f"{'grid' if grid else 'block'} given, the rest "
                              f"{default.launch_source}")
     return default_launch(request)
+
+
+DEFAULT_SHAPE = "128x256x128"
 
 
 def check_numbers(args: argparse.Namespace) -> None:

@@ -766,3 +766,27 @@ def test_the_kernel_box_names_the_whole_file_on_hover_and_selects_by_request(win
     assert controls.kernel_combo.toolTip().startswith("tiled")
     controls.set_request(request)
     assert controls.function_combo.currentText() == "second"
+
+
+def test_a_file_that_describes_its_arguments_sets_the_shape_it_runs(window, tmp_path):
+    """THREADMAP_ARGS (read, never run) sets M, K, N and the dtype when the
+    file is opened; a description that does not fit is said, and the shape
+    fields keep what they held."""
+    from tests.test_arguments import MATMUL
+    path = tmp_path / "described.py"
+    path.write_text(MATMUL.replace("float32", "float64"))
+    assert window.controller.open_kernel_file(str(path))
+    controls = window.controls
+    assert (controls.m_spin.value(), controls.k_spin.value(), controls.n_spin.value()) == \
+        (48, 20, 36)
+    assert controls.dtype_combo.currentText() == "float64"
+    controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    result = window.session.current
+    assert result.request.shape == (48, 20, 36) and result.verdict.passed
+    bad = tmp_path / "bad.py"
+    bad.write_text(MATMUL.replace('"float32[20, 36]"', '"float32[21, 36]"'))
+    assert window.controller.open_kernel_file(str(bad))
+    assert "THREADMAP_ARGS B=float32[21, 36]: its row count is 21" in \
+        window.maps_view.error_label.text()
+    assert (controls.m_spin.value(), controls.k_spin.value()) == (48, 20)

@@ -15,6 +15,7 @@ from kernels import (
     RunResult,
     ThreadMapError,
     default_launch,
+    describe_request,
     describe_seconds,
     format_dims,
     kernel_names,
@@ -256,6 +257,24 @@ class SessionController(QtCore.QObject):
         be read.  It reads the kernel's plan, as ``file_launch`` does: parsing
         only, milliseconds."""
         return sweep_defaults(request)
+
+    def file_arguments(self, request: RunRequest) -> RunRequest | None:
+        """``request`` with the shapes, dtype and scalars its kernel file
+        describes in THREADMAP_ARGS (read, never run), or None when it
+        describes none.  A description that does not parse or fit is said;
+        any other reason the file cannot be read yet is said by Run, as
+        before."""
+        try:
+            described = describe_request(request)
+        except ThreadMapError as exc:
+            if "THREADMAP_ARGS" in str(exc):
+                self.session.raise_error(str(exc))
+            return None
+        if described == request:
+            return None
+        self.session.tell(f"shape {described.m}x{described.k}x{described.n} "
+                          f"{described.dtype}: the file's THREADMAP_ARGS")
+        return described
 
     def file_launch(self, request: RunRequest) -> RunRequest | None:
         """``request`` with its kernel file's own launch (or a guessed one, said

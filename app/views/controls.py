@@ -278,6 +278,15 @@ class ControlPanel(QtWidgets.QWidget):
             self.backend_combo.setCurrentIndex(index)
         self.scalars_edit.setText(", ".join(f"{n}={v}" for n, v in request.scalars))
 
+    def apply_shape(self, request: RunRequest) -> None:
+        """Show ``request``'s shape, dtype and scalars (a kernel file's own
+        description of its arguments)."""
+        self.m_spin.setValue(request.m)
+        self.k_spin.setValue(request.k)
+        self.n_spin.setValue(request.n)
+        self.dtype_combo.setCurrentText(request.dtype)
+        self.scalars_edit.setText(", ".join(f"{n}={v}" for n, v in request.scalars))
+
     def apply_launch(self, grid: tuple[int, ...], block: tuple[int, ...],
                      source: str = "given") -> None:
         """Show a launch, and where it came from until the user edits it."""

@@ -11,7 +11,7 @@ from .plan import KernelPlan, make_plan
 from .source import parse_module, read_module
 
 #: Names of scalar parameters that mean a matrix dimension.
-_DIMENSION_NAMES = {
+DIMENSION_NAMES = {
     "m": "m", "M": "m", "rows": "m", "num_rows": "m", "n_rows": "m", "height": "m",
     "k": "k", "K": "k", "inner": "k",
     "n": "n", "N": "n", "cols": "n", "num_cols": "n", "n_cols": "n", "width": "n",
@@ -69,7 +69,7 @@ def resolve_scalars(plan: KernelPlan, request: RunRequest) -> list[tuple[str, fl
         if name in given:
             resolved.append((name, given[name], "given"))
             continue
-        meaning = _DIMENSION_NAMES.get(name, "?")
+        meaning = DIMENSION_NAMES.get(name, "?")
         if meaning in dims:
             resolved.append((name, dims[meaning], f"{meaning.upper()}, from its name"))
         elif meaning is None and square:

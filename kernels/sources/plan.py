@@ -186,6 +186,42 @@ def make_plan(module: ModuleInfo, kernel: KernelDef) -> KernelPlan:
     return _Planner(module, kernel).plan()
 
 
+@dataclass(frozen=True)
+class ParameterUses:
+    """How a kernel uses each parameter, whatever their number (the matmul
+    convention not imposed): what a description of its arguments is checked
+    against (``arguments.py``)."""
+
+    #: array parameters (indexed, or their .shape/.size read), in parameter order
+    arrays: tuple[str, ...]
+    #: each array's index arities (a set: one kernel may index one array two
+    #: ways; empty: only its .shape or .size is read)
+    ranks: dict[str, frozenset[int]]
+    stored: tuple[str, ...]
+    loaded: frozenset[str]
+    scalars: tuple[str, ...]
+    #: scalars the kernel uses as integers: (line of the first such use, how)
+    integer_uses: dict[str, tuple[int, str]]
+
+
+def parameter_uses(module: ModuleInfo, kernel: KernelDef) -> ParameterUses:
+    """How ``kernel`` uses its parameters; its syntax is checked as
+    :func:`make_plan` checks it (UnsupportedConstruct at the line)."""
+    inlined = inline_range_variables(kernel.node, module.aliases)
+    if inlined is not kernel.node:
+        kernel = dataclasses.replace(kernel, node=inlined)
+    planner = _Planner(module, kernel)
+    planner.check_syntax()
+    arities = planner._array_arities(matmul=False)
+    stored, loaded = planner._stores_and_loads(arities)
+    scalars = tuple(p for p in kernel.params if p not in arities)
+    return ParameterUses(
+        arrays=tuple(p for p in kernel.params if p in arities),
+        ranks={name: frozenset(kinds) for name, kinds in arities.items()},
+        stored=tuple(stored), loaded=frozenset(loaded), scalars=scalars,
+        integer_uses=planner.integer_uses(set(scalars)))
+
+
 #: Calls a range held in a variable may make in its arguments and still be
 #: evaluated again where it is iterated (they have no effects, and their
 #: values cannot change in between).
@@ -298,7 +334,8 @@ class _Planner:
                                     getattr(node, "lineno", self.kernel.lineno),
                                     getattr(node, "col_offset", None))
 
-    def plan(self) -> KernelPlan:
+    def check_syntax(self) -> None:
+        """The checks every kernel passes before its names are given roles."""
         args = self.node.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
             raise self.fail("only plain positional parameters are supported", self.node)
@@ -310,6 +347,30 @@ class _Planner:
         self._check_bindings()
         self._check_reach()
         self._check_endless_loops()
+
+    def integer_uses(self, names: set[str]) -> dict[str, tuple[int, str]]:
+        """Of ``names``, those the kernel uses where numba needs an integer
+        (a range's bounds, an index): (line of the first, what it is)."""
+        uses: dict[str, tuple[int, str]] = {}
+
+        def note(node: ast.AST, how: str) -> None:
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Name) and inner.id in names:
+                    line = getattr(inner, "lineno", self.kernel.lineno)
+                    if inner.id not in uses or line < uses[inner.id][0]:
+                        uses[inner.id] = (line, how)
+
+        for node in self._walk():
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id == "range":
+                for argument in node.args:
+                    note(argument, "a bound of range()")
+            elif isinstance(node, ast.Subscript):
+                note(node.slice, "an index")
+        return uses
+
+    def plan(self) -> KernelPlan:
+        self.check_syntax()
         arities = self._array_arities()
         stored, loaded_arrays = self._stores_and_loads(arities)
         arrays = tuple(p for p in self.params if p in arities)
@@ -552,8 +613,9 @@ class _Planner:
                     f"calls {func.id!r}, a function of the file that is not a CUDA device "
                     "function; kernels can only call numba, math and numpy functions", node)
 
-    def _array_arities(self) -> dict[str, set[int]]:
-        """Index arity of every parameter used as an array."""
+    def _array_arities(self, matmul: bool = True) -> dict[str, set[int]]:
+        """Index arity of every parameter used as an array (an array whose
+        .shape alone is read: 2 under the matmul convention, else none)."""
         arities: dict[str, set[int]] = {}
         seen_inner: set[int] = set()
         for node in self._walk():
@@ -579,7 +641,7 @@ class _Planner:
                     arity = len(index.elts) if isinstance(index, ast.Tuple) else 1
                     arities.setdefault(node.args[0].id, set()).add(arity)
         for name in list(arities):
-            if not arities[name]:
+            if not arities[name] and matmul:
                 # Only .shape is used: an array all the same, of unknown arity; the
                 # matmul convention makes it a matrix.
                 arities[name] = {2}

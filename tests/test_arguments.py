@@ -1,0 +1,253 @@
+"""A kernel's arguments as the user describes them (issue 22, point 1's first layer):
+``--arg`` and a file's ``THREADMAP_ARGS``, read (never run) and held against the kernel."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kernels.errors import KernelSourceError, RequestError
+from kernels.sources.arguments import (
+    ArrayArgument,
+    ScalarArgument,
+    check_arguments,
+    file_arguments,
+    parse_argument,
+    parse_arguments,
+)
+from kernels.sources.plan import parameter_uses
+from kernels.sources.source import parse_module
+
+VADD = '''from numba import cuda
+
+
+@cuda.jit
+def vadd(x, y, out, n, alpha):
+    i = cuda.grid(1)
+    for j in range(i, n, cuda.gridsize(1)):
+        out[j] = alpha * x[j] + y[j]
+'''
+
+MATMUL = '''from numba import cuda
+
+THREADMAP_ARGS = {"A": "float32[48, 20]", "B": "float32[20, 36]", "C": "float32[48, 36]"}
+
+
+@cuda.jit
+def matmul(A, B, C):
+    i, j = cuda.grid(2)
+    if i < C.shape[0] and j < C.shape[1]:
+        acc = 0.0
+        for k in range(A.shape[1]):
+            acc += A[i, k] * B[k, j]
+        C[i, j] = acc
+'''
+
+FLAT = '''from numba import cuda
+
+
+@cuda.jit
+def matmul(a, b, c, m, k, n):
+    t = cuda.grid(1)
+    if t < m * n:
+        row = t // n
+        col = t % n
+        acc = 0.0
+        for p in range(k):
+            acc += a[row * k + p] * b[p * n + col]
+        c[t] = acc
+'''
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("x=float32[4096]", ArrayArgument("x", "float32", (4096,))),
+    ("a = float64[64, 32]", ArrayArgument("a", "float64", (64, 32))),
+    ("v=int32[2,3,4]", ArrayArgument("v", "int32", (2, 3, 4))),
+    ("x=float32[4096,]", ArrayArgument("x", "float32", (4096,))),
+    ("n=4096", ScalarArgument("n", 4096)),
+    ("n=1_000", ScalarArgument("n", 1000)),
+    ("n=0x10", ScalarArgument("n", 16)),
+    ("alpha=2.5", ScalarArgument("alpha", 2.5)),
+    ("alpha=float32(2.5)", ScalarArgument("alpha", 2.5, "float32")),
+    ("n=int32(4096)", ScalarArgument("n", 4096, "int32")),
+])
+def test_specs_are_read(text, expected):
+    assert parse_argument(text) == expected
+
+
+@pytest.mark.parametrize("text,message", [
+    ("x", "--arg takes NAME=SPEC"),
+    ("1x=3", "--arg takes NAME=SPEC"),
+    ("x=float33[4]", "--arg x: unknown element type 'float33'"),
+    ("x=float32[]", "--arg x: an array needs its shape"),
+    ("x=float32[0]", "--arg x: a dimension of 0"),
+    ("x=float32[1,2,3,4]", "--arg x: 4 dimensions"),
+    ("x=float32[a]", "--arg x: 'a' is not a dimension"),
+    ("n=int32(2.5)", "--arg n: int32(2.5) is not a whole number"),
+    ("n=uint32(-1)", "--arg n: -1 does not fit uint32"),
+    ("n=int8(3)", "--arg n: unknown scalar type 'int8'"),
+    ("n=abc", "--arg n: 'abc' is neither an array"),
+])
+def test_a_spec_that_does_not_parse_is_one_line_naming_the_argument(text, message):
+    with pytest.raises(RequestError) as caught:
+        parse_argument(text)
+    assert str(caught.value).startswith(message), str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_name_given_twice_is_refused():
+    with pytest.raises(RequestError, match="--arg x is given twice"):
+        parse_arguments(["x=float32[4]", "x=float32[8]"])
+
+
+def _vadd():
+    module = parse_module(VADD, "vadd.py")
+    kernel = module.kernel(None)
+    return kernel.params, parameter_uses(module, kernel)
+
+
+def test_the_kernels_use_of_its_parameters_is_read():
+    params, uses = _vadd()
+    assert uses.arrays == ("x", "y", "out")
+    assert uses.ranks == {"x": {1}, "y": {1}, "out": {1}}
+    assert uses.stored == ("out",) and uses.loaded == {"x", "y"}
+    assert uses.scalars == ("n", "alpha")
+    assert uses.integer_uses == {"n": (7, "a bound of range()")}
+
+
+GOOD = ["x=float32[64]", "y=float32[64]", "out=float32[64]", "n=64", "alpha=2.5"]
+
+
+def test_a_description_that_fits_comes_back_in_parameter_order():
+    params, uses = _vadd()
+    ordered = check_arguments(parse_arguments(list(reversed(GOOD))), params, uses, "vadd")
+    assert [a.name for a in ordered] == list(params)
+
+
+@pytest.mark.parametrize("change,message", [
+    (["q=1"], "--arg q: kernel 'vadd' has no parameter 'q' (its parameters: x, y, out, n, "
+              "alpha)"),
+    (["x=float32[8, 8]"], "--arg x=float32[8, 8]: 2 dimensions, but kernel 'vadd' indexes x "
+                          "with 1 index"),
+    (["x=3"], "--arg x=3: kernel 'vadd' indexes x as an array"),
+    (["n=float32[4]"], "--arg n=float32[4]: kernel 'vadd' uses n as a scalar"),
+    (["n=64.5"], "--arg n=64.5: kernel 'vadd' uses n as a bound of range() (line 7), which "
+                 "must be an integer"),
+    (["n=float64(64)"], "--arg n=float64(64.0): kernel 'vadd' uses n as a bound of range()"),
+])
+def test_a_description_that_does_not_fit_the_kernel_names_the_argument(change, message):
+    params, uses = _vadd()
+    items = {item.split("=")[0]: item for item in GOOD}
+    items.update({item.split("=")[0]: item for item in change})
+    with pytest.raises(RequestError) as caught:
+        check_arguments(parse_arguments(list(items.values())), params, uses, "vadd")
+    assert str(caught.value).startswith(message), str(caught.value)
+
+
+def test_a_description_outside_the_matmul_convention_says_how_the_kernel_was_read(tmp_path):
+    path = tmp_path / "vadd.py"
+    path.write_text(VADD.replace(", n, alpha", "").replace("range(i, n,", "range(i, out.size,")
+                    .replace("alpha * ", ""))
+    proc = threadmap("run", "--kernel-file", str(path), "--backend", "cpu", "--arg",
+                     "x=float32[64]", "--arg", "y=float32[64]", "--arg", "out=float32[64]",
+                     "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert proc.stderr.endswith("(ThreadMap runs kernels as C = A @ B so far: x as A, y as B, "
+                                "out as C)\n"), proc.stderr
+
+
+def test_a_missing_argument_is_named_with_an_example():
+    params, uses = _vadd()
+    with pytest.raises(RequestError, match=r"kernel 'vadd' needs y described \(an array it "
+                                           r"indexes with 1 index\); e.g. --arg y=float32"):
+        check_arguments(parse_arguments(["x=float32[64]", "out=float32[64]", "n=64",
+                                         "alpha=1"]), params, uses, "vadd")
+
+
+def test_arrays_past_the_memory_given_are_refused_naming_the_largest():
+    params, uses = _vadd()
+    with pytest.raises(RequestError, match=r"the arrays described take .* \(the largest: "
+                                           r"out=float32\[100000\]"):
+        check_arguments(parse_arguments(["x=float32[10]", "y=float32[10]",
+                                         "out=float32[100000]", "n=1", "alpha=1"]),
+                        params, uses, "vadd", memory=1000)
+
+
+def test_the_files_literal_is_read_and_never_run(tmp_path):
+    module = parse_module(MATMUL, "mm.py")
+    arguments, line = file_arguments(module)
+    assert line == 3
+    assert arguments == (ArrayArgument("A", "float32", (48, 20)),
+                         ArrayArgument("B", "float32", (20, 36)),
+                         ArrayArgument("C", "float32", (48, 36)))
+    marker = tmp_path / "ran"
+    hostile = MATMUL.replace(
+        '{"A": "float32[48, 20]"',
+        f'{{"A": __import__("os").system("touch {marker}") or "float32[48, 20]"')
+    with pytest.raises(KernelSourceError) as caught:
+        file_arguments(parse_module(hostile, "mm.py"))
+    assert caught.value.line == 3 and "it is read, never run" in str(caught.value)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("literal,message", [
+    ("[1, 2]", "must be a dict of names to specs, not a list"),
+    ('{"A": "float32[48, 20", "B": 1, "C": 2}', "THREADMAP_ARGS['A']: 'float32[48, 20' is "
+                                                "neither an array"),
+    ('{3: "float32[4]"}', "3 is not a parameter name"),
+])
+def test_a_bad_literal_is_refused_at_its_line(literal, message):
+    text = MATMUL.replace(MATMUL.splitlines()[2], f"THREADMAP_ARGS = {literal}")
+    with pytest.raises(KernelSourceError) as caught:
+        file_arguments(parse_module(text, "mm.py"))
+    assert message in str(caught.value) and caught.value.line == 3
+
+
+def threadmap(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "app.launcher", *args], capture_output=True,
+                          text=True, timeout=300, cwd=cwd)
+
+
+def test_a_file_that_describes_its_matrices_runs_on_those_shapes(tmp_path):
+    path = tmp_path / "mm.py"
+    path.write_text(MATMUL)
+    out = tmp_path / "out"
+    proc = threadmap("run", "--kernel-file", str(path), "--backend", "cpu", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "result.json").read_text())
+    request = summary["request"]
+    assert (request["m"], request["k"], request["n"]) == (48, 20, 36)
+    assert summary["verdict"] == "PASS"
+    # --arg replaces the file's entry by name; the shapes must still agree
+    proc = threadmap("run", "--kernel-file", str(path), "--backend", "cpu", "--arg",
+                     "B=float32[21, 36]", "--out", str(tmp_path / "bad"))
+    assert proc.returncode == 2
+    assert "--arg B=float32[21, 36]: its row count is 21, but A=float32[48, 20] makes K 20" \
+        in proc.stderr
+    # --shape wins over the file's matrices
+    proc = threadmap("run", "--kernel-file", str(path), "--backend", "cpu", "--shape",
+                     "16x8x16", "--out", str(tmp_path / "shape"))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "shape" / "result.json").read_text())["request"]["m"] == 16
+
+
+def test_flattened_matrices_take_their_dimensions_from_the_scalars(tmp_path):
+    path = tmp_path / "flat.py"
+    path.write_text(FLAT)
+    described = ["--arg", "a=float32[960]", "--arg", "b=float32[720]", "--arg",
+                 "c=float32[1728]", "--arg", "m=48", "--arg", "k=20", "--arg", "n=36"]
+    out = tmp_path / "out"
+    proc = threadmap("run", "--kernel-file", str(path), "--backend", "cpu", *described,
+                     "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "result.json").read_text())
+    assert (summary["request"]["m"], summary["request"]["k"], summary["request"]["n"]) == \
+        (48, 20, 36)
+    assert summary["verdict"] == "PASS"
+    wrong = [item.replace("720", "700") for item in described]
+    proc = threadmap("run", "--kernel-file", str(path), "--backend", "cpu", *wrong,
+                     "--out", str(tmp_path / "bad"))
+    assert proc.returncode == 2
+    assert proc.stderr == "threadmap: error: --arg b=float32[700]: B holds K x N = 720 " \
+                          "elements, not 700\n"
+    assert not (tmp_path / "bad").exists()
