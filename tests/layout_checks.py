@@ -120,6 +120,10 @@ def short_tables(window: QtWidgets.QWidget) -> list[str]:
     return problems
 
 
+#: the shortest colour bar whose labels (up to 5 of them) can stand apart
+MIN_BAR_HEIGHT = 80
+
+
 def hidden_plots(window: QtWidgets.QWidget) -> list[str]:
     """Every plot area and colour bar lies wholly inside its view."""
     problems = []
@@ -134,6 +138,11 @@ def hidden_plots(window: QtWidgets.QWidget) -> list[str]:
                     isinstance(item.parentItem(), pg.ColorBarItem):
                 continue
             at = view.mapFromScene(item.sceneBoundingRect()).boundingRect()
+            if isinstance(item, pg.ColorBarItem) and at.height() < MIN_BAR_HEIGHT:
+                # (a bar laid out while hidden kept no height: its labels drawn
+                # on top of each other, in every sweep screenshot for a while)
+                problems.append(f"{name_of(view)}: its colour bar is {at.height()} px tall, "
+                                f"its labels on top of each other")
             if not room.contains(QtCore.QRectF(at)):
                 problems.append(f"{name_of(view)}: its {type(item).__name__} at "
                                 f"{at.getRect()} lies outside the view {view.viewport().rect().getRect()}")

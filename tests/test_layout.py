@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from app.qt import QtWidgets
+from app.qt import QtCore, QtWidgets
 from tests.layout_checks import page_problems
 
 KERNELS = Path(__file__).parent / "kernels"
@@ -112,6 +112,18 @@ def test_every_page_is_readable(qapp, tmp_path, size):
         sweep.map_combo.setCurrentIndex(sweep.map_combo.findData("writer"))
         wait_idle(window)
         tour.look("sweep_writer_map")
+        for name, labels in sweep.point_labels.items():  # the points' labels, whole, apart
+            assert labels.drawn, name
+            for box in labels.boxes:
+                assert labels.area.left() - 1 <= box.left() and \
+                    box.right() <= labels.area.right() + 1, (name, box, labels.area)
+            assert not any(a.adjusted(-2, 0, 2, 0).intersects(b) for i, a in
+                           enumerate(labels.boxes) for b in labels.boxes[i + 1:]), name
+            if labels.avoid is not None:  # clear of the legend
+                plot = sweep.time_plot
+                legend = plot.mapFromScene(labels.avoid.sceneBoundingRect()).boundingRect()
+                assert not any(QtCore.QRectF(legend).intersects(box) for box in labels.boxes), \
+                    (name, legend, labels.boxes)
         for key, label in sweep.matrix.labels.items():  # every cell keeps its title
             assert label.pixmap() is not None and not label.pixmap().isNull(), key
             assert label.toolTip().split(" ")[0] == "x".join(map(str, key[0])), key

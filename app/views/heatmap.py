@@ -24,9 +24,11 @@ def colour_bar_ticks(image: MapImage) -> list | None:
     if colouring.kind == "warp-lane":
         # The warp legend: every warp's hue named; pyqtgraph shows the second
         # level's labels only where they fit, the first's (every 4th) always.
+        # "none" and "outside C" are one value each of ~1,000 here: bands a
+        # pixel tall, whose labels lay on w0's (the legend below the map
+        # names black and magenta).
         hues = int(colouring.top + 1) // 32
-        return [outside + [(-1, "none")]
-                + [(h * 32 + 15.5, f"w{h}") for h in range(0, hues, 4)],
+        return [[(h * 32 + 15.5, f"w{h}") for h in range(0, hues, 4)],
                 [(h * 32 + 15.5, f"w{h}") for h in range(hues) if h % 4]]
     if colouring.kind == "zero" and colouring.top <= 20:
         return [[(v, str(v)) for v in range(int(max(colouring.top, 1)) + 1)]]

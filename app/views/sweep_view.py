@@ -78,9 +78,11 @@ class PointLabels(pg.GraphicsObject):
     same share idle) share one label.  Positions are the axes' own: log10 on
     a log axis."""
 
-    def __init__(self, log_y: bool):
+    def __init__(self, log_y: bool, avoid: pg.GraphicsItem | None = None):
+        """``avoid``: an item the labels must leave clear (the plot's legend)."""
         super().__init__()
         self.log_y = log_y
+        self.avoid = avoid
         self.labels: list[tuple[float, float, str]] = []
         #: the labels the last paint drew (the others would have covered them)
         self.drawn: list[str] = []
@@ -121,16 +123,33 @@ class PointLabels(pg.GraphicsObject):
         painter.setPen(QtGui.QColor("#444444"))
         metrics = QtGui.QFontMetrics(self._font)
         taken: list[QtCore.QRectF] = []
+        if self.avoid is not None and self.avoid.isVisible():
+            # the legend, from the scene into this paint's pixels
+            to_item, _ = self.sceneTransform().inverted()
+            taken.append(at.mapRect(to_item.mapRect(self.avoid.sceneBoundingRect())))
         self.drawn = []
         # Left to right; a label that would cover one already drawn is left
         # out (its point's configurations are in the tooltip of the plot):
         # 36 labels along one line of times ran into each other.
+        view = self.getViewBox()
+        #: the plot's area and each drawn label's box, in the view's pixels
+        #: (the layout test holds one within the other)
+        self.area = at.mapRect(view.viewRect()) if view is not None else QtCore.QRectF()
+        self.boxes: list[QtCore.QRectF] = []
+        right = self.area.right() if view is not None else float("inf")
         for x, y, text in sorted(self.labels):
-            point = at.map(QtCore.QPointF(x, y)) + QtCore.QPointF(4, -3)
-            box = QtCore.QRectF(metrics.boundingRect(text)).translated(point).adjusted(-2, 0, 2, 0)
+            at_point = at.map(QtCore.QPointF(x, y))
+            width = metrics.horizontalAdvance(text)
+            # beside the point, or before it where the plot's edge would cut
+            # it ("32 x 1024" at the last point read "32 x 1")
+            point = at_point + (QtCore.QPointF(4, -3) if at_point.x() + 4 + width <= right
+                                else QtCore.QPointF(-4 - width, -3))
+            # (a gap of a few pixels on each side: two labels that touch read as one)
+            box = QtCore.QRectF(metrics.boundingRect(text)).translated(point).adjusted(-5, 0, 5, 0)
             if any(box.intersects(other) for other in taken):
                 continue
             taken.append(box)
+            self.boxes.append(box.adjusted(5, 0, -5, 0))
             self.drawn.append(text)
             painter.drawText(point, text)
         painter.restore()
@@ -231,8 +250,11 @@ class SweepView(QtWidgets.QWidget):
         self.bar_view.setFixedWidth(150)
         # Built now, shown with the first picture: building it then stalled
         # a busy machine's window ~60 ms in the middle of a sweep.
+        # Unseen (transparent) until then, but laid out: a hidden item keeps
+        # no height in a graphics layout, and once shown its labels were
+        # drawn on top of each other in a bar 3 px tall.
         self._bar = pg.ColorBarItem(values=(0, 1), interactive=False, width=14)
-        self._bar.setVisible(False)
+        self._bar.setOpacity(0.0)
         self.bar_view.addItem(self._bar, row=0, col=0)
         matrix_layout.addWidget(self.bar_view)
         splitter.addWidget(matrix_row)
@@ -258,7 +280,8 @@ class SweepView(QtWidgets.QWidget):
         self._idle_scatter = self.idle_plot.plot([], [], pen=None, symbol="s",
                                                  symbolBrush="#4c72b0", symbolPen=None)
         #: the labels on the time and idle-threads plots (their points' configurations)
-        self.point_labels = {"time": PointLabels(log_y=True), "idle": PointLabels(log_y=False)}
+        self.point_labels = {"time": PointLabels(log_y=True, avoid=self.time_plot.plotItem.legend),
+                             "idle": PointLabels(log_y=False)}
         self.time_plot.addItem(self.point_labels["time"], ignoreBounds=True)
         self.idle_plot.addItem(self.point_labels["idle"], ignoreBounds=True)
         plots.addWidget(self.idle_plot)
@@ -395,7 +418,7 @@ class SweepView(QtWidgets.QWidget):
             return
         self._bar.setLevels(image.levels)
         self._bar.setColorMap(colour_map(image.colouring))
-        self._bar.setVisible(True)
+        self._bar.setOpacity(1.0)
         ticks = colour_bar_ticks(image)
         self._bar.axis.setTicks(ticks)
         # room for the longest label (the axis drops the labels that do not fit)
