@@ -199,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
 def request_from_args(args: argparse.Namespace, grid: str | None,
                       block: str | None) -> RunRequest:
     """A RunRequest from parsed options; the launch defaults to the kernel's preset."""
-    m, k, n = parse_shape(args.shape or DEFAULT_SHAPE)
+    m, k, n = parse_shape(args.shape if args.shape is not None else DEFAULT_SHAPE)
     kernel = args.kernel if args.kernel or args.kernel_file else "grid-stride"
     request = RunRequest(kernel=kernel, kernel_file=args.kernel_file, m=m, k=k, n=n,
                          dtype=args.dtype or "float32", pattern=args.pattern, seed=args.seed,

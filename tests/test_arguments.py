@@ -251,3 +251,126 @@ def test_flattened_matrices_take_their_dimensions_from_the_scalars(tmp_path):
     assert proc.stderr == "threadmap: error: --arg b=float32[700]: B holds K x N = 720 " \
                           "elements, not 700\n"
     assert not (tmp_path / "bad").exists()
+
+
+# -- describe_request: the file's description, the command line's, and their meeting ---------
+
+from kernels.request import RunRequest  # noqa: E402
+from kernels.sources.arguments import describe_request  # noqa: E402
+
+FLAT_DESCRIBED = FLAT.replace(
+    "\n\n@cuda.jit",
+    '\nTHREADMAP_ARGS = {"a": "float32[2048]", "b": "float32[1024]", "c": "float32[2048]",\n'
+    '                  "m": 64, "k": 32, "n": 32}\n\n@cuda.jit', 1)
+
+TWO = MATMUL.replace('"C": "float32[48, 36]"}', '"C": "float32[48, 36]", "alpha": 2.0}') \
+    .replace("def matmul(A, B, C):", "def matmul(A, B, C, alpha):") + '''
+
+@cuda.jit
+def matmul2(X, Y, Z):
+    i, j = cuda.grid(2)
+    if i < Z.shape[0] and j < Z.shape[1]:
+        acc = 0.0
+        for k in range(X.shape[1]):
+            acc += X[i, k] * Y[k, j]
+        Z[i, j] = acc * 1.0
+'''
+
+
+def _file(tmp_path, text, name="k.py"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_dimension_with_a_trailing_underscore_is_refused_not_a_crash(tmp_path):
+    with pytest.raises(RequestError, match="--arg A: '1_' is not a dimension"):
+        parse_argument("A=float32[1_]")
+    path = _file(tmp_path, MATMUL.replace("float32[48, 20]", "float32[48_, 20]"))
+    with pytest.raises(KernelSourceError, match="'48_' is not a dimension"):
+        describe_request(RunRequest(kernel=None, kernel_file=path))
+
+
+@pytest.mark.parametrize("text,message", [
+    ("x=float32[٣]", "'٣' is not a dimension"),
+    ("n=٣", "is not a number written in ASCII digits"),
+    ("n=inf", "'inf' is not a finite number"),
+    ("a=float32(1e400)", "'1e400' is not a finite number"),
+    ("a=float32(1e39)", "does not fit float32"),
+])
+def test_numbers_that_are_not_plain_finite_ones_are_refused(text, message):
+    with pytest.raises(RequestError, match=message):
+        parse_argument(text)
+
+
+def test_a_scalar_that_names_an_array_is_refused(tmp_path):
+    path = _file(tmp_path, MATMUL)
+    with pytest.raises(RequestError, match="--scalar A: kernel 'matmul' indexes A as an array"):
+        describe_request(RunRequest(kernel=None, kernel_file=path, scalars=(("A", 3),)))
+
+
+def test_a_matrix_of_three_dimensions_is_refused(tmp_path):
+    shape_only = MATMUL.replace("A[i, k] * B[k, j]", "1.0 * B.shape[0]")
+    path = _file(tmp_path, shape_only)
+    with pytest.raises(RequestError, match=r"--arg B=float32\[20, 36, 2\]: a matrix has 2 "
+                                           r"dimensions \(or 1, flattened\)"):
+        describe_request(RunRequest(kernel=None, kernel_file=path), ["B=float32[20, 36, 2]"])
+
+
+def test_shape_replaces_the_files_matrices_and_its_dimension_scalars(tmp_path):
+    path = _file(tmp_path, FLAT_DESCRIBED)
+    described = describe_request(RunRequest(kernel=None, kernel_file=path))
+    assert described.shape == (64, 32, 32) and dict(described.scalars) == \
+        {"m": 64, "k": 32, "n": 32}
+    asked = RunRequest(kernel=None, kernel_file=path, m=16, k=16, n=16)
+    assert describe_request(asked, shape_given=True) == asked  # the file's m, k, n left out
+
+
+def test_in_a_file_of_two_kernels_the_other_kernels_entries_are_left_out(tmp_path):
+    path = _file(tmp_path, TWO)
+    first = describe_request(RunRequest(kernel="matmul", kernel_file=path))
+    assert first.shape == (48, 20, 36) and first.scalars == (("alpha", 2.0),)
+    second = RunRequest(kernel="matmul2", kernel_file=path, m=8, k=8, n=8)
+    assert describe_request(second) == second
+
+
+def test_dtype_replaces_the_files_and_is_refused_against_arg_matrices(tmp_path):
+    path = _file(tmp_path, MATMUL)
+    assert describe_request(RunRequest(kernel=None, kernel_file=path),
+                            dtype_given="float64").dtype == "float64"
+    with pytest.raises(RequestError, match=r"--dtype float64, but --arg A=float32\[48, 20\] "
+                                           "is float32"):
+        describe_request(RunRequest(kernel=None, kernel_file=path), ["A=float32[48, 20]"],
+                         dtype_given="float64")
+
+
+def test_a_scalar_inside_a_call_in_an_index_is_no_integer_use():
+    module = parse_module(VADD.replace("out[j] = alpha * x[j] + y[j]",
+                                       "out[j] = x[int(alpha * j)] + y[j]"), "v.py")
+    uses = parameter_uses(module, module.kernel(None))
+    assert "alpha" not in uses.integer_uses and "n" in uses.integer_uses
+
+
+def test_dimension_scalars_alone_give_the_shape(tmp_path):
+    path = _file(tmp_path, FLAT)
+    request = RunRequest(kernel=None, kernel_file=path)
+    described = describe_request(request, ["m=64", "k=32", "n=16"])
+    assert described.shape == (64, 32, 16)
+    with pytest.raises(RequestError, match="--arg m=64, but --shape makes M 8"):
+        describe_request(request.with_(m=8, k=8, n=8), ["m=64"], shape_given=True)
+    with pytest.raises(RequestError, match="--arg m=-5: m is the matrices' M, a positive"):
+        describe_request(request, ["m=-5"])
+    # --scalar gives N where the matrices are flat
+    flat = describe_request(request.with_(scalars=(("n", 32),)),
+                            ["a=float32[2048]", "b=float32[1024]", "c=float32[2048]", "m=64",
+                             "k=32"])
+    assert flat.shape == (64, 32, 32)
+
+
+def test_a_file_that_leaves_a_parameter_out_says_so(tmp_path):
+    path = _file(tmp_path, MATMUL.replace(', "C": "float32[48, 36]"', ""))
+    with pytest.raises(RequestError) as caught:
+        describe_request(RunRequest(kernel=None, kernel_file=path))
+    assert str(caught.value) == ("kernel 'matmul' needs C described (an array it indexes with "
+                                 "2 indices); e.g. --arg C=float32[64, 64] (k.py:3 "
+                                 "THREADMAP_ARGS does not describe it)")

@@ -24,12 +24,13 @@ def colour_bar_ticks(image: MapImage) -> list | None:
     if colouring.kind == "warp-lane":
         # The warp legend: every warp's hue named; pyqtgraph shows the second
         # level's labels only where they fit, the first's (every 4th) always.
-        # "none" and "outside C" are one value each of ~1,000 here: bands a
-        # pixel tall, whose labels lay on w0's (the legend below the map
-        # names black and magenta).
+        # "none" and "outside C" are one value each of ~1,000 here, bands a
+        # pixel tall, and w0's label lay on theirs: w0 is named on the second
+        # level, which pyqtgraph shows only where it fits.
         hues = int(colouring.top + 1) // 32
-        return [[(h * 32 + 15.5, f"w{h}") for h in range(0, hues, 4)],
-                [(h * 32 + 15.5, f"w{h}") for h in range(hues) if h % 4]]
+        return [outside + [(-1, "none")]
+                + [(h * 32 + 15.5, f"w{h}") for h in range(4, hues, 4)],
+                [(h * 32 + 15.5, f"w{h}") for h in range(hues) if h == 0 or h % 4]]
     if colouring.kind == "zero" and colouring.top <= 20:
         return [[(v, str(v)) for v in range(int(max(colouring.top, 1)) + 1)]]
     if colouring.kind == "zero":

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import KernelSourceError, RequestError
-from ..request import RunRequest
+from ..request import MAX_DIMENSION, RunRequest
 from .loader import DIMENSION_NAMES, load_plan
 from .plan import ParameterUses, parameter_uses
 from .source import ModuleInfo
@@ -42,8 +42,8 @@ ARRAY_DTYPES = ("float32", "float64", "float16", "int8", "int16", "int32", "int6
 #: Types a scalar may be given with ``DTYPE(NUMBER)``.
 SCALAR_DTYPES = ("float32", "float64", "int32", "int64", "uint32", "uint64")
 MAX_RANK = 3
-#: Largest extent of one dimension (as for the matmul shapes: request.py).
-MAX_EXTENT = 1 << 30
+#: Largest extent of one dimension: the matmul shapes' (request.py).
+MAX_EXTENT = MAX_DIMENSION
 #: The module-level name a kernel file describes its arguments with.
 FILE_NAME = "THREADMAP_ARGS"
 
@@ -137,7 +137,7 @@ def _shape(dims: str, where: str) -> tuple[int, ...]:
                            f"{MAX_RANK}")
     shape = []
     for part in parts:
-        if not re.fullmatch(r"[0-9][0-9_]*", part):
+        if not re.fullmatch(r"[0-9](_?[0-9])*", part, re.ASCII):
             raise RequestError(f"{where}: {part!r} is not a dimension (a whole number)")
         extent = int(part)
         if not 1 <= extent <= MAX_EXTENT:
@@ -149,16 +149,21 @@ def _shape(dims: str, where: str) -> tuple[int, ...]:
 
 def _number(text: str, where: str) -> int | float:
     text = text.strip()
+    if not text.isascii():
+        raise RequestError(f"{where}: {text!r} is not a number written in ASCII digits")
     for base in (10, 0):  # 4096, 1_000 and 007; then 0x1000
         try:
             return int(text, base)
         except ValueError:
             pass
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise RequestError(f"{where}: {text!r} is neither an array such as float32[4096] nor "
                            "a number") from None
+    if not math.isfinite(value):
+        raise RequestError(f"{where}: {text!r} is not a finite number")
+    return value
 
 
 def _scalar(name: str, value: int | float, dtype: str | None, where: str) -> ScalarArgument:
@@ -175,6 +180,8 @@ def _scalar(name: str, value: int | float, dtype: str | None, where: str) -> Sca
                                f"{info.max:,})")
     elif dtype:
         value = float(value)
+        if abs(value) > float(np.finfo(dtype).max):
+            raise RequestError(f"{where}: {value} does not fit {dtype}")
     elif isinstance(value, int) and not -(1 << 63) <= value < (1 << 63):
         raise RequestError(f"{where}: {value:,} does not fit a 64-bit integer")
     return ScalarArgument(name, value, dtype)
@@ -240,7 +247,7 @@ def _labeller(where: str | dict[str, str]):
 
 def check_arguments(arguments: tuple[Argument, ...], params: tuple[str, ...],
                     uses: ParameterUses, kernel: str, where: str | dict[str, str] = "--arg",
-                    memory: int | None = None) -> tuple[Argument, ...]:
+                    memory: int | None = None, missing_hint: str = "") -> tuple[Argument, ...]:
     """``arguments`` in parameter order, held against the kernel's use of its
     parameters; RequestError (one line, naming the argument and where it was
     given: ``where``, one label or one per name) for the first that does not
@@ -257,9 +264,11 @@ def check_arguments(arguments: tuple[Argument, ...], params: tuple[str, ...],
         if argument is None:
             what = ("an array it indexes with "
                     f"{_ranks_text(uses.ranks[name])}" if array else "a scalar")
-            example = f"{name}=float32[4096]" if array else f"{name}=4096"
+            rank = min(uses.ranks[name], default=1) if array else 0
+            example = f"{name}=" + ({1: "float32[4096]", 2: "float32[64, 64]"}.get(
+                rank, "float32[16, 16, 16]") if array else "4096")
             raise RequestError(f"kernel {kernel!r} needs {name} described ({what}); "
-                               f"e.g. --arg {example}")
+                               f"e.g. --arg {example}{missing_hint}")
         if array and not isinstance(argument, ArrayArgument):
             raise RequestError(f"{label(name)} {argument}: kernel {kernel!r} indexes {name} as an "
                                f"array; give its type and shape, e.g. {name}=float32[4096]")
@@ -299,11 +308,12 @@ def _bytes(n: int) -> str:
     return format_bytes(n)
 
 
-def matmul_fields(arguments: tuple[Argument, ...], plan, where: str | dict[str, str]) -> dict:
+def matmul_fields(arguments: tuple[Argument, ...], plan, where: str | dict[str, str],
+                  known: dict[str, tuple[int, str]] | None = None) -> dict:
     """See :func:`_matmul_fields`; a refusal also says how the kernel's
     arrays were read (ThreadMap runs kernels as C = A @ B so far)."""
     try:
-        return _matmul_fields(arguments, plan, where)
+        return _matmul_fields(arguments, plan, where, known or {})
     except RequestError as exc:
         names = (*plan.inputs, plan.output)
         if tuple(n.upper() for n in names) == ("A", "B", "C"):
@@ -312,7 +322,8 @@ def matmul_fields(arguments: tuple[Argument, ...], plan, where: str | dict[str, 
                            f"A, {names[1]} as B, {names[2]} as C)") from None
 
 
-def _matmul_fields(arguments: tuple[Argument, ...], plan, where: str | dict[str, str]) -> dict:
+def _matmul_fields(arguments: tuple[Argument, ...], plan, where: str | dict[str, str],
+                   known: dict[str, tuple[int, str]]) -> dict:
     """A description of a kernel that fits the matmul convention, as the
     request's fields (m, k, n, dtype, scalars): A is M x K, B is K x N and C
     is M x N.  A flattened matrix (indexed with one subscript) is described by
@@ -324,10 +335,14 @@ def _matmul_fields(arguments: tuple[Argument, ...], plan, where: str | dict[str,
     a_name, b_name = plan.inputs
     c_name = plan.output
     roles = ((a_name, "A", ("m", "k")), (b_name, "B", ("k", "n")), (c_name, "C", ("m", "n")))
-    dims: dict[str, tuple[int, str]] = {}  # m/k/n -> (value, the argument that gave it)
+    # m/k/n -> (value, what gave it); ``known``: from --scalar
+    dims: dict[str, tuple[int, str]] = dict(known)
     dtypes = {by_name[name].dtype for name, _, _ in roles}
     for name, _, _ in roles:
         argument = by_name[name]
+        if len(argument.shape) > 2:
+            raise RequestError(f"{label(argument.name)} {argument}: a matrix has 2 dimensions "
+                               "(or 1, flattened)")
         if argument.dtype not in ("float32", "float64"):
             raise RequestError(f"{label(argument.name)} {argument}: the matmul's matrices are "
                                f"float32 or float64, not {argument.dtype}")
@@ -380,41 +395,95 @@ def describe_request(request: RunRequest, items: list[str] | tuple[str, ...] = (
                      shape_given: bool = False, dtype_given: str | None = None) -> RunRequest:
     """``request`` with the arguments described by ``--arg`` and by the
     kernel file's THREADMAP_ARGS (read, never run): M, K, N and the dtype
-    from the matrices, the scalars' values.  ``--arg`` replaces the file's
-    entries by name; ``--shape`` replaces the file's matrices, and cannot be
-    given with ``--arg`` matrices; ``--scalar`` and ``--arg`` cannot both give
-    one scalar."""
+    from the matrices, the scalars' values.
+
+    ``--arg`` replaces the file's entries by name; ``--shape`` replaces the
+    file's matrices and dimension scalars (m, k, n, ...), and cannot be given
+    with ``--arg`` matrices; ``--dtype`` replaces the file's dtype;
+    ``--scalar`` replaces the file's scalar, and cannot name one ``--arg``
+    gives.  In a file of several kernels, the entries that are no parameter
+    of the chosen one are another kernel's, and left out."""
     given = parse_arguments(items)
     if not given and not request.kernel_file:
         return request
     if shape_given and any(isinstance(a, ArrayArgument) for a in given):
         raise RequestError("--shape and --arg matrices both give the shapes: give one")
     plan = load_plan(request)
+    params = plan.kernel.params
     found = file_arguments(plan.module) if request.kernel_file else None
-    if not given and found is None:
+    described: dict[str, Argument] = {}
+    in_file = hint = ""
+    if found is not None:
+        entries, line = found
+        in_file = f"{os.path.basename(plan.module.path)}:{line} THREADMAP_ARGS"
+        hint = f" ({in_file} does not describe it)"
+        several = len(plan.module.kernels) > 1
+        for argument in entries:
+            if several and argument.name not in params:
+                continue  # (another kernel's)
+            if shape_given and (isinstance(argument, ArrayArgument)
+                                or DIMENSION_NAMES.get(argument.name, "?") in _DIMS):
+                continue  # (the command line's shape wins)
+            if dtype_given and isinstance(argument, ArrayArgument):
+                argument = ArrayArgument(argument.name, dtype_given, argument.shape)
+            described[argument.name] = argument
+    if not given and not described:
         return request
-    described = {a.name: a for a in found[0]} if found else {}
-    in_file = f"{os.path.basename(plan.module.path)}:{found[1]} THREADMAP_ARGS" if found else ""
-    if shape_given:  # (the command line's shape wins over the file's matrices)
-        described = {n: a for n, a in described.items() if not isinstance(a, ArrayArgument)}
     for argument in given:
+        if dtype_given and isinstance(argument, ArrayArgument) and \
+                argument.dtype != dtype_given:
+            raise RequestError(f"--dtype {dtype_given}, but --arg {argument} is "
+                               f"{argument.dtype}: give one")
         described[argument.name] = argument
     sources = {name: "--arg" if any(a.name == name for a in given) else in_file
                for name in described}
-    for name in dict(request.scalars):
+    scalars_given = dict(request.scalars)
+    for name in scalars_given:
+        if name in plan.arrays:
+            raise RequestError(f"--scalar {name}: kernel {plan.name!r} indexes {name} as an "
+                               "array, not a scalar")
         if sources.get(name) == "--arg":
             raise RequestError(f"--scalar {name} and --arg {name} both give {name}: give one")
         described.pop(name, None)  # (--scalar wins over the file)
+    known = _dimension_scalars(scalars_given, "--scalar")
+    for name in described:
+        if name not in params:
+            raise RequestError(f"{sources[name]} {name}: kernel {plan.name!r} has no parameter "
+                               f"{name!r} (its parameters: {', '.join(params) or 'none'})")
     if not any(isinstance(a, ArrayArgument) for a in described.values()):
-        # scalars alone: the shape stays --shape's (or the default)
-        return request.with_(scalars=request.scalars + tuple(
-            (a.name, a.value) for a in described.values()))
-    params = tuple(p for p in plan.kernel.params if p not in dict(request.scalars))
-    ordered = check_arguments(tuple(described.values()), params,
-                              parameter_uses(plan.module, plan.kernel), plan.name, sources)
-    fields = matmul_fields(ordered, plan, sources)
-    if dtype_given and dtype_given != fields["dtype"]:
-        raise RequestError(f"--dtype {dtype_given}, but the matrices described are "
-                             f"{fields['dtype']}")
+        # Scalars alone: those named for a dimension give it (--shape's must agree).
+        scalars = {a.name: a.value for a in described.values()}
+        dims = _dimension_scalars(scalars, None, sources)
+        for letter, (value, what) in {**known, **dims}.items():
+            current = getattr(request, letter)
+            if shape_given and value != current:
+                raise RequestError(f"{what}, but --shape makes {letter.upper()} {current:,}")
+        return request.with_(scalars=request.scalars + tuple(scalars.items()),
+                             **{letter: value for letter, (value, _) in {**known, **dims}.items()})
+    ordered = check_arguments(tuple(described.values()),
+                              tuple(p for p in params if p not in scalars_given),
+                              parameter_uses(plan.module, plan.kernel), plan.name, sources,
+                              missing_hint=hint if not given else "")
+    fields = matmul_fields(ordered, plan, sources, known)
     return request.with_(m=fields["m"], k=fields["k"], n=fields["n"], dtype=fields["dtype"],
                          scalars=request.scalars + fields["scalars"])
+
+
+_DIMS = ("m", "k", "n")
+
+
+def _dimension_scalars(values: dict[str, int | float], flag: str | None,
+                       sources: dict[str, str] | None = None) -> dict[str, tuple[int, str]]:
+    """M, K or N from scalars named for them (m, rows, ...): letter ->
+    (value, where it was given); each a positive whole number."""
+    dims = {}
+    for name, value in values.items():
+        letter = DIMENSION_NAMES.get(name, "?")
+        if letter not in _DIMS:
+            continue
+        what = f"{flag or (sources or {}).get(name) or '--arg'} {name}={value}"
+        if isinstance(value, float) or value < 1:
+            raise RequestError(f"{what}: {name} is the matrices' {letter.upper()}, a positive "
+                               "whole number")
+        dims[letter] = (int(value), what)
+    return dims

@@ -354,11 +354,18 @@ class _Planner:
         uses: dict[str, tuple[int, str]] = {}
 
         def note(node: ast.AST, how: str) -> None:
-            for inner in ast.walk(node):
+            # The names the value is made of, not those inside a call
+            # (a[int(scale * i)]: the call makes the integer).
+            stack = [node]
+            while stack:
+                inner = stack.pop()
+                if isinstance(inner, ast.Call):
+                    continue
                 if isinstance(inner, ast.Name) and inner.id in names:
                     line = getattr(inner, "lineno", self.kernel.lineno)
                     if inner.id not in uses or line < uses[inner.id][0]:
                         uses[inner.id] = (line, how)
+                stack.extend(ast.iter_child_nodes(inner))
 
         for node in self._walk():
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
