@@ -464,8 +464,9 @@ WATCH_INTERVAL = 0.25
 
 def _watch(args: argparse.Namespace, request: RunRequest, previous, exporter,
            size: tuple[int, int]) -> int:
-    """``run --watch``: each save of the kernel file runs the same request
-    again; a run that fails leaves the last good outputs in place and says
+    """``run --watch``: each save of the kernel file runs the request again,
+    read again from the options and the file (its THREADMAP_ARGS, its own
+    launch); a run that fails leaves the last good outputs in place and says
     why, and the next save tries again.  Ends with Ctrl-C (or SIGTERM)."""
     import time
 
@@ -483,6 +484,7 @@ def _watch(args: argparse.Namespace, request: RunRequest, previous, exporter,
             continue
         progress = CommandLineProgress()
         try:
+            request = request_from_args(args, args.grid, args.block)
             with OutputFolder(out, files=RUN_FILES) as folder:
                 try:
                     result = run(request, progress=progress, time_limit=time_limit(args, request))

@@ -374,3 +374,37 @@ def test_a_file_that_leaves_a_parameter_out_says_so(tmp_path):
     assert str(caught.value) == ("kernel 'matmul' needs C described (an array it indexes with "
                                  "2 indices); e.g. --arg C=float32[64, 64] (k.py:3 "
                                  "THREADMAP_ARGS does not describe it)")
+
+
+def test_run_watch_reads_the_files_description_again_at_each_save(tmp_path):
+    import signal
+    import time
+
+    kernel = tmp_path / "mm.py"
+    kernel.write_text(MATMUL)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "app.launcher", "run", "--kernel-file",
+                             str(kernel), "--backend", "cpu", "--out", str(out), "--watch"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+
+        def until(word: str) -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                line = proc.stdout.readline()
+                lines.append(line)
+                if word in line:
+                    return
+            raise AssertionError(lines)
+
+        until("watching")
+        assert json.loads((out / "result.json").read_text())["request"]["m"] == 48
+        kernel.write_text(MATMUL.replace("[48, ", "[40, "))  # A and C now 40 rows
+        until("before this save: PASS")
+        request = json.loads((out / "result.json").read_text())["request"]
+        assert (request["m"], request["k"], request["n"]) == (40, 20, 36)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    assert proc.returncode == 130
