@@ -164,7 +164,7 @@ def nrt_ablation() -> dict:
     request = RunRequest(kernel="grid-stride", m=m, k=k, n=n, grid=(1,), block=(1024,),
                          backend="cpu")
     a, b = make_inputs("random", m, k, n, "float32")
-    job = KernelJob(request, plan, a, b, (), False)
+    job = KernelJob(request, plan, (a, b), (), False)
     types = kernel_types(plan, "float32", ())
     control = np.zeros(2, np.int64)
     out = {}

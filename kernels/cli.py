@@ -108,6 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
                             "preset launch)")
     run_parser.add_argument("--block", help="threads per block: N or NxM")
     run_parser.add_argument("--out", required=True, help="directory for result.json and maps.npz")
+    run_parser.add_argument(
+        "--reference", metavar="FILE.py:FUNCTION",
+        help="for a kernel whose arguments are described (--arg): YOUR HOST CODE, imported and "
+             "run by this command (never a kernel file's code), that returns the expected "
+             "output; it gets float64 copies of the inputs and the scalars, in the kernel's "
+             "parameter order without the output. Without it, a kernel that is not C = A @ B "
+             "gets maps and checks only")
     run_parser.add_argument("--watch", action="store_true",
                             help="with --kernel-file: run again each time the file is saved "
                                  "(until Ctrl-C), writing --out afresh each time")
@@ -201,10 +208,15 @@ def request_from_args(args: argparse.Namespace, grid: str | None,
     """A RunRequest from parsed options; the launch defaults to the kernel's preset."""
     m, k, n = parse_shape(args.shape if args.shape is not None else DEFAULT_SHAPE)
     kernel = args.kernel if args.kernel or args.kernel_file else "grid-stride"
+    reference = getattr(args, "reference", None)
+    if reference is not None:
+        from .reference_code import parse_reference
+
+        parse_reference(reference)
     request = RunRequest(kernel=kernel, kernel_file=args.kernel_file, m=m, k=k, n=n,
                          dtype=args.dtype or "float32", pattern=args.pattern, seed=args.seed,
                          backend=args.backend, scalars=parse_scalars(args.scalar),
-                         tier=args.tier)
+                         tier=args.tier, reference=reference)
     from .sources.arguments import describe_request
 
     request = describe_request(request, getattr(args, "arg", []), args.shape is not None,
@@ -377,8 +389,9 @@ def print_summary(result, stream=None) -> None:
     stream = stream if stream is not None else sys.stdout
     request = result.request
     source = "" if request.launch_source == "given" else f" ({request.launch_source})"
-    print(f"{result.verdict.word}  {printable(request.kernel_label)}  "
-          f"{request.m}x{request.k}x{request.n} "
+    checks_only = " (checks only)" if result.verdict.reference_note else ""
+    print(f"{result.verdict.word}{checks_only}  {printable(request.kernel_label)}  "
+          f"{request.shape_label} "
           f"{request.dtype}  grid {'x'.join(map(str, request.grid))} x block "
           f"{'x'.join(map(str, request.block))}{source}  [{result.backend}: "
           f"{result.backend_note}]", file=stream)
@@ -389,7 +402,11 @@ def print_summary(result, stream=None) -> None:
         print(f"  why ({diagnosis.rule}): {printable(first)}", file=stream)
         for line in rest:
             print(f"    {printable(line.strip())}", file=stream)
-    print(f"  {result.verdict.errors.describe()}", file=stream)
+    if result.verdict.reference_note:
+        print(f"  no correctness verdict: {printable(result.verdict.reference_note)}",
+              file=stream)
+    else:
+        print(f"  {result.verdict.errors.describe()}", file=stream)
     for timing in result.timings:
         print(f"  {timing.describe()}", file=stream)
     for note in result.notes:

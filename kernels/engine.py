@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from .analyses.correctness import compare, reference
+from .analyses.correctness import NO_REFERENCE, compare, reference, unchecked
 from .analyses.lockstep_analysis import read_analysis
 from .analyses.diagnoses import diagnose
 from .analyses.occupancy import MAX_STATIC_SHARED
@@ -38,7 +38,7 @@ from .errors import (
     UnsupportedConstruct,
 )
 from .estimate import ANALYSIS_SECONDS_LIMIT, emulation_seconds
-from .inputs import make_inputs
+from .inputs import make_described_inputs, make_inputs
 from .records import read_back
 from .request import RunRequest, check_request, format_bytes
 from .result import KernelSnapshot, RunResult, Timing, make_verdict
@@ -195,13 +195,20 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
     resolved, plan, note = prepare(request)
     if backend_named(resolved.backend).needs_own_process and not _simulating():
         from .backends.child import runner
-        return runner(simulator=True).run(resolved, note, progress, cancel, time_limit)
-    if isolate or time_limit is not None:
+        result = runner(simulator=True).run(resolved, note, progress, cancel, time_limit)
+    elif isolate or time_limit is not None:
         from .backends.child import runner
-        return runner(simulator=False).run(resolved, note, progress, cancel, time_limit,
-                                           compile_ahead=compile_ahead and compiling_ahead(),
-                                           known_types=_known_types(plan, resolved))
-    return run_here(resolved, note, progress, cancel)
+        result = runner(simulator=False).run(resolved, note, progress, cancel, time_limit,
+                                             compile_ahead=compile_ahead and compiling_ahead(),
+                                             known_types=_known_types(plan, resolved))
+    else:
+        result = run_here(resolved, note, progress, cancel)
+    if resolved.reference is not None:
+        from .reference_code import check_against_reference
+
+        progress(0.98, "checking against your reference")
+        result = check_against_reference(result, plan)
+    return result
 
 
 def compiling_ahead() -> bool:
@@ -232,9 +239,14 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
     plan = load_plan(request)
     resolved_scalars = resolve_scalars(plan, request)
     scalars = tuple(value for _, value, _ in resolved_scalars)
-    a, b = make_inputs(request.pattern, request.m, request.k, request.n, request.dtype,
-                       request.seed)
-    job = KernelJob(request, plan, a, b, scalars, zero_output=plan.reads_output,
+    described = bool(request.arguments)
+    if described:
+        inputs = make_described_inputs(request.arguments, plan.inputs, request.pattern,
+                                       request.seed)
+    else:
+        inputs = make_inputs(request.pattern, request.m, request.k, request.n, request.dtype,
+                             request.seed)
+    job = KernelJob(request, plan, inputs, scalars, zero_output=plan.reads_output,
                     progress=progress, cancel=cancel)
     output = backend_named(request.backend).run(job)
     if output.tier:
@@ -242,21 +254,28 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
     if cancel():
         raise RunCancelled("run cancelled")
     m, k, n = request.shape
-    slots = tuple((s.name, _slot_role(plan, s.name), s.ndim) for s in job.slots)
+    slots = tuple((s.name, _slot_role(plan, s.name, described), s.ndim) for s in job.slots)
     analysis, analysis_note = None, None
     if output.lockstep is not None:
         analysis = read_analysis(output.lockstep, output.layout, request, slots)
         analysis_note = "from this run (CPU lockstep emulation)"
     else:
         analysis, analysis_note = _analysis_run(job, slots, progress)
-    progress(0.97, "checking against the float64 reference")
-    inputs_key = (request.pattern, request.m, request.k, request.n, request.dtype, request.seed)
-    ref = _remembered(("reference",) + inputs_key, lambda: reference(a, b))
-    maps = read_back(output.raw_records, ((m, k), (k, n), (m, n)), slots,
+    maps = read_back(output.raw_records, (*(x.shape for x in job.inputs), (m, n)), slots,
                      tuple((line, text) for line, _, text in division_sites(plan)))
     c = output.c_plain if output.c_plain is not None else output.c_record
-    errors = compare(c, ref)
-    verdict = make_verdict(maps, errors, analysis, plan.output)
+    inputs_key = (request.pattern, request.m, request.k, request.n, request.dtype, request.seed)
+    if described:  # (its reference, if any, is the user's: run by the command, see run())
+        ref_c = np.full(c.shape, np.nan)
+        errors = unchecked(c)
+        verdict = make_verdict(maps, errors, analysis, plan.output, reference_note=NO_REFERENCE)
+    else:
+        progress(0.97, "checking against the float64 reference")
+        a, b = inputs
+        ref = _remembered(("reference",) + inputs_key, lambda: reference(a, b))
+        ref_c = ref.c
+        errors = compare(c, ref)
+        verdict = make_verdict(maps, errors, analysis, plan.output)
     notes = list(output.notes)
     if plan.reads_output:
         notes.append(f"{plan.name} reads or accumulates into its output, so C started "
@@ -274,19 +293,21 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         notes.append("scalar arguments: " + ", ".join(
             f"{name} = {value} ({source})" for name, value, source in resolved_scalars))
     on_gpu = request.backend == "gpu"
-    timings = list(output.timings) + [_remembered(
-        ("reference time", on_gpu) + inputs_key, lambda: time_reference(a, b, on_gpu))]
+    timings = list(output.timings)
+    if not described:  # (the library's matmul, to compare with)
+        timings.append(_remembered(("reference time", on_gpu) + inputs_key,
+                                   lambda: time_reference(a, b, on_gpu)))
     result = RunResult(
         request=request, kernel_name=plan.name, backend_note=backend_note,
         c=c, c_source="plain kernel" if output.c_plain is not None else "instrumented kernel",
-        reference=ref.c, maps=maps, verdict=verdict, timings=tuple(timings),
+        reference=ref_c, maps=maps, verdict=verdict, timings=tuple(timings),
         notes=tuple(notes), output_init="zeros" if plan.reads_output else "nan", slots=slots,
         analysis=analysis, analysis_note=analysis_note, output=plan.output,
         output_reason=plan.output_reason,
         kernel=_snapshot(plan),
         kernel_output=output.prints.text if output.prints else "",
         kernel_output_cut=output.prints.dropped_chars if output.prints else 0)
-    if not diagnosed:
+    if not diagnosed or described:  # (the diagnoses read a matmul's maps)
         progress(1.0, "done")
         return result
     ones = None
@@ -358,11 +379,12 @@ def _analysis_run(job: KernelJob, slots, progress: ProgressCallback):
             "from a recording run of the CPU lockstep emulation on the same inputs")
 
 
-def _slot_role(plan: KernelPlan, name: str) -> str:
+def _slot_role(plan: KernelPlan, name: str, described: bool = False) -> str:
     if name == plan.output:
         return "C"
     if name in plan.inputs:
-        return "AB"[plan.inputs.index(name)]
+        # A and B under the matmul convention; a described run's by their names
+        return name if described else "AB"[plan.inputs.index(name)]
     return next(local.kind for local in plan.local_arrays if local.name == name)
 
 

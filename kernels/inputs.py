@@ -43,3 +43,35 @@ def poisoned_output(m: int, n: int, dtype: str, zero: bool = False) -> np.ndarra
     """C before a run: NaN everywhere, so that an element never written shows;
     zeros for kernels that accumulate into C (their author's host code zeroes it)."""
     return np.zeros((m, n), dtype) if zero else np.full((m, n), np.nan, dtype)
+
+
+def make_described_inputs(arguments, names: tuple[str, ...], pattern: str,
+                          seed: int = 0) -> tuple[np.ndarray, ...]:
+    """The input arrays ``names`` of a described run (``arguments``: the
+    descriptions, sources/arguments.py), each of its own shape and dtype, in
+    that order, filled as :func:`make_inputs` fills A and B:
+
+    * ``random``: uniform in [-1, 1), one generator for all, in order;
+    * ``ones``: every element 1;
+    * ``identity``: a 2-D array the identity (ones on its diagonal), others random;
+    * ``arange``: element e of an array of S elements is e / S.
+    """
+    rng = np.random.default_rng(seed)
+    by_name = {a.name: a for a in arguments}
+    arrays = []
+    for name in names:
+        argument = by_name[name]
+        dtype, shape = np.dtype(argument.dtype), tuple(argument.shape)
+        size = int(np.prod(shape))
+        if pattern == "ones":
+            array = np.ones(shape, dtype)
+        elif pattern == "arange":
+            array = (np.arange(size, dtype=np.float64) / size).reshape(shape).astype(dtype)
+        elif pattern == "identity" and len(shape) == 2:
+            array = np.eye(*shape, dtype=dtype)
+        elif pattern in ("random", "identity"):
+            array = (rng.random(shape) * 2.0 - 1.0).astype(dtype)
+        else:
+            raise ValueError(f"unknown input pattern {pattern!r}")
+        arrays.append(np.ascontiguousarray(array))
+    return tuple(arrays)

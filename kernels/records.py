@@ -384,8 +384,8 @@ class AccessMaps:
     iteration: np.ndarray
     stores_per_thread: np.ndarray
     oob_per_thread: np.ndarray
-    reads_a: np.ndarray
-    reads_b: np.ndarray
+    #: read counts of each input, in the order of the plan's inputs (A, B)
+    reads: tuple[np.ndarray, ...]
     out_of_bounds: tuple[OutOfBounds, ...]
     divisions_by_zero: tuple[DivisionByZero, ...] = ()
     #: where the out-of-bounds writes to C landed, in a band ``OOB_MARGIN``
@@ -408,6 +408,14 @@ class AccessMaps:
         if self.iterations < 0:
             object.__setattr__(self, "iterations",
                                int(self.iteration.max()) + 1 if self.iteration.size else 0)
+
+    @property
+    def reads_a(self) -> np.ndarray:
+        return self.reads[0]
+
+    @property
+    def reads_b(self) -> np.ndarray:
+        return self.reads[1]
 
     @property
     def oob_margin_total(self) -> int:
@@ -452,13 +460,13 @@ class AccessMaps:
         return int(np.count_nonzero(self.stores_per_thread == 0))
 
 
-def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, int], ...],
+def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, ...], ...],
               slots: tuple[tuple[str, str, int], ...],
               division_sites: tuple[tuple[int, str], ...] = ()) -> AccessMaps:
     """Turn raw recording arrays into :class:`AccessMaps`.
 
-    ``matrix_shapes`` are the (rows, cols) of A, B and C; flattened (1-D)
-    arrays are reshaped to them.  ``slots`` gives (name, role, ndim) per slot;
+    ``matrix_shapes`` are the shapes of the inputs (A and B), then of the
+    output C (rows, cols); flattened (1-D) arrays are reshaped to them.  ``slots`` gives (name, role, ndim) per slot;
     ``division_sites`` (line, text) per division site.
     """
     count, atomics, min_w, max_w, iteration, stores, oob, oob_min, oob_thread, oob_index = raw[:10]
@@ -466,8 +474,8 @@ def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, int], ...],
         DivisionByZero(line, text, int(raw[DIVZ][site]), int(raw[DIVZ_THREAD][site]))
         for site, (line, text) in enumerate(division_sites[:DIVISION_SITES])
         if raw[DIVZ][site])
-    reads_a, reads_b = raw[READS], raw[READS + 1]
-    shape_a, shape_b, shape_c = matrix_shapes
+    *input_shapes, shape_c = matrix_shapes
+    reads = tuple(raw[READS + i].reshape(shape) for i, shape in enumerate(input_shapes))
     # In place: these maps can be hundreds of MB, and fresh pages are slow.
     min_w[min_w == np.iinfo(min_w.dtype).max] = -1
     iteration[iteration == INT32_MAX] = -1
@@ -487,8 +495,7 @@ def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, int], ...],
     return AccessMaps(
         count=count.reshape(shape_c), atomics=atomics.reshape(shape_c), min_writer=min_w,
         max_writer=max_w, iteration=iteration, stores_per_thread=stores,
-        oob_per_thread=oob_thread, reads_a=reads_a.reshape(shape_a),
-        reads_b=reads_b.reshape(shape_b), out_of_bounds=tuple(summaries),
+        oob_per_thread=oob_thread, reads=reads, out_of_bounds=tuple(summaries),
         divisions_by_zero=divisions, oob_margin=margin_strips(raw[MARGIN], shape_c))
 
 

@@ -60,6 +60,15 @@ class RunRequest:
     tier: str = "auto"
     #: why ``tier`` was chosen, when not by the user (a sweep picks one for all)
     tier_source: str = ""
+    #: the kernel's arguments as described (sources/arguments.py), for a kernel
+    #: run as it is rather than as C = A @ B: its arrays (inputs made from
+    #: these, the output of its own shape) and scalars.  Then M x N is the
+    #: output drawn as a matrix (a 1-D output wrapped into rows) and K is 1.
+    arguments: tuple = ()
+    #: ``file.py:function``, the user's own host code that gives the expected
+    #: output of a described run (run in the command's process, never in the
+    #: kernel's sandbox); none: maps and checks only
+    reference: str | None = None
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -84,6 +93,14 @@ class RunRequest:
     @property
     def block2(self) -> tuple[int, int]:
         return (self.block[0], self.block[1] if len(self.block) > 1 else 1)
+
+    @property
+    def shape_label(self) -> str:
+        """``128x256x128`` (M x K x N), or a described run's arrays
+        (``x=float32[4096], out=float32[4096]``)."""
+        if self.arguments:
+            return ", ".join(str(a) for a in self.arguments if hasattr(a, "shape"))
+        return f"{self.m}x{self.k}x{self.n}"
 
     @property
     def kernel_label(self) -> str:
@@ -190,9 +207,12 @@ def host_bytes_needed(request: RunRequest) -> int:
     """Estimate of the host memory a run needs, from the shapes and thread count."""
     m, k, n = request.shape
     item = 4 if request.dtype == "float32" else 8
-    inputs = (m * k + k * n) * (item + 2 * 8)  # the inputs, and float64 copies for the reference
+    sizes = (m * k, k * n)
+    if request.arguments:  # (every described array counted as an input: a bound)
+        sizes = tuple(math.prod(a.shape) for a in request.arguments if hasattr(a, "shape"))
+    inputs = sum(sizes) * (item + 2 * 8)  # the inputs, and float64 copies for the reference
     outputs = m * n * (2 * item + 3 * 8)  # C twice; reference, error bound, error
-    return inputs + outputs + record_nbytes(m * n, (m * k, k * n), request.total_threads)
+    return inputs + outputs + record_nbytes(m * n, sizes, request.total_threads)
 
 
 #: (when, bytes) of the last reading: a sweep checks 64 requests at once, and

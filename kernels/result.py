@@ -102,6 +102,9 @@ class Verdict:
     divisions_by_zero: int = 0
     #: calls of warp operations with an undefined result (hazards.WarpHazard)
     warp_hazards: int = 0
+    #: why the output was not checked against a reference (a described run
+    #: without one, or whose reference failed): then PASS is the checks' alone
+    reference_note: str = ""
 
     @property
     def word(self) -> str:
@@ -132,13 +135,18 @@ class Verdict:
         return ", ".join(kinds)
 
     def summary(self) -> str:
-        return self.word if self.passed else f"FAIL ({self.short_reasons})"
+        unchecked = f"; {self.reference_note}" if self.reference_note else ""
+        if self.passed:
+            return f"PASS ({self.reference_note})" if self.reference_note else "PASS"
+        return f"FAIL ({self.short_reasons}{unchecked})"
 
 
 def make_verdict(maps: AccessMaps, errors: ErrorFigures,
-                 analysis: LockstepAnalysis | None = None, output: str = "C") -> Verdict:
+                 analysis: LockstepAnalysis | None = None, output: str = "C",
+                 reference_note: str = "") -> Verdict:
     """PASS or FAIL with each reason; ``output`` is the output array's name in
-    the kernel (its reasons name it)."""
+    the kernel (its reasons name it); ``reference_note``: why it was not
+    compared with a reference (its PASS is then the checks' alone)."""
     reasons = []
     total = maps.count.size
     # Each is a pass over every element of C (25 ms for 4096 x 4096): once.
@@ -169,7 +177,8 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures,
     passed = not reasons and errors.within_tolerance
     return Verdict(passed=passed, reasons=tuple(reasons), unwritten=unwritten,
                    collided=collided, out_of_bounds=maps.oob_total, errors=errors,
-                   divisions_by_zero=sum(d.count for d in maps.divisions_by_zero), **hazards)
+                   divisions_by_zero=sum(d.count for d in maps.divisions_by_zero),
+                   reference_note=reference_note, **hazards)
 
 
 @dataclass(frozen=True)
@@ -280,6 +289,8 @@ class RunResult:
     def summary(self) -> dict:
         """A JSON-ready summary (request, verdict, error figures, counts, timings)."""
         request = asdict(self.request)
+        if self.request.arguments:  # (as written on the command line)
+            request["arguments"] = [str(a) for a in self.request.arguments]
         request["grid"] = list(self.request.grid)
         request["block"] = list(self.request.block)
         request["scalars"] = {name: value for name, value in self.request.scalars}
@@ -292,8 +303,11 @@ class RunResult:
             "tier": self.tier,
             "verdict": self.verdict.word,
             "reasons": list(self.verdict.reasons),
+            **({"not_checked_against_a_reference": self.verdict.reference_note}
+               if self.verdict.reference_note else {}),
             "diagnoses": [d.as_dict() for d in self.diagnoses],
-            "output": {"array": self.output, "why": self.output_reason},
+            "output": {"array": self.output, "why": self.output_reason,
+                       **self._output_shapes()},
             **({"kernel_output": {
                 "from": KERNEL_OUTPUT_SOURCE, "text": self.kernel_output,
                 "lines": self.kernel_output.count("\n"),
@@ -329,6 +343,31 @@ class RunResult:
                 "uninitialised_shared_reads": None, "warp_operations": None,
                 "analysis_source": self.analysis_note}
 
+    def _output_shapes(self) -> dict:
+        """A described run's output: its own shape, and the matrix its maps
+        are drawn as (a 1-D output wrapped into rows of ``row_length``)."""
+        described = next((a for a in self.request.arguments
+                          if getattr(a, "name", None) == self.output), None)
+        if described is None:
+            return {}
+        return {"shape": list(described.shape), "maps_shape": list(self.c.shape),
+                **({"row_length": int(self.c.shape[1])} if len(described.shape) == 1 else {})}
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """The kernel's input arrays, in order (A and B for a matmul)."""
+        if not self.request.arguments:
+            return ("A", "B")
+        return tuple(a.name for a in self.request.arguments
+                     if hasattr(a, "shape") and a.name != self.output)
+
+    def read_maps(self) -> dict[str, np.ndarray]:
+        """Read counts by name: ``reads_a`` and ``reads_b`` for a matmul,
+        ``reads_<input>`` for a described run."""
+        if not self.request.arguments:
+            return {"reads_a": self.maps.reads_a, "reads_b": self.maps.reads_b}
+        return {f"reads_{name}": reads for name, reads in zip(self.input_names, self.maps.reads)}
+
     def maps_arrays(self) -> dict[str, np.ndarray]:
         """The arrays written to ``maps.npz``.  Per-warp figures are (blocks,
         warps per block), NaN where a warp made no request there (for a branch:
@@ -344,8 +383,7 @@ class RunResult:
         arrays = {"count": m.count, "atomics": m.atomics, "min_writer": m.min_writer,
                   "max_writer": m.max_writer, "iteration": m.iteration,
                   "stores_per_thread": m.stores_per_thread, "oob_per_thread": m.oob_per_thread,
-                  "reads_a": m.reads_a, "reads_b": m.reads_b, "C": self.c,
-                  "reference": self.reference}
+                  **self.read_maps(), "C": self.c, "reference": self.reference}
         # where the out-of-bounds writes to C landed (records.OOB_MARGIN wide)
         for side, strip in zip(MARGIN_SIDES, m.oob_margin):
             arrays[f"oob_margin_{side}"] = strip

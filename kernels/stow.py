@@ -30,7 +30,7 @@ from .result import RunResult
 
 #: maps of ``AccessMaps``, by their name in ``RunResult.maps_arrays``
 _MAP_FIELDS = ("count", "atomics", "min_writer", "max_writer", "iteration",
-               "stores_per_thread", "oob_per_thread", "reads_a", "reads_b")
+               "stores_per_thread", "oob_per_thread")
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,8 @@ def held_arrays(result: RunResult) -> dict[int, np.ndarray]:
     if result.stowed is not None:
         return {}
     m = result.maps
-    arrays = [getattr(m, name) for name in _MAP_FIELDS] + [result.c, result.reference]
+    arrays = [getattr(m, name) for name in _MAP_FIELDS] + list(m.reads) + [result.c,
+                                                                         result.reference]
     return {id(a): a for a in arrays if a.size}
 
 
@@ -87,11 +88,13 @@ class Stowage:
         with self._lock:
             number = next(self._numbers)
         arrays = {name: getattr(result.maps, name) for name in _MAP_FIELDS}
+        arrays.update({f"reads_{i}": reads for i, reads in enumerate(result.maps.reads)})
         arrays["C"] = result.c
         path = self.folder / f"result{number}.npz"
         layout = save_maps(path, arrays, result.request.dtype)
         stowed = Stowed(path, layout, self._reference_file(result.reference, number), nbytes)
-        maps = dataclasses.replace(result.maps, **{
+        maps = dataclasses.replace(result.maps, reads=tuple(
+            _placeholder(reads) for reads in result.maps.reads), **{
             name: _placeholder(getattr(result.maps, name)) for name in _MAP_FIELDS})
         return dataclasses.replace(result, maps=maps, c=_placeholder(result.c),
                                    reference=_placeholder(result.reference), stowed=stowed)
@@ -102,7 +105,9 @@ class Stowage:
         if stowed is None:
             return result
         arrays = load_maps(stowed.maps, stowed.layout)
-        maps = dataclasses.replace(result.maps, **{name: arrays[name] for name in _MAP_FIELDS})
+        reads = tuple(arrays[f"reads_{i}"] for i in range(len(result.maps.reads)))
+        maps = dataclasses.replace(result.maps, reads=reads,
+                                   **{name: arrays[name] for name in _MAP_FIELDS})
         return dataclasses.replace(result, maps=maps, c=arrays["C"],
                                    reference=self._read_reference(stowed.reference),
                                    stowed=None)

@@ -790,3 +790,15 @@ def test_a_file_that_describes_its_arguments_sets_the_shape_it_runs(window, tmp_
     assert "THREADMAP_ARGS B=float32[21, 36]: its row count is 21" in \
         window.maps_view.error_label.text()
     assert (controls.m_spin.value(), controls.k_spin.value()) == (48, 20)
+
+
+def test_a_described_kernel_outside_the_matmul_convention_is_sent_to_the_command_line(
+        window, tmp_path):
+    from tests.test_described_runs import TRANSPOSE
+    path = tmp_path / "transpose.py"
+    path.write_text(TRANSPOSE)
+    before = (window.controls.m_spin.value(), window.controls.n_spin.value())
+    assert window.controller.open_kernel_file(str(path))
+    assert "is not C = A @ B: the app runs matmul kernels so far; run it from the command " \
+        "line: threadmap run --kernel-file" in window.maps_view.error_label.text()
+    assert (window.controls.m_spin.value(), window.controls.n_spin.value()) == before

@@ -152,8 +152,9 @@ def test_a_description_outside_the_matmul_convention_says_how_the_kernel_was_rea
                      "x=float32[64]", "--arg", "y=float32[64]", "--arg", "out=float32[64]",
                      "--out", str(tmp_path / "out"))
     assert proc.returncode == 2
-    assert proc.stderr.endswith("(ThreadMap runs kernels as C = A @ B so far: x as A, y as B, "
-                                "out as C)\n"), proc.stderr
+    assert proc.stderr.endswith("(ThreadMap read the kernel as C = A @ B: x as A, y as B, out "
+                                "as C; to run it as it is, give --reference FILE.py:FUNCTION, "
+                                "your code that returns the expected out)\n"), proc.stderr
 
 
 def test_a_missing_argument_is_named_with_an_example():

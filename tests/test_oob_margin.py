@@ -230,7 +230,7 @@ def test_read_back_gives_the_strips_and_the_frame_places_them():
 def test_maps_made_without_a_margin_get_zero_strips():
     count = np.zeros((3, 5), np.int32)
     maps = AccessMaps(count, count, count, count, count, np.zeros(4), np.zeros(4),
-                      np.zeros((3, 2)), np.zeros((2, 5)), ())
+                      (np.zeros((3, 2)), np.zeros((2, 5))), ())
     for side, got, want in zip(SIDES, maps.oob_margin, empty(3, 5)):
         np.testing.assert_array_equal(got, want, err_msg=side)
         assert got.dtype == np.int32

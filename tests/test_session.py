@@ -144,10 +144,10 @@ def _another_run(result):
     """A distinct result with arrays of its own, as a new run of the same
     inputs would give (the reference stays shared, as the engine shares it)."""
     import dataclasses
-    maps = dataclasses.replace(result.maps, **{
+    maps = dataclasses.replace(result.maps, reads=tuple(r.copy() for r in result.maps.reads), **{
         name: getattr(result.maps, name).copy() for name in (
             "count", "atomics", "min_writer", "max_writer", "iteration", "stores_per_thread",
-            "oob_per_thread", "reads_a", "reads_b")})
+            "oob_per_thread")})
     return dataclasses.replace(result, maps=maps, c=result.c.copy())
 
 

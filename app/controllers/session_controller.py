@@ -272,6 +272,13 @@ class SessionController(QtCore.QObject):
             return None
         if described == request:
             return None
+        if described.arguments:  # (the app runs C = A @ B so far)
+            self.session.raise_error(
+                f"{described.kernel_label} is not C = A @ B: the app runs matmul kernels so "
+                "far; run it from the command line: threadmap run --kernel-file "
+                f"{described.kernel_file} --out FOLDER (--reference FILE.py:FUNCTION for a "
+                "correctness verdict)")
+            return None
         self.session.tell(f"shape {described.m}x{described.k}x{described.n} "
                           f"{described.dtype}: the file's THREADMAP_ARGS")
         return described

@@ -230,3 +230,52 @@ def compare(c: np.ndarray, ref: Reference) -> ErrorFigures:
         worst_ratio=float(totals[6]),
         elements=int(c.size),
     )
+
+
+# -- a described run (issue 22): the user's own reference ------------------------------
+
+#: Why a described run without a reference has no correctness verdict.
+NO_REFERENCE = "no reference given (--reference FILE:FUNCTION): maps and checks only"
+
+
+def unchecked(c: np.ndarray) -> ErrorFigures:
+    """Error figures of a run with no reference: nothing compared; the
+    output's NaN or infinite elements (never written) still counted."""
+    non_finite = int(c.size - np.count_nonzero(np.isfinite(c)))
+    return ErrorFigures(rel_error=math.nan, max_abs_error=math.nan, rel_tolerance=math.nan,
+                        abs_tolerance=math.nan, wrong=0, non_finite=non_finite,
+                        worst_ratio=math.nan, elements=int(c.size))
+
+
+def described_rtol(dtype: str) -> float:
+    """The elementwise relative tolerance of a described run: the square
+    root of the dtype's unit roundoff (2**-12 for float32, 2**-26.5 for
+    float64).  A kernel whose elements each sum up to 1 / sqrt(u) terms
+    (4,096 in float32) stays within it by the same a-priori bound as the
+    matmul's (n u, Higham eq. 3.5); an index bug moves an element by the
+    size of the data, far past it."""
+    return math.sqrt(UNIT_ROUNDOFF[dtype])
+
+
+@dataclass(frozen=True, eq=False)
+class ElementwiseReference:
+    """A user's expected output (float64) and its bound, per element
+    ``rtol * |ref| + floor``, the floor ``rtol`` times the rms of the
+    expected values (for elements that cancel to near zero)."""
+
+    c: np.ndarray
+    rtol: float
+    floor: float
+
+    def bound(self, rows: slice = slice(None)) -> np.ndarray:
+        return self.rtol * np.abs(self.c[rows]) + self.floor
+
+
+def elementwise_reference(expected: np.ndarray, dtype: str) -> ElementwiseReference:
+    """``expected`` (the user's reference's output) with the tolerance of
+    ``dtype`` (:func:`described_rtol`)."""
+    c = np.asarray(expected, dtype=np.float64)
+    finite = c[np.isfinite(c)]
+    rms = float(np.sqrt(np.mean(finite * finite))) if finite.size else 0.0
+    rtol = described_rtol(dtype)
+    return ElementwiseReference(c, rtol, rtol * rms)

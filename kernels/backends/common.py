@@ -41,13 +41,21 @@ class KernelJob:
 
     request: RunRequest
     plan: KernelPlan
-    a: np.ndarray
-    b: np.ndarray
+    #: the input arrays, in the order of ``plan.inputs`` (A and B for a matmul)
+    inputs: tuple[np.ndarray, ...]
     scalars: tuple
     #: start C at zero instead of NaN (the kernel accumulates into C)
     zero_output: bool
     progress: ProgressCallback = _no_progress
     cancel: CancelCallback = _never
+
+    @property
+    def a(self) -> np.ndarray:
+        return self.inputs[0]
+
+    @property
+    def b(self) -> np.ndarray:
+        return self.inputs[1]
 
     @cached_property
     def slots(self) -> tuple[ArraySlot, ...]:
@@ -59,7 +67,11 @@ class KernelJob:
         return scalar_types(self.scalars)
 
     @property
-    def flops(self) -> float:
+    def flops(self) -> float | None:
+        """A matmul's floating-point operations; None for a described run
+        (ThreadMap does not know what its kernel computes)."""
+        if self.request.arguments:
+            return None
         m, k, n = self.request.shape
         return 2.0 * m * n * k
 
@@ -75,7 +87,8 @@ class KernelJob:
     def arguments(self, c: np.ndarray) -> list:
         """The kernel's own arguments in parameter order; flattened arrays
         (indexed with one index) get 1-D views."""
-        arrays = {self.plan.inputs[0]: self.a, self.plan.inputs[1]: self.b, self.plan.output: c}
+        arrays = dict(zip(self.plan.inputs, self.inputs))
+        arrays[self.plan.output] = c
         scalars = dict(zip(self.plan.scalars, self.scalars))
         args = []
         for name in self.plan.kernel.params:
@@ -99,13 +112,14 @@ class KernelJob:
                                 shape_c=(m, n))
 
     def record_shapes(self) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
-        """Shapes of the output maps and of the two read maps, as the kernel sees
-        the arrays (1-D when flattened)."""
-        def shape(name: str, matrix: tuple[int, int]) -> tuple[int, ...]:
-            return (matrix[0] * matrix[1],) if self.plan.ndim[name] == 1 else matrix
+        """Shapes of the output maps and of the read maps (one per input), as
+        the kernel sees the arrays (1-D when flattened)."""
+        def shape(name: str, whole: tuple[int, ...]) -> tuple[int, ...]:
+            return (int(np.prod(whole)),) if self.plan.ndim[name] == 1 else tuple(whole)
 
-        m, k, n = self.request.shape
-        inputs = (shape(self.plan.inputs[0], (m, k)), shape(self.plan.inputs[1], (k, n)))
+        m, _, n = self.request.shape
+        inputs = tuple(shape(name, array.shape)
+                       for name, array in zip(self.plan.inputs, self.inputs))
         return shape(self.plan.output, (m, n)), inputs
 
 

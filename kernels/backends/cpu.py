@@ -183,8 +183,9 @@ def compile_emulation(job: KernelJob) -> float:
     kernel, on a launch of one thread (the code depends on the types only);
     the seconds it took."""
     request = job.request.with_(m=1, k=1, n=1, grid=(1,), block=(1,))
-    tiny = KernelJob(request, job.plan, np.zeros((1, 1), request.dtype),
-                     np.zeros((1, 1), request.dtype), job.scalars, job.zero_output)
+    tiny = KernelJob(request, job.plan,
+                     tuple(np.zeros((1,) * x.ndim, x.dtype) for x in job.inputs),
+                     job.scalars, job.zero_output)
     with compiling():
         gen = load_emulation(tiny)
     control = np.zeros(2, np.int64)
@@ -287,9 +288,10 @@ def _make_worker(gen: GeneratedModule, job: KernelJob, control: np.ndarray, reco
     c = job.fresh_output() if c is None else c
     arguments = dict(zip(job.plan.kernel.params, job.arguments(c)))
     if record:
-        names = list(RECORD_PARAMS) + [reads_param(i) for i in range(2)]
+        inputs = len(job.plan.inputs)
+        names = list(RECORD_PARAMS) + [reads_param(i) for i in range(inputs)]
         arguments.update(zip(names, records))
-        for i in range(2):
+        for i in range(inputs):
             arguments[reads_flat_param(i)] = records[READS + i].reshape(-1)
         arguments.update(lockstep)
     arguments.update(_workspace(gen.layout, job, control, record))

@@ -128,7 +128,8 @@ def _run_gpu(job: KernelJob, gen) -> BackendOutput:
     plain_kernel = gen.function(job.plan.name)
     records = job.fresh_records()
     c_record = job.fresh_output()
-    needed = sum(r.nbytes for r in records) + job.a.nbytes + job.b.nbytes + 2 * c_record.nbytes
+    needed = sum(r.nbytes for r in records) + sum(x.nbytes for x in job.inputs) \
+        + 2 * c_record.nbytes
     free, _total = cuda.current_context().get_memory_info()
     if needed > 0.9 * free:
         raise RequestError(f"this run needs about {format_bytes(needed)} of GPU memory; "
@@ -147,13 +148,14 @@ def _run_gpu(job: KernelJob, gen) -> BackendOutput:
 
     try:
         wall = time.perf_counter()
-        d_a, d_b = cuda.to_device(job.a), cuda.to_device(job.b)
+        d_inputs = tuple(cuda.to_device(x) for x in job.inputs)
         cuda.synchronize()
-        timings.append(Timing("host to device (A, B)", "gpu", time.perf_counter() - wall,
+        timings.append(Timing(f"host to device ({', '.join(job.plan.inputs)})", "gpu",
+                              time.perf_counter() - wall,
                               "wall clock of cuda.to_device + synchronize"))
         d_c = cuda.to_device(c_record)
         d_records = [cuda.to_device(r) for r in records]
-        record_args = _device_arguments(job, d_a, d_b, d_c)
+        record_args = _device_arguments(job, d_inputs, d_c)
         job.check_cancel()
         wall = time.perf_counter()
         with kernel_prints(prints, descriptor=True):
@@ -177,7 +179,7 @@ def _run_gpu(job: KernelJob, gen) -> BackendOutput:
 
         c_plain = job.fresh_output()
         d_c = cuda.to_device(c_plain)
-        plain_args = _device_arguments(job, d_a, d_b, d_c)
+        plain_args = _device_arguments(job, d_inputs, d_c)
         wall = time.perf_counter()
         with kernel_prints(None, descriptor=True):
             plain_kernel[request.grid, request.block](*plain_args)  # warm-up, compiles
@@ -205,9 +207,10 @@ def _run_gpu(job: KernelJob, gen) -> BackendOutput:
     return BackendOutput(c_record, records, c_plain, timings, prints=prints)
 
 
-def _device_arguments(job: KernelJob, d_a, d_b, d_c) -> list:
+def _device_arguments(job: KernelJob, d_inputs, d_c) -> list:
     """The kernel's arguments with device arrays (flattened where it indexes 1-D)."""
-    devices = {job.plan.inputs[0]: d_a, job.plan.inputs[1]: d_b, job.plan.output: d_c}
+    devices = dict(zip(job.plan.inputs, d_inputs))
+    devices[job.plan.output] = d_c
     scalars = dict(zip(job.plan.scalars, job.scalars))
     args = []
     for name in job.plan.kernel.params:

@@ -130,7 +130,7 @@ class VectorRuntime:
         self.records = records
         self.flat = {index: r.reshape(-1) for index, r in enumerate(records)
                      if index in (COUNT, ATOMICS, MIN_WRITER, MAX_WRITER, ITERATION)}
-        self.reads = [records[READS + i].reshape(-1) for i in range(2)]
+        self.reads = [records[READS + i].reshape(-1) for i in range(len(job.plan.inputs))]
         self.req = lockstep["_tm_req"]
         self.accw = lockstep["_tm_accw"]
         self.br = lockstep["_tm_br"]

@@ -163,7 +163,7 @@ class LockstepLayout:
         """Parameters of ``_tm_run_<mode>``, in order."""
         names = list(plan.kernel.params)
         if mode == "record":
-            names += recording_params()
+            names += recording_params(len(plan.inputs))
         names += list(self.workspace) + list(self.array_params(mode))
         names += [a.flat_param for a in self.block_arrays]
         return tuple(names) + ("_tm_gdx", "_tm_gdy", "_tm_bdx", "_tm_bdy", "_tm_u0", "_tm_u1",
@@ -174,10 +174,11 @@ class LockstepLayout:
         return blocks * (-(-threads_per_block // 32) if self.warpwise else 1)
 
 
-def recording_params() -> list[str]:
-    """What the recording functions take after the kernel's own arguments."""
-    return (list(RECORD_PARAMS) + [reads_param(i) for i in range(2)]
-            + [reads_flat_param(i) for i in range(2)] + list(LOCKSTEP_RECORDS))
+def recording_params(inputs: int) -> list[str]:
+    """What the recording functions take after the kernel's own arguments
+    (``inputs``: how many input arrays it has, each with its read counts)."""
+    return (list(RECORD_PARAMS) + [reads_param(i) for i in range(inputs)]
+            + [reads_flat_param(i) for i in range(inputs)] + list(LOCKSTEP_RECORDS))
 
 
 @dataclass(frozen=True)
@@ -285,7 +286,7 @@ class _Writer:
             round_sites=self.round_sites, warp_sync=uses_syncwarp(plan))
         params = list(plan.kernel.params)
         if self.record:
-            params += recording_params()
+            params += recording_params(len(plan.inputs))
         params += list(layout.workspace) + list(layout.array_params(self.mode))
         block_name = f"{plan.name}__tm_block_{self.mode}"
         returned = "_tm_epoch" if self.record else "0"

@@ -207,7 +207,8 @@ def derive_cuda_record(plan: KernelPlan) -> ast.FunctionDef:
     rewriter = AccessRewriter(plan, "record", "cuda")
     func.body = rewriter.rewrite_body(func.body)
     func.body.insert(0, ast.parse(_CUDA_GTID).body[0])
-    params = list(plan.kernel.params) + list(RECORD_PARAMS) + [reads_param(i) for i in range(2)]
+    params = list(plan.kernel.params) + list(RECORD_PARAMS) + [
+        reads_param(i) for i in range(len(plan.inputs))]
     func.name = f"{plan.name}__tm_record"
     func.args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params],
                               kwonlyargs=[], kw_defaults=[], defaults=[])

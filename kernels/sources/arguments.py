@@ -318,8 +318,10 @@ def matmul_fields(arguments: tuple[Argument, ...], plan, where: str | dict[str, 
         names = (*plan.inputs, plan.output)
         if tuple(n.upper() for n in names) == ("A", "B", "C"):
             raise
-        raise RequestError(f"{exc} (ThreadMap runs kernels as C = A @ B so far: {names[0]} as "
-                           f"A, {names[1]} as B, {names[2]} as C)") from None
+        raise RequestError(f"{exc} (ThreadMap read the kernel as C = A @ B: {names[0]} as "
+                           f"A, {names[1]} as B, {names[2]} as C; to run it as it is, give "
+                           "--reference FILE.py:FUNCTION, your code that returns the expected "
+                           f"{names[2]})") from None
 
 
 def _matmul_fields(arguments: tuple[Argument, ...], plan, where: str | dict[str, str],
@@ -408,7 +410,10 @@ def describe_request(request: RunRequest, items: list[str] | tuple[str, ...] = (
         return request
     if shape_given and any(isinstance(a, ArrayArgument) for a in given):
         raise RequestError("--shape and --arg matrices both give the shapes: give one")
-    plan = load_plan(request)
+    # A kernel outside the matmul convention, or one with a reference, runs as
+    # it is: its arrays as described.  (A reference never comes from a file.)
+    as_it_is = request.reference is not None or not _fits_matmul(request)
+    plan = load_plan(request, matmul=not as_it_is)
     params = plan.kernel.params
     found = file_arguments(plan.module) if request.kernel_file else None
     described: dict[str, Argument] = {}
@@ -428,6 +433,10 @@ def describe_request(request: RunRequest, items: list[str] | tuple[str, ...] = (
                 argument = ArrayArgument(argument.name, dtype_given, argument.shape)
             described[argument.name] = argument
     if not given and not described:
+        if as_it_is:
+            raise RequestError(f"kernel {plan.name!r} ({', '.join(plan.arrays)}) is not C = "
+                               "A @ B: describe its arguments (--arg NAME=float32[4096], or "
+                               "THREADMAP_ARGS in the file)")
         return request
     for argument in given:
         if dtype_given and isinstance(argument, ArrayArgument) and \
@@ -445,6 +454,8 @@ def describe_request(request: RunRequest, items: list[str] | tuple[str, ...] = (
         if sources.get(name) == "--arg":
             raise RequestError(f"--scalar {name} and --arg {name} both give {name}: give one")
         described.pop(name, None)  # (--scalar wins over the file)
+    if as_it_is:
+        return _as_it_is(request, plan, described, sources, hint if not given else "")
     known = _dimension_scalars(scalars_given, "--scalar")
     for name in described:
         if name not in params:
@@ -470,6 +481,57 @@ def describe_request(request: RunRequest, items: list[str] | tuple[str, ...] = (
 
 
 _DIMS = ("m", "k", "n")
+
+
+def _fits_matmul(request: RunRequest) -> bool:
+    """Whether the request's kernel takes three arrays (the matmul
+    convention); other errors of its plan are left for the run to say."""
+    try:
+        load_plan(request, matmul=True)
+    except KernelSourceError as exc:
+        if "expected the matmul convention" in str(exc):
+            return False
+    return True
+
+
+def wrapped_shape(length: int) -> tuple[int, int]:
+    """(rows, row length) of a 1-D array of ``length`` drawn as a matrix:
+    the row length the divisor of ``length`` nearest above its square root
+    (4096: 64 x 64; 1000: 25 x 40), one row where none is near (a prime)."""
+    low = math.isqrt(length)
+    for width in range(max(low, 1), min(length, 4 * low + 4) + 1):
+        if length % width == 0 and width * width >= length:
+            return length // width, width
+    return 1, length
+
+
+def _as_it_is(request: RunRequest, plan, described: dict[str, Argument],
+              sources: dict[str, str], hint: str) -> RunRequest:
+    """A described run: every parameter described, its arrays of 1 or 2
+    dimensions and of one float dtype (the first steps of issue 22)."""
+    ordered = check_arguments(tuple(described.values()),
+                              tuple(p for p in plan.kernel.params
+                                    if p not in dict(request.scalars)),
+                              parameter_uses(plan.module, plan.kernel), plan.name, sources,
+                              missing_hint=hint)
+    label = _labeller(sources)
+    arrays = [a for a in ordered if isinstance(a, ArrayArgument)]
+    for argument in arrays:
+        if len(argument.shape) > 2:
+            raise RequestError(f"{label(argument.name)} {argument}: arrays of 3 dimensions are "
+                               "not drawn yet (1 or 2)")
+        if argument.dtype not in ("float32", "float64"):
+            raise RequestError(f"{label(argument.name)} {argument}: ThreadMap runs float32 or "
+                               f"float64 arrays so far, not {argument.dtype}")
+        if argument.dtype != arrays[0].dtype:
+            raise RequestError(f"{label(argument.name)} {argument}: {argument.dtype}, where "
+                               f"{arrays[0]} is {arrays[0].dtype}: the arrays share one dtype "
+                               "so far")
+    output = next(a for a in arrays if a.name == plan.output)
+    m, n = output.shape if len(output.shape) == 2 else wrapped_shape(output.shape[0])
+    scalars = tuple((a.name, a.value) for a in ordered if isinstance(a, ScalarArgument))
+    return request.with_(arguments=tuple(ordered), m=m, k=1, n=n, dtype=output.dtype,
+                         scalars=request.scalars + scalars)
 
 
 def _dimension_scalars(values: dict[str, int | float], flag: str | None,

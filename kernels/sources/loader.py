@@ -19,8 +19,12 @@ DIMENSION_NAMES = {
 }
 
 
-def load_plan(request: RunRequest) -> KernelPlan:
-    """The plan of the request's kernel; errors name the file and line."""
+def load_plan(request: RunRequest, matmul: bool | None = None) -> KernelPlan:
+    """The plan of the request's kernel; errors name the file and line.
+    ``matmul``: whether it must follow the matmul convention (by default,
+    unless the request describes its arguments)."""
+    if matmul is None:
+        matmul = not request.arguments
     if request.kernel_file:
         path = os.path.abspath(request.kernel_file)
         try:
@@ -28,7 +32,7 @@ def load_plan(request: RunRequest) -> KernelPlan:
         except OSError as exc:
             raise KernelSourceError(f"cannot open the kernel file: {exc.strerror}",
                                     request.kernel_file) from None
-        return _file_plan(path, mtime, request.kernel)
+        return _file_plan(path, mtime, request.kernel, matmul)
     if request.kernel not in CATALOGUE:
         raise RequestError(f"unknown kernel {request.kernel!r}; built-in kernels: "
                            f"{', '.join(CATALOGUE)} (or give a kernel file)")
@@ -36,9 +40,9 @@ def load_plan(request: RunRequest) -> KernelPlan:
 
 
 @lru_cache(maxsize=32)
-def _file_plan(path: str, mtime: int, name: str | None) -> KernelPlan:
+def _file_plan(path: str, mtime: int, name: str | None, matmul: bool = True) -> KernelPlan:
     module = read_module(path)
-    return make_plan(module, module.kernel(name))
+    return make_plan(module, module.kernel(name), matmul)
 
 
 @lru_cache(maxsize=None)

@@ -99,8 +99,9 @@ class KernelPlan:
     kernel: KernelDef
     #: array parameters, in parameter order
     arrays: tuple[str, ...]
-    #: the two input arrays (A, B) and the output (C)
-    inputs: tuple[str, str]
+    #: the input arrays (A, B under the matmul convention; any number for a
+    #: kernel whose arguments are described) and the output (C)
+    inputs: tuple[str, ...]
     output: str
     scalars: tuple[str, ...]
     #: dimensions of each array parameter, from its indexing (1 = flattened)
@@ -177,13 +178,15 @@ def cuda_attribute(node: ast.expr, aliases: dict[str, str]) -> str | None:
     return None
 
 
-def make_plan(module: ModuleInfo, kernel: KernelDef) -> KernelPlan:
+def make_plan(module: ModuleInfo, kernel: KernelDef, matmul: bool = True) -> KernelPlan:
     """Analyse ``kernel`` of ``module``; raise :class:`UnsupportedConstruct`
-    for what the instrumentation cannot handle."""
+    for what the instrumentation cannot handle.  ``matmul``: the kernel must
+    follow the matmul convention (three arrays); else (its arguments are
+    described) it takes any number of arrays, one of them its output."""
     inlined = inline_range_variables(kernel.node, module.aliases)
     if inlined is not kernel.node:
         kernel = dataclasses.replace(kernel, node=inlined)
-    return _Planner(module, kernel).plan()
+    return _Planner(module, kernel).plan(matmul)
 
 
 @dataclass(frozen=True)
@@ -376,12 +379,15 @@ class _Planner:
                 note(node.slice, "an index")
         return uses
 
-    def plan(self) -> KernelPlan:
+    def plan(self, matmul: bool = True) -> KernelPlan:
         self.check_syntax()
         arities = self._array_arities()
         stored, loaded_arrays = self._stores_and_loads(arities)
         arrays = tuple(p for p in self.params if p in arities)
-        if len(arrays) != 3:
+        if not arrays:
+            raise self.fail("the kernel has no array parameter that it indexes: nothing to "
+                            "map", self.node)
+        if matmul and len(arrays) != 3:
             found = ", ".join(arrays) or "none"
             raise self.fail(
                 "expected the matmul convention: three array parameters (A, B, C) that the "
@@ -402,7 +408,7 @@ class _Planner:
         local_arrays = self._local_arrays()
         return KernelPlan(
             module=self.module, kernel=self.kernel, arrays=arrays,
-            inputs=(inputs[0], inputs[1]), output=output, scalars=scalars, ndim=ndim,
+            inputs=inputs, output=output, scalars=scalars, ndim=ndim,
             reads_output=output in loaded_arrays, stored_arrays=tuple(stored),
             constants=self._used_constants(),
             local_arrays=local_arrays, emulation_blockers=self._emulation_blockers(),
