@@ -2,6 +2,8 @@
 one thread per element, a ragged edge)."""
 from __future__ import annotations
 
+import math
+
 from .errors import KernelSourceError, RequestError
 from .request import RunRequest, check_request
 from .sources.catalogue import CATALOGUE
@@ -83,6 +85,16 @@ def default_launch(request: RunRequest) -> RunRequest:
         return request.with_(grid=(-(-x // 16), -(-y // 16)), block=(16, 16),
                              launch_source=f"guessed: 2-D kernel, 16 x 16 blocks covering C "
                                            f"({how})")
+    if request.arguments:
+        # A described kernel: one thread per element of its largest array (a
+        # reduction reads more elements than it writes).
+        largest = max((a for a in request.arguments if hasattr(a, "shape")),
+                      key=lambda a: math.prod(a.shape))
+        elements = math.prod(largest.shape)
+        return request.with_(grid=(-(-elements // 256),), block=(256,),
+                             launch_source=f"guessed: 1-D kernel, one thread per element of "
+                                           f"its largest array, {largest.name}, in blocks of "
+                                           "256")
     return request.with_(grid=(-(-(m * n) // 256),), block=(256,),
                          launch_source="guessed: 1-D kernel, one thread per element of C in "
                                        "blocks of 256")

@@ -383,7 +383,9 @@ class RunResult:
         arrays = {"count": m.count, "atomics": m.atomics, "min_writer": m.min_writer,
                   "max_writer": m.max_writer, "iteration": m.iteration,
                   "stores_per_thread": m.stores_per_thread, "oob_per_thread": m.oob_per_thread,
-                  **self.read_maps(), "C": self.c, "reference": self.reference}
+                  **self.read_maps(), "C": self.c}
+        if self.reference.size:  # (a described run without a reference has none)
+            arrays["reference"] = self.reference
         # where the out-of-bounds writes to C landed (records.OOB_MARGIN wide)
         for side, strip in zip(MARGIN_SIDES, m.oob_margin):
             arrays[f"oob_margin_{side}"] = strip

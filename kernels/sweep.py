@@ -304,8 +304,14 @@ class SweepFolder:
         out = self.out
         stem = cell.stem
         arrays = cell.result.maps_arrays()
-        reference = arrays.pop("reference")
+        reference = arrays.pop("reference", None)
         dtype = cell.result.request.dtype
+        if reference is None:  # (a described run without a reference)
+            self.layouts[stem] = write_atomically(out / f"{stem}.npz", lambda path: save_maps(
+                path, arrays, dtype, run_id=uuid.uuid4().hex))
+            if self.image_writer is not None:
+                self.image_writer(cell.result, out / f"{stem}.png")
+            return
         if self._reference is None:
             self._reference = reference
             self._reference_id = uuid.uuid4().hex

@@ -246,3 +246,63 @@ def test_the_simulator_agrees_with_the_emulation_on_a_described_kernel(files):
     # 2.5 x in float32 (NEP 50) and rounds twice: 300 of 1,000 differ by a
     # last bit of the operands (|2.5 x| < 2.5, so an ulp is at most 2**-22).
     np.testing.assert_allclose(simulated.c, emulated.c, rtol=0, atol=2.0**-21)
+
+
+REDUCE = '''from numba import cuda, float32
+
+TPB = 64
+THREADMAP_ARGS = {"x": "float32[4096]", "partial": "float32[64]"}
+
+
+@cuda.jit
+def block_sums(x, partial):
+    tile = cuda.shared.array(TPB, float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    tile[t] = x[i] if i < x.size else 0.0
+    cuda.syncthreads()
+    s = TPB // 2
+    while s > 0:
+        if t < s:
+            tile[t] += tile[t + s]
+        cuda.syncthreads()
+        s //= 2
+    if t == 0:
+        partial[cuda.blockIdx.x] = tile[0]
+'''
+
+
+def test_a_reduction_is_launched_over_its_input_and_checked(files):
+    (files / "reduce.py").write_text(REDUCE)
+    (files / "reduce_ref.py").write_text("def block_sums(x):\n"
+                                         "    return x.reshape(-1, 64).sum(axis=1)\n")
+    request = describe_request(RunRequest(kernel=None, kernel_file=str(files / "reduce.py"),
+                                          backend="cpu", repeats=1,
+                                          reference=f"{files / 'reduce_ref.py'}:block_sums"))
+    from kernels.presets import default_launch
+    launched = default_launch(request.with_(block=(64,)))
+    # one thread per element of the largest array, x: 4,096 / 256 = 16 blocks of 256
+    assert (launched.grid, launched.block) == ((16,), (256,))
+    assert "its largest array, x" in launched.launch_source
+    result = run(request.with_(grid=(64,), block=(64,), launch_source="given"))
+    assert result.verdict.passed, result.verdict
+    # each block's thread 0 stores its sum once; x read once per element
+    np.testing.assert_array_equal(result.maps.count, 1)
+    np.testing.assert_array_equal(result.maps.min_writer.reshape(-1), np.arange(64) * 64)
+    np.testing.assert_array_equal(result.read_maps()["reads_x"], 1)
+    # the tree: log2(64) = 6 halvings, each a read-modify-write of shared
+    # memory between barriers, with no race
+    assert result.analysis.races.count == 0
+
+
+def test_a_described_kernel_sweeps_with_maps_and_checks(files):
+    out = files / "sweep"
+    proc = subprocess.run([sys.executable, "-m", "app.launcher", "sweep", "--kernel-file",
+                           str(files / "transpose.py"), "--backend", "cpu", "--grids",
+                           "1x1,2x3", "--blocks", "16x16", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads((out / "summary.json").read_text())["configurations"]
+    assert [row["verdict"] for row in rows] == ["FAIL", "PASS"]
+    cell = np.load(out / "grid2x3_block16x16.npz")
+    assert cell["count"].shape == (24, 40) and "reference" not in cell.files

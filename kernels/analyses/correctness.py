@@ -234,6 +234,8 @@ def compare(c: np.ndarray, ref: Reference) -> ErrorFigures:
 
 # -- a described run (issue 22): the user's own reference ------------------------------
 
+#: A described run's reference array when it has none: empty, left out of maps.npz.
+NO_REFERENCE_ARRAY = np.empty((0, 0))
 #: Why a described run without a reference has no correctness verdict.
 NO_REFERENCE = "no reference given (--reference FILE:FUNCTION): maps and checks only"
 
@@ -274,8 +276,13 @@ class ElementwiseReference:
 def elementwise_reference(expected: np.ndarray, dtype: str) -> ElementwiseReference:
     """``expected`` (the user's reference's output) with the tolerance of
     ``dtype`` (:func:`described_rtol`)."""
-    c = np.asarray(expected, dtype=np.float64)
-    finite = c[np.isfinite(c)]
-    rms = float(np.sqrt(np.mean(finite * finite))) if finite.size else 0.0
+    c = np.ascontiguousarray(expected, dtype=np.float64)
+    flat = c.reshape(-1)
+    # (one dot product, no temporaries: 16M elements took 2.5 s through masks)
+    square = float(np.dot(flat, flat)) if flat.size else 0.0
+    if not math.isfinite(square):  # NaN or infinite expected values: over the rest
+        finite = flat[np.isfinite(flat)]
+        square = float(np.dot(finite, finite)) * flat.size / max(finite.size, 1)
+    rms = math.sqrt(square / max(flat.size, 1))
     rtol = described_rtol(dtype)
     return ElementwiseReference(c, rtol, rtol * rms)

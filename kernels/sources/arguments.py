@@ -42,8 +42,10 @@ ARRAY_DTYPES = ("float32", "float64", "float16", "int8", "int16", "int32", "int6
 #: Types a scalar may be given with ``DTYPE(NUMBER)``.
 SCALAR_DTYPES = ("float32", "float64", "int32", "int64", "uint32", "uint64")
 MAX_RANK = 3
-#: Largest extent of one dimension: the matmul shapes' (request.py).
-MAX_EXTENT = MAX_DIMENSION
+#: Largest extent of one dimension (a 1-D array of 2**24 elements is common;
+#: the memory a run needs is checked apart; a matmul's M, K and N are held to
+#: request.MAX_DIMENSION where they are settled).
+MAX_EXTENT = 1 << 30
 #: The module-level name a kernel file describes its arguments with.
 FILE_NAME = "THREADMAP_ARGS"
 
@@ -354,6 +356,10 @@ def _matmul_fields(arguments: tuple[Argument, ...], plan, where: str | dict[str,
                            f"{by_name[a_name].dtype}: the matrices share one dtype")
 
     def settle(letter: str, value: int, argument, what: str) -> None:
+        if value > MAX_DIMENSION:
+            raise RequestError(f"{label(argument.name)} {argument}: its {what} makes "
+                               f"{letter.upper()} {value:,}, past ThreadMap's largest matrix "
+                               f"side, {MAX_DIMENSION:,}")
         known = dims.get(letter)
         if known is not None and known[0] != value:
             raise RequestError(f"{label(argument.name)} {argument}: its {what} is {value:,}, but "
