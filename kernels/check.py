@@ -124,17 +124,36 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
                  "verdict": "ERROR", "reasons": refused, "seconds": None, "thumbnail": None}]
     rows = []
     hung = ""
-    for m, k, n in shapes:
+    # A kernel that is not C = A @ B and describes its arguments (THREADMAP_ARGS,
+    # read, never run) is checked on those, not on --shapes: maps and checks
+    # only, as a submission's reference is never run.
+    described = None
+    try:
+        from .sources.arguments import describe_request
+
+        candidate = describe_request(RunRequest(kernel=kernel, kernel_file=path, seed=seed,
+                                                backend=backend, tier=tier),
+                                     as_it_is_unless_matmul=True)
+        described = candidate if candidate.arguments else None
+    except ThreadMapError:
+        pass  # (each case says what is wrong)
+    cases = [(described.shape_label, None)] if described is not None else [
+        (f"{m}x{k}x{n}", (m, k, n)) for m, k, n in shapes]
+    for shape, dims in cases:
         for launch in launches:
-            row = {"file": path, "kernel": kernel, "shape": f"{m}x{k}x{n}", "launch": launch.text,
+            row = {"file": path, "kernel": kernel, "shape": shape, "launch": launch.text,
                    "verdict": "ERROR", "reasons": "", "seconds": None, "thumbnail": None}
             rows.append(row)
             if hung:  # one hang is enough: the kernel's other cases are not run
                 row["reasons"] = f"not run: {hung}"
                 continue
             try:
-                request = RunRequest(kernel=kernel, kernel_file=path, m=m, k=k, n=n,
-                                     dtype=dtype, seed=seed, backend=backend, tier=tier)
+                if dims is None:
+                    request = described
+                else:
+                    m, k, n = dims
+                    request = RunRequest(kernel=kernel, kernel_file=path, m=m, k=k, n=n,
+                                         dtype=dtype, seed=seed, backend=backend, tier=tier)
                 if launch.grid is None:
                     request = default_launch(request)
                     # the file's own launch, or one guessed: said so (a
@@ -154,13 +173,16 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
             except RunTimedOut as exc:
                 row["reasons"] = str(exc)
                 if exc.kernel_hung:  # (a slow compile or start-up is not the kernel's)
-                    hung = f"the case {m}x{k}x{n} {launch.text} did not finish in time"
+                    hung = f"the case {shape} {launch.text} did not finish in time"
                 continue
             except ThreadMapError as exc:
                 row["reasons"] = str(exc)
                 continue
             timing = result.shown_timing
-            row.update(verdict=result.verdict.word, reasons="; ".join(result.verdict.reasons),
+            reasons = list(result.verdict.reasons) + (
+                [f"no correctness verdict: {result.verdict.reference_note}"]
+                if result.verdict.reference_note else [])
+            row.update(verdict=result.verdict.word, reasons="; ".join(reasons),
                        diagnoses="; ".join(
                            f"line {d.line_list}: {d.message} (fix: {d.fix})"
                            for d in result.diagnoses),

@@ -306,3 +306,23 @@ def test_a_described_kernel_sweeps_with_maps_and_checks(files):
     assert [row["verdict"] for row in rows] == ["FAIL", "PASS"]
     cell = np.load(out / "grid2x3_block16x16.npz")
     assert cell["count"].shape == (24, 40) and "reference" not in cell.files
+
+
+def test_check_runs_a_described_submission_on_its_own_arrays_and_never_a_reference(files):
+    from kernels.check import check_kernel, parse_launches
+
+    rows = check_kernel((str(files / "transpose.py"), None, None), [(8, 8, 8)],
+                        parse_launches("file,1:32"), backend="cpu")
+    shapes = {row["shape"] for row in rows}
+    assert shapes == {"a=float32[40, 24], out=float32[24, 40]"}  # not --shapes' 8x8x8
+    guessed, small = rows
+    assert guessed["verdict"] == "PASS" and small["verdict"] == "FAIL"
+    assert "no correctness verdict: no reference given" in guessed["reasons"]
+    # one block of 32 x 1: i = 0..31, j = 0; 24 of them are rows of out
+    assert "936 of 960 elements of out never written" in small["reasons"]
+    # a file cannot name a reference: its literal holds arguments only
+    (files / "sneaky.py").write_text(TRANSPOSE.replace(
+        '"out": "float32[24, 40]"}', '"out": "float32[24, 40]", "reference": "refs.py:f"}'))
+    (row,) = check_kernel((str(files / "sneaky.py"), None, None), [(8, 8, 8)],
+                          parse_launches("file"), backend="cpu")
+    assert row["verdict"] == "ERROR"

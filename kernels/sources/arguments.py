@@ -400,7 +400,8 @@ def _matmul_fields(arguments: tuple[Argument, ...], plan, where: str | dict[str,
 
 
 def describe_request(request: RunRequest, items: list[str] | tuple[str, ...] = (),
-                     shape_given: bool = False, dtype_given: str | None = None) -> RunRequest:
+                     shape_given: bool = False, dtype_given: str | None = None,
+                     as_it_is_unless_matmul: bool = False) -> RunRequest:
     """``request`` with the arguments described by ``--arg`` and by the
     kernel file's THREADMAP_ARGS (read, never run): M, K, N and the dtype
     from the matrices, the scalars' values.
@@ -410,7 +411,11 @@ def describe_request(request: RunRequest, items: list[str] | tuple[str, ...] = (
     with ``--arg`` matrices; ``--dtype`` replaces the file's dtype;
     ``--scalar`` replaces the file's scalar, and cannot name one ``--arg``
     gives.  In a file of several kernels, the entries that are no parameter
-    of the chosen one are another kernel's, and left out."""
+    of the chosen one are another kernel's, and left out.
+
+    ``as_it_is_unless_matmul`` (``check``, which never runs a reference):
+    a kernel of three arrays whose description does not fit C = A @ B runs as
+    it is, with maps and checks only, instead of being refused."""
     given = parse_arguments(items)
     if not given and not request.kernel_file:
         return request
@@ -481,7 +486,12 @@ def describe_request(request: RunRequest, items: list[str] | tuple[str, ...] = (
                               tuple(p for p in params if p not in scalars_given),
                               parameter_uses(plan.module, plan.kernel), plan.name, sources,
                               missing_hint=hint if not given else "")
-    fields = matmul_fields(ordered, plan, sources, known)
+    try:
+        fields = matmul_fields(ordered, plan, sources, known)
+    except RequestError:
+        if not as_it_is_unless_matmul:
+            raise
+        return _as_it_is(request, load_plan(request, matmul=False), described, sources, hint)
     return request.with_(m=fields["m"], k=fields["k"], n=fields["n"], dtype=fields["dtype"],
                          scalars=request.scalars + fields["scalars"])
 
