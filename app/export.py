@@ -6,6 +6,7 @@ offscreen), so the command line and the tests use the same code.
 from __future__ import annotations
 
 import errno
+import html
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +45,7 @@ def run_title(result: RunResult, html: bool = False) -> str:
     """``grid-stride 128x256x128 float32, grid 1 x block 1024, CPU emulation: PASS``
     (two lines in HTML)."""
     r = result.request
-    what = (f"{r.kernel_label} {r.m}x{r.k}x{r.n} {r.dtype}, grid {format_dims(r.grid)} x "
+    what = (f"{r.kernel_label} {r.shape_label} {r.dtype}, grid {format_dims(r.grid)} x "
             f"block {format_dims(r.block)}, {BACKEND_SHORT.get(r.backend, r.backend)}")
     if not html:
         return f"{what}: {result.verdict.summary()}"
@@ -53,11 +54,19 @@ def run_title(result: RunResult, html: bool = False) -> str:
 
 
 def _wrapped(text: str, width_px: int, point_size: float = 9) -> str:
-    """Break ``text`` into HTML lines that fit ``width_px`` (LabelItems do not wrap)."""
-    import textwrap
-
-    chars = max(20, int(width_px / (point_size * 0.62)))
-    return "<br>".join(textwrap.wrap(text, chars))
+    """Break ``text`` into HTML lines that fit ``width_px`` (LabelItems do not
+    wrap), measured in the label's font (a guess of 0.62 points a character
+    had cut the count map's legend at 1,200 px)."""
+    font = QtGui.QFont()
+    font.setPointSizeF(point_size)
+    metrics = QtGui.QFontMetricsF(font)
+    lines: list[str] = []
+    for word in text.split():
+        if lines and metrics.horizontalAdvance(f"{lines[-1]} {word}") <= width_px:
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    return "<br>".join(html.escape(line) for line in lines)
 
 
 def _offscreen_widget(size: tuple[int, int]) -> pg.GraphicsLayoutWidget:

@@ -30,6 +30,11 @@ CASE_LIMIT = 30.0
 CONNECT_SECONDS = 8.0
 
 
+#: A case whose checks passed but whose output no reference checked (a
+#: described kernel that is not C = A @ B): never counted as a PASS.
+CHECKED = "CHECKED"
+
+
 class NoKernels(ThreadMapError):
     """None of the files has a kernel (the report is written, empty)."""
 
@@ -182,7 +187,11 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
             reasons = list(result.verdict.reasons) + (
                 [f"no correctness verdict: {result.verdict.reference_note}"]
                 if result.verdict.reference_note else [])
-            row.update(verdict=result.verdict.word, reasons="; ".join(reasons),
+            # (checks alone are not a PASS: a submission describing its arrays
+            # otherwise than as C = A @ B is never held to a reference)
+            word = CHECKED if result.verdict.passed and result.verdict.reference_note \
+                else result.verdict.word
+            row.update(verdict=word, reasons="; ".join(reasons),
                        diagnoses="; ".join(
                            f"line {d.line_list}: {d.message} (fix: {d.fix})"
                            for d in result.diagnoses),
@@ -380,6 +389,8 @@ def report_html(rows: list[dict], title: str) -> str:
     for row in rows:
         groups.setdefault((row["file"], row["kernel"] or ""), {})[_case(row)] = row
     passed = sum(r["verdict"] == "PASS" for r in rows)
+    checked = sum(r["verdict"] == CHECKED for r in rows)
+    checked_text = f"{checked} CHECKED (the checks passed; no reference)," if checked else ""
     e = html.escape
     shown = _shown_names(rows)
     head = "".join(f"<th>{e(shape)}<br>{e(launch)}</th>" for shape, launch in cases)
@@ -415,12 +426,13 @@ body {{ font-family: sans-serif; margin: 1em; }}
 table {{ border-collapse: collapse; }}
 td, th {{ border: 1px solid #ccc; padding: 4px; vertical-align: top; font-size: 12px; }}
 td.pass b {{ color: #1a7f37; }} td.fail b, td.error b {{ color: #c62828; }}
+td.checked b {{ color: #8a6d00; }}
 td.error {{ color: #c62828; }} .why {{ max-width: 14em; color: #555; }}
 .cause {{ max-width: 14em; color: #8a3a00; }}
 th.file {{ text-align: left; }} img {{ image-rendering: pixelated; display: block; }}
 </style></head><body>
 <h1>{e(title)}</h1>
-<p>{len(groups)} kernels or files, {len(rows)} cases: {passed} PASS,
+<p>{len(groups)} kernels or files, {len(rows)} cases: {passed} PASS, {checked_text}
 {sum(r['verdict'] == 'FAIL' for r in rows)} FAIL, {sum(r['verdict'] == 'ERROR' for r in rows)}
 ERROR. Count maps: black = never written, green = once, blue = more than once by one thread,
 orange to dark red = more than once by several threads (collisions). "guessed:" marks a launch

@@ -219,8 +219,10 @@ def request_from_args(args: argparse.Namespace, grid: str | None,
                          tier=args.tier, reference=reference)
     from .sources.arguments import describe_request
 
+    # (a sweep has no reference: a kernel of three arrays described otherwise
+    # than as C = A @ B is swept as it is, maps and checks only)
     request = describe_request(request, getattr(args, "arg", []), args.shape is not None,
-                               args.dtype)
+                               args.dtype, as_it_is_unless_matmul=args.command == "sweep")
     if grid or block:
         default = default_launch(request) if not (grid and block) else request
         return request.with_(grid=parse_dims(grid, "--grid") if grid else default.grid,
@@ -450,6 +452,8 @@ def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
         raise ThreadMapError("--watch needs --kernel-file (it runs again when the file is "
                              "saved)")
     request = request_from_args(args, args.grid, args.block)
+    if args.png or args.svg:
+        check_described_map(request, args.map)
     check_gpu_model(args.gpu_model)
     if not args.yes:
         check_estimate(request)
@@ -527,6 +531,19 @@ def _watch(args: argparse.Namespace, request: RunRequest, previous, exporter,
 IMAGE_MAPS = ("count", "writer", "iteration", "error", "oob", "stores", "reads_a", "reads_b")
 
 
+#: The maps a described run's images draw so far: its output's and its threads'.
+DESCRIBED_IMAGE_MAPS = ("count", "writer", "iteration", "oob", "stores")
+
+
+def check_described_map(request: RunRequest, name: str) -> None:
+    """A described run's image of another map (error, reads) is refused
+    before the run: those images assume C = A @ B (its reads are in maps.npz)."""
+    if request.arguments and name not in DESCRIBED_IMAGE_MAPS:
+        raise ThreadMapError(f"--map {name}: a kernel run as it is is drawn as "
+                             f"{', '.join(DESCRIBED_IMAGE_MAPS)} so far (its read counts are "
+                             "in maps.npz, reads_<input>)")
+
+
 def check_image_options(args: argparse.Namespace) -> tuple[int, int]:
     """Refuse bad --map / --png / --svg / --size before anything runs."""
     if args.map not in IMAGE_MAPS:
@@ -551,6 +568,8 @@ def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
     check_numbers(args)
     check_output_path("--out", args.out, folder=True)
     base = request_from_args(args, "1", "32")
+    if not args.no_images:
+        check_described_map(base, args.map)
     default_grids, default_blocks = sweep_defaults(base)
     grids = parse_list(args.grids or default_grids, "--grids")
     blocks = parse_list(args.blocks or default_blocks, "--blocks")
@@ -699,8 +718,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
             raise
         write_report(rows, out, folder=folder)
         folder.publish()
-    counts = {word: sum(r["verdict"] == word for r in rows) for word in ("PASS", "FAIL", "ERROR")}
-    print(f"{len(rows)} cases: {counts['PASS']} PASS, {counts['FAIL']} FAIL, "
+    counts = {word: sum(r["verdict"] == word for r in rows)
+              for word in ("PASS", "CHECKED", "FAIL", "ERROR")}
+    checked = f"{counts['CHECKED']} CHECKED (no reference), " if counts["CHECKED"] else ""
+    print(f"{len(rows)} cases: {counts['PASS']} PASS, {checked}{counts['FAIL']} FAIL, "
           f"{counts['ERROR']} ERROR; wrote {out / 'report.csv'}, report.json, report.html")
     return 0
 

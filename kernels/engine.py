@@ -240,21 +240,21 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
     resolved_scalars = resolve_scalars(plan, request)
     scalars = tuple(value for _, value, _ in resolved_scalars)
     described = bool(request.arguments)
+    initial = None
     if described:
-        inputs = make_described_inputs(request.arguments, plan.inputs, request.pattern,
-                                       request.seed)
+        inputs, initial = described_arrays(request, plan)
     else:
         inputs = make_inputs(request.pattern, request.m, request.k, request.n, request.dtype,
                              request.seed)
     job = KernelJob(request, plan, inputs, scalars, zero_output=plan.reads_output,
-                    progress=progress, cancel=cancel)
+                    progress=progress, cancel=cancel, initial_output=initial)
     output = backend_named(request.backend).run(job)
     if output.tier:
         backend_note = f"{backend_note}; {output.tier}"
     if cancel():
         raise RunCancelled("run cancelled")
     m, k, n = request.shape
-    slots = tuple((s.name, _slot_role(plan, s.name, described), s.ndim) for s in job.slots)
+    slots = tuple((s.name, _slot_role(plan, s.name), s.ndim) for s in job.slots)
     analysis, analysis_note = None, None
     if output.lockstep is not None:
         analysis = read_analysis(output.lockstep, output.layout, request, slots)
@@ -277,7 +277,11 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         errors = compare(c, ref)
         verdict = make_verdict(maps, errors, analysis, plan.output)
     notes = list(output.notes)
-    if plan.reads_output:
+    if initial is not None:
+        notes.append(f"{plan.name} reads its output, {plan.output}, so it started with values "
+                     f"made as the inputs' are (--pattern), not NaN, and a reference gets "
+                     f"them; the write counts still show elements it never wrote")
+    elif plan.reads_output:
         notes.append(f"{plan.name} reads or accumulates into its output, so C started "
                      "zeroed (as its author's host code would do) instead of NaN; the write "
                      "counts still show elements it never wrote")
@@ -379,12 +383,35 @@ def _analysis_run(job: KernelJob, slots, progress: ProgressCallback):
             "from a recording run of the CPU lockstep emulation on the same inputs")
 
 
-def _slot_role(plan: KernelPlan, name: str, described: bool = False) -> str:
+def reads_output_in_place(plan: KernelPlan) -> bool:
+    """The kernel loads elements of its output (``x[i] = x[i] * 2``): its
+    starting values matter.  One that only updates it atomically (a
+    histogram) accumulates into zeros, as its host code would give it."""
+    from .derived.transform import access_sites
+
+    return plan.reads_output and any(site.array == plan.output and site.kind == "load"
+                                     for site in access_sites(plan))
+
+
+def described_arrays(request: RunRequest, plan: KernelPlan):
+    """A described run's inputs, in the plan's order, and the output's
+    starting values when the kernel reads it in place (made as the inputs
+    are, right after them, shaped as the maps draw it), else None.  The
+    reference (reference_code.py) makes the same again."""
+    in_place = reads_output_in_place(plan)
+    names = plan.inputs + ((plan.output,) if in_place else ())
+    arrays = make_described_inputs(request.arguments, names, request.pattern, request.seed)
+    if not in_place:
+        return arrays, None
+    return arrays[:-1], arrays[-1].reshape(request.m, request.n)
+
+
+def _slot_role(plan: KernelPlan, name: str) -> str:
     if name == plan.output:
         return "C"
     if name in plan.inputs:
         # A and B under the matmul convention; a described run's by their names
-        return name if described else "AB"[plan.inputs.index(name)]
+        return "AB"[plan.inputs.index(name)] if plan.matmul else name
     return next(local.kind for local in plan.local_arrays if local.name == name)
 
 

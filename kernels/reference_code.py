@@ -4,10 +4,11 @@ It is run here, in the command's own process, after the kernel has run
 (never in the sandboxed child that runs a kernel file, and never by
 ``check``, whose files are untrusted).  It is given float64 copies of the
 run's inputs and its scalars, in the kernel's parameter order without the
-output, and returns the expected output (any array of the output's shape, or
-of as many elements).  A reference that cannot be loaded, raises, or returns
-something else leaves the run's maps and checks as they are, and the verdict
-says why there is no correctness verdict.
+output (with it, its starting values, where the kernel reads it: an in-place
+kernel), and returns the expected output, an array of the output's shape.  A
+reference that cannot be loaded, raises, or returns anything else (another
+shape, NaN, not numbers) leaves the run's maps and checks as they are, and the
+verdict says why there is no correctness verdict.
 """
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ import numpy as np
 
 from .analyses.correctness import compare, elementwise_reference
 from .errors import RequestError
-from .inputs import make_described_inputs
 from .result import RunResult, make_verdict
 from .sources.loader import resolve_scalars
 
@@ -51,15 +51,17 @@ def load_reference(spec: str):
         module_spec.loader.exec_module(module)
     except Exception as exc:  # noqa: BLE001 (the user's code: said, with where)
         raise RequestError(f"--reference {spec}: importing {path} raised "
-                           f"{_where(exc)}") from None
+                           f"{_where(exc, path)}") from None
     found = getattr(module, function, None)
     if not callable(found):
         raise RequestError(f"--reference {spec}: {path} has no function {function!r}")
     return found
 
 
-def _where(exc: BaseException) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)
+def _where(exc: BaseException, path: str) -> str:
+    """``KeyError: 'x' (line 22)``, the line the last in the reference's own file."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if os.path.abspath(f.filename) == os.path.abspath(path)]
     line = f" (line {frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}: {exc}{line}"
 
@@ -68,25 +70,40 @@ def check_against_reference(result: RunResult, plan) -> RunResult:
     """``result`` with its output compared with the reference's (the maps
     kept whatever happens; the verdict says why when there is none)."""
     request = result.request
+    spec = request.reference
+    path, _ = parse_reference(spec)
+    output = next(a for a in request.arguments if a.name == plan.output)
     try:
-        function = load_reference(request.reference)
-        inputs = make_described_inputs(request.arguments, plan.inputs, request.pattern,
-                                       request.seed)
+        function = load_reference(spec)
+        from .engine import described_arrays
+
+        inputs, initial = described_arrays(request, plan)
         arrays = {name: x.astype(np.float64) for name, x in zip(plan.inputs, inputs)}
+        if initial is not None:  # (an in-place kernel: the output's starting values)
+            arrays[plan.output] = initial.reshape(output.shape).astype(np.float64)
         scalars = {name: value for name, value, _ in resolve_scalars(plan, request)}
-        arguments = [arrays[p] if p in arrays else scalars[p]
-                     for p in plan.kernel.params if p != plan.output]
+        names = [p for p in plan.kernel.params if p in arrays or p in scalars]
+        called = f"{spec}, called with ({', '.join(names)}),"
         try:
-            expected = function(*arguments)
+            expected = function(*[arrays[p] if p in arrays else scalars[p] for p in names])
         except Exception as exc:  # noqa: BLE001 (the user's code)
-            raise RequestError(f"the reference {request.reference} raised {_where(exc)}") \
-                from None
-        expected = np.asarray(expected, dtype=np.float64) \
-            if not isinstance(expected, np.ndarray) else expected.astype(np.float64)
-        if expected.size != result.c.size:
-            output = next(a for a in request.arguments if a.name == plan.output)
-            raise RequestError(f"the reference {request.reference} returned an array of shape "
-                               f"{expected.shape}, not one of the output's {output}")
+            raise RequestError(f"the reference {called} raised {_where(exc, path)}") from None
+        try:
+            expected = np.asarray(expected)
+            if expected.dtype.kind not in "biuf":
+                raise TypeError(f"an array of {expected.dtype}")
+            expected = expected.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise RequestError(f"the reference {called} returned what is not an array of real "
+                               f"numbers ({exc})") from None
+        if expected.shape != tuple(output.shape):
+            raise RequestError(f"the reference {called} returned an array of shape "
+                               f"{expected.shape}, not the output's {output}")
+        bad = int(expected.size - np.count_nonzero(np.isfinite(expected)))
+        if bad:
+            raise RequestError(f"the reference {called} returned {bad:,} NaN or infinite "
+                               "value" + ("s" if bad != 1 else "") + ": nothing to hold the "
+                               "output to there")
     except RequestError as exc:
         verdict = dataclasses.replace(result.verdict, reference_note=str(exc))
         return dataclasses.replace(result, verdict=verdict)

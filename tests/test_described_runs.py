@@ -145,8 +145,7 @@ def test_a_wrong_reference_fails_with_the_elements_off(files):
 
 @pytest.mark.parametrize("reference,why", [
     ("raises", "raised KeyError: 'no such key' (line 22)"),
-    ("too_short", "returned an array of shape (10,), not one of the output's "
-                  "out=float32[1000]"),
+    ("too_short", "returned an array of shape (10,), not the output's out=float32[1000]"),
 ])
 def test_a_reference_that_fails_keeps_the_maps_and_says_why_there_is_no_verdict(
         files, reference, why):
@@ -316,7 +315,8 @@ def test_check_runs_a_described_submission_on_its_own_arrays_and_never_a_referen
     shapes = {row["shape"] for row in rows}
     assert shapes == {"a=float32[40, 24], out=float32[24, 40]"}  # not --shapes' 8x8x8
     guessed, small = rows
-    assert guessed["verdict"] == "PASS" and small["verdict"] == "FAIL"
+    # checks alone are not a PASS: CHECKED, counted apart
+    assert guessed["verdict"] == "CHECKED" and small["verdict"] == "FAIL"
     assert "no correctness verdict: no reference given" in guessed["reasons"]
     # one block of 32 x 1: i = 0..31, j = 0; 24 of them are rows of out
     assert "936 of 960 elements of out never written" in small["reasons"]
@@ -326,3 +326,144 @@ def test_check_runs_a_described_submission_on_its_own_arrays_and_never_a_referen
     (row,) = check_kernel((str(files / "sneaky.py"), None, None), [(8, 8, 8)],
                           parse_launches("file"), backend="cpu")
     assert row["verdict"] == "ERROR"
+
+
+ADD3 = '''from numba import cuda
+
+THREADMAP_ARGS = {"a": "float32[300]", "b": "float32[300]", "c": "float32[300]",
+                  "out": "float32[300]"}
+
+
+@cuda.jit
+def add3(a, b, c, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a[i] + b[i] + c[i]
+'''
+
+IN_PLACE = '''from numba import cuda
+
+THREADMAP_ARGS = {"x": "float32[4096]"}
+
+
+@cuda.jit
+def double(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] = x[i] * 2.0
+'''
+
+MORE_REFERENCES = '''import numpy as np
+
+
+def add3(a, b, c):
+    return a + b + c
+
+
+def double(x):
+    return 2 * x
+
+
+def triple(x):
+    return 3 * x
+
+
+def with_nan(x, y, n, alpha):
+    r = alpha * x + y
+    r[:5] = np.nan
+    return r
+
+
+def a_list(x, y, n, alpha):
+    return [[1, 2], [3]]
+
+
+def a_dict(x, y, n, alpha):
+    return {"a": 1}
+
+
+def complex_values(x, y, n, alpha):
+    return (alpha * x + y) * 1j
+
+
+def two_args(x, y):
+    return x + y
+'''
+
+
+@pytest.fixture
+def more(files):
+    (files / "add3.py").write_text(ADD3)
+    (files / "in_place.py").write_text(IN_PLACE)
+    (files / "more_refs.py").write_text(MORE_REFERENCES)
+    return files
+
+
+@pytest.mark.parametrize("tier", ["instant", "compiled"])
+def test_three_inputs_are_read_and_named(more, tier):
+    result = run(described(more / "add3.py", f"{more / 'more_refs.py'}:add3", tier=tier,
+                           grid=(5,), block=(64,)))
+    assert result.verdict.passed, result.verdict
+    assert result.input_names == ("a", "b", "c")
+    for name in ("reads_a", "reads_b", "reads_c"):
+        np.testing.assert_array_equal(result.read_maps()[name], 1)
+    # each access site is named by its array, not A / B
+    assert {s.site.role for s in result.analysis.coalescing} >= {"a", "b", "c"}
+
+
+@pytest.mark.parametrize("tier", ["instant", "compiled"])
+def test_an_in_place_kernel_starts_from_values_the_reference_gets_too(more, tier):
+    request = described(more / "in_place.py", f"{more / 'more_refs.py'}:double", tier=tier,
+                        grid=(16,), block=(256,))
+    result = run(request)
+    assert result.verdict.passed, result.verdict
+    assert result.verdict.errors.rel_error == 0.0  # x * 2 is exact
+    assert any("it started with values made as the inputs' are" in note
+               for note in result.notes)
+    wrong = run(request.with_(reference=f"{more / 'more_refs.py'}:triple"))
+    assert not wrong.verdict.passed and wrong.verdict.errors.wrong > 4000
+
+
+@pytest.mark.parametrize("reference,why", [
+    ("with_nan", "returned 5 NaN or infinite values"),
+    ("a_list", "returned what is not an array of real numbers"),
+    ("a_dict", "returned what is not an array of real numbers"),
+    ("complex_values", "returned what is not an array of real numbers"),
+    ("two_args", "called with (x, y, n, alpha), raised TypeError"),
+])
+def test_a_reference_that_returns_something_else_gives_no_verdict_and_says_why(
+        more, reference, why):
+    result = run(described(more / "saxpy.py", f"{more / 'more_refs.py'}:{reference}"))
+    assert why in result.verdict.reference_note, result.verdict.reference_note
+    np.testing.assert_array_equal(result.maps.count, 1)
+
+
+def test_a_reference_is_refused_where_nothing_is_described(more):
+    from kernels.errors import RequestError
+    with pytest.raises(RequestError, match="--reference is for a kernel file whose arguments "
+                                           "are described"):
+        describe_request(RunRequest(kernel="grid-stride", reference="x.py:f"))
+    matmul = more / "mm.py"
+    matmul.write_text(TRANSPOSE.replace(TRANSPOSE.splitlines()[2], "")
+                      .replace("def transpose(a, out)", "def transpose(a, b, out)"))
+    with pytest.raises(RequestError, match="--reference needs the arguments of kernel "
+                                           "'transpose' described"):
+        describe_request(RunRequest(kernel=None, kernel_file=str(matmul),
+                                    reference=f"{more / 'more_refs.py'}:add3"))
+
+
+def test_a_three_array_kernel_described_otherwise_sweeps_as_it_is(more):
+    out = more / "sweep3"
+    proc = subprocess.run([sys.executable, "-m", "app.launcher", "sweep", "--kernel-file",
+                           str(more / "add3.py"), "--backend", "cpu", "--grids", "1,5",
+                           "--blocks", "64", "--out", str(out), "--map", "error"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "--map error: a kernel run as it is is drawn as" \
+        in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "app.launcher", "sweep", "--kernel-file",
+                           str(more / "saxpy.py"), "--backend", "cpu", "--grids", "1,4",
+                           "--blocks", "64", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads((out / "summary.json").read_text())["configurations"]
+    assert [row["verdict"] for row in rows] == ["PASS", "PASS"]  # (the checks': a stride loop)

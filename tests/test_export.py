@@ -91,3 +91,23 @@ def test_the_png_holds_exactly_the_pixels_qt_rendered(qapp, tmp_path):
     assert np.array_equal(ours, qts)
     assert len(np.unique(ours.reshape(-1, 3), axis=0)) > 10  # a figure, not a blank
     assert QtGui.QImage(str(path)).format() != QtGui.QImage.Format.Format_Invalid
+
+
+def test_an_exported_legend_is_wrapped_to_the_images_width(qapp):
+    """The count map's legend (~200 characters) ran past a 1,200-pixel image:
+    its lines are now measured in the label's own font."""
+    from app.export import _wrapped
+    from app.models.map_images import make_map
+    from app.qt import QtGui
+
+    result = run(RunRequest(kernel="grid-stride", m=16, k=4, n=16, grid=(1,), block=(64,),
+                            backend="cpu", repeats=1))
+    legend = make_map(result, "count").legend
+    font = QtGui.QFont()
+    font.setPointSizeF(9)
+    metrics = QtGui.QFontMetricsF(font)
+    assert metrics.horizontalAdvance(legend) > 1160  # (it needs more than one line)
+    lines = _wrapped(legend, 1160).split("<br>")
+    assert len(lines) >= 2
+    assert all(metrics.horizontalAdvance(line) <= 1160 for line in lines)
+    assert " ".join(lines).replace("&amp;", "&") == " ".join(legend.split())

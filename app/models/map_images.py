@@ -240,12 +240,26 @@ def count_of_scale(position: float, top: float) -> float:
     return 2 * (top / 2) ** (position - 2)
 
 
+def output_labels(result: RunResult) -> tuple[str, str]:
+    """The map's axes: C's columns and rows, or a described run's output by
+    its name (a 1-D output drawn wrapped: its index is row x width + column)."""
+    if not result.request.arguments:
+        return ("column of C", "row of C")
+    width = result.c.shape[1]
+    shape = next((a.shape for a in result.request.arguments
+                  if getattr(a, "name", None) == result.output), ())
+    if len(shape) == 1:
+        return (f"{result.output}[row x {width} + column]: column",
+                f"row (of {width} elements of {result.output})")
+    return (f"column of {result.output}", f"row of {result.output}")
+
+
 def make_map(result: RunResult, name: str, writer_kind: str = "thread",
              shared_top: float | None = None) -> MapImage:
     """The image for map ``name`` of ``result``.  ``shared_top`` puts several
     maps (a sweep) on one colour scale."""
     maps = result.maps
-    c_labels = ("column of C", "row of C")
+    c_labels = output_labels(result)
     if name == "count":
         top = float(shared_top if shared_top is not None else max(int(maps.writes.max()), 1))
         data = count_scale(maps.writes, top)

@@ -48,6 +48,9 @@ class KernelJob:
     zero_output: bool
     progress: ProgressCallback = _no_progress
     cancel: CancelCallback = _never
+    #: the output's starting values (M x N) where it is not NaN or zero: a
+    #: described kernel that reads its output (engine.described_arrays)
+    initial_output: np.ndarray | None = None
 
     @property
     def a(self) -> np.ndarray:
@@ -82,6 +85,8 @@ class KernelJob:
     def fresh_output(self) -> np.ndarray:
         m, _, n = self.request.shape
         dtype = self.request.dtype
+        if self.initial_output is not None:
+            return self.initial_output.astype(dtype, copy=True)
         return np.zeros((m, n), dtype) if self.zero_output else np.full((m, n), np.nan, dtype)
 
     def arguments(self, c: np.ndarray) -> list:

@@ -371,6 +371,8 @@ def _run_ranges(function, workers: list[_Worker], ranges: list[tuple[int, int]],
 def _spare_output(job: KernelJob) -> np.ndarray:
     """A second worker's C: only the elements its threads store are taken
     from it, so it is zeroed (untouched until stored), not NaN-filled."""
+    if job.initial_output is not None:  # (an in-place kernel reads its own elements)
+        return job.fresh_output()
     m, _, n = job.request.shape
     return np.zeros((m, n), job.request.dtype)
 
@@ -538,10 +540,14 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
     def timed_plain_run() -> float:
         # Only worker 0's C shows unwritten elements; the others' give only
         # the elements their threads wrote (``written``).
-        workers[0].c.fill(0 if job.zero_output else np.nan)
-        for worker in workers[1:]:
-            if job.zero_output:
-                worker.c.fill(0)
+        if job.initial_output is not None:  # (an in-place kernel's starting values)
+            for worker in workers:
+                worker.c[...] = job.initial_output.reshape(worker.c.shape)
+        else:
+            workers[0].c.fill(0 if job.zero_output else np.nan)
+            for worker in workers[1:]:
+                if job.zero_output:
+                    worker.c.fill(0)
         lo, hi = next(phases)
         with kernel_prints(None), TIMING:
             seconds = _run_ranges(plain, workers, ranges, job, layout, "plain", control, lo, hi,

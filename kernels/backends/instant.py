@@ -131,6 +131,7 @@ class VectorRuntime:
         self.flat = {index: r.reshape(-1) for index, r in enumerate(records)
                      if index in (COUNT, ATOMICS, MIN_WRITER, MAX_WRITER, ITERATION)}
         self.reads = [records[READS + i].reshape(-1) for i in range(len(job.plan.inputs))]
+        self.inputs = job.plan.inputs
         self.req = lockstep["_tm_req"]
         self.accw = lockstep["_tm_accw"]
         self.br = lockstep["_tm_br"]
@@ -661,8 +662,8 @@ class VectorRuntime:
                 self._flush_shared(site, lanes, offsets, self.item[info.array])
             else:
                 self._flush_global(site, lanes, offsets)
-                if info.kind == "load" and info.role in ("A", "B"):
-                    np.add.at(self.reads["AB".index(info.role)], offsets, 1)
+                if info.kind == "load" and info.array in self.inputs:
+                    np.add.at(self.reads[self.inputs.index(info.array)], offsets, 1)
         self.notes.clear()
         for kind, found in self.hits.items():
             if found:

@@ -535,9 +535,11 @@ class _Writer:
                                   f"_tm_i64({self.item[site.array]}), _tm_accw, _tm_wg0 + _tm_w)")
                 continue
             # An input's loads also count its reads here.
-            reads = site.kind == "load" and site.role in ("A", "B")
+            # (each input's by its place among the plan's inputs: A, B, or a
+            # described kernel's any number)
+            reads = site.kind == "load" and site.array in self.plan.inputs
             function = "_tm_flush_reads" if reads else "_tm_flush_global"
-            counts = f", {reads_flat_param('AB'.index(site.role))}" if reads else ""
+            counts = f", {reads_flat_param(self.plan.inputs.index(site.array))}" if reads else ""
             where = ""
             if rounds is not None:
                 function += "_rounds"

@@ -109,11 +109,13 @@ class ArraySlot:
     #: "sh" (a shared array) or "lc" (a local array)
     role: str
     input_index: int = -1
+    #: A and B name the inputs under the matmul convention; else their names
+    matmul: bool = True
 
     @property
     def site_role(self) -> str:
         return {"out": "C", "sh": "shared", "lc": "local"}.get(self.role) \
-            or "AB"[self.input_index]
+            or ("AB"[self.input_index] if self.matmul else self.name)
 
 
 def array_slots(plan: KernelPlan) -> tuple[ArraySlot, ...]:
@@ -125,7 +127,7 @@ def array_slots(plan: KernelPlan) -> tuple[ArraySlot, ...]:
             slots.append(ArraySlot(name, slot, plan.ndim[name], "out"))
         else:
             slots.append(ArraySlot(name, slot, plan.ndim[name], "in",
-                                   plan.inputs.index(name)))
+                                   plan.inputs.index(name), plan.matmul))
     for local in plan.local_arrays:
         if local.ndim in (1, 2):
             slots.append(ArraySlot(local.name, len(slots), local.ndim,

@@ -417,6 +417,10 @@ def describe_request(request: RunRequest, items: list[str] | tuple[str, ...] = (
     a kernel of three arrays whose description does not fit C = A @ B runs as
     it is, with maps and checks only, instead of being refused."""
     given = parse_arguments(items)
+    if request.reference is not None and not request.kernel_file:
+        raise RequestError("--reference is for a kernel file whose arguments are described "
+                           "(--arg, or THREADMAP_ARGS in the file); a built-in kernel is "
+                           "checked against A @ B")
     if not given and not request.kernel_file:
         return request
     if shape_given and any(isinstance(a, ArrayArgument) for a in given):
@@ -444,6 +448,10 @@ def describe_request(request: RunRequest, items: list[str] | tuple[str, ...] = (
                 argument = ArrayArgument(argument.name, dtype_given, argument.shape)
             described[argument.name] = argument
     if not given and not described:
+        if request.reference is not None:
+            raise RequestError(f"--reference needs the arguments of kernel {plan.name!r} "
+                               "described (--arg NAME=float32[4096], or THREADMAP_ARGS in the "
+                               "file)")
         if as_it_is:
             raise RequestError(f"kernel {plan.name!r} ({', '.join(plan.arrays)}) is not C = "
                                "A @ B: describe its arguments (--arg NAME=float32[4096], or "

@@ -131,6 +131,9 @@ class KernelPlan:
     signature_dtype: tuple[str, int] | None = None
     #: (what, line) of each use of numba.cuda's API (``"threadIdx.x"``)
     cuda_uses: tuple[tuple[str, int], ...] = ()
+    #: planned under the matmul convention (its inputs are A and B); else a
+    #: described kernel, its arrays named as the kernel names them
+    matmul: bool = True
 
     @property
     def name(self) -> str:
@@ -416,7 +419,8 @@ class _Planner:
             barriers_in_loops=self._barrier_calls(inside_loops=True),
             barriers_outside_loops=self._barrier_calls(inside_loops=False),
             x_indexes=self._x_indexes(output), output_reason=output_reason,
-            signature_dtype=self._signature_dtype(ndim), cuda_uses=self._cuda_uses())
+            signature_dtype=self._signature_dtype(ndim), cuda_uses=self._cuda_uses(),
+            matmul=matmul)
 
     # -- checks ---------------------------------------------------------------------
 
