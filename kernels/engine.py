@@ -38,7 +38,7 @@ from .errors import (
     UnsupportedConstruct,
 )
 from .estimate import ANALYSIS_SECONDS_LIMIT, emulation_seconds
-from .inputs import make_described_inputs, make_inputs
+from .inputs import described_arrays, make_inputs
 from .records import read_back
 from .request import RunRequest, check_request, format_bytes
 from .result import KernelSnapshot, RunResult, Timing, make_verdict
@@ -381,29 +381,6 @@ def _analysis_run(job: KernelJob, slots, progress: ProgressCallback):
         return None, f"not measured: the CPU emulation failed ({exc})"
     return (read_analysis(output.lockstep, output.layout, request, slots),
             "from a recording run of the CPU lockstep emulation on the same inputs")
-
-
-def reads_output_in_place(plan: KernelPlan) -> bool:
-    """The kernel loads elements of its output (``x[i] = x[i] * 2``): its
-    starting values matter.  One that only updates it atomically (a
-    histogram) accumulates into zeros, as its host code would give it."""
-    from .derived.transform import access_sites
-
-    return plan.reads_output and any(site.array == plan.output and site.kind == "load"
-                                     for site in access_sites(plan))
-
-
-def described_arrays(request: RunRequest, plan: KernelPlan):
-    """A described run's inputs, in the plan's order, and the output's
-    starting values when the kernel reads it in place (made as the inputs
-    are, right after them, shaped as the maps draw it), else None.  The
-    reference (reference_code.py) makes the same again."""
-    in_place = reads_output_in_place(plan)
-    names = plan.inputs + ((plan.output,) if in_place else ())
-    arrays = make_described_inputs(request.arguments, names, request.pattern, request.seed)
-    if not in_place:
-        return arrays, None
-    return arrays[:-1], arrays[-1].reshape(request.m, request.n)
 
 
 def _slot_role(plan: KernelPlan, name: str) -> str:

@@ -75,3 +75,26 @@ def make_described_inputs(arguments, names: tuple[str, ...], pattern: str,
             raise ValueError(f"unknown input pattern {pattern!r}")
         arrays.append(np.ascontiguousarray(array))
     return tuple(arrays)
+
+
+def reads_output_in_place(plan) -> bool:
+    """The kernel loads elements of its output (``x[i] = x[i] * 2``): its
+    starting values matter.  One that only updates it atomically (a
+    histogram) accumulates into zeros, as its host code would give it."""
+    from .derived.transform import access_sites
+
+    return plan.reads_output and any(site.array == plan.output and site.kind == "load"
+                                     for site in access_sites(plan))
+
+
+def described_arrays(request, plan):
+    """A described run's inputs, in the plan's order, and the output's
+    starting values when the kernel reads it in place (made as the inputs
+    are, right after them, shaped as the maps draw it), else None.  The
+    reference (reference_code.py) makes the same again."""
+    in_place = reads_output_in_place(plan)
+    names = plan.inputs + ((plan.output,) if in_place else ())
+    arrays = make_described_inputs(request.arguments, names, request.pattern, request.seed)
+    if not in_place:
+        return arrays, None
+    return arrays[:-1], arrays[-1].reshape(request.m, request.n)

@@ -22,6 +22,7 @@ import numpy as np
 
 from .analyses.correctness import compare, elementwise_reference
 from .errors import RequestError
+from .inputs import described_arrays
 from .result import RunResult, make_verdict
 from .sources.loader import resolve_scalars
 
@@ -75,8 +76,6 @@ def check_against_reference(result: RunResult, plan) -> RunResult:
     output = next(a for a in request.arguments if a.name == plan.output)
     try:
         function = load_reference(spec)
-        from .engine import described_arrays
-
         inputs, initial = described_arrays(request, plan)
         arrays = {name: x.astype(np.float64) for name, x in zip(plan.inputs, inputs)}
         if initial is not None:  # (an in-place kernel: the output's starting values)
