@@ -254,7 +254,7 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
     if cancel():
         raise RunCancelled("run cancelled")
     m, k, n = request.shape
-    slots = tuple((s.name, _slot_role(plan, s.name), s.ndim) for s in job.slots)
+    slots = tuple((s.name, s.site_role, s.ndim) for s in job.slots)
     analysis, analysis_note = None, None
     if output.lockstep is not None:
         analysis = read_analysis(output.lockstep, output.layout, request, slots)
@@ -381,15 +381,6 @@ def _analysis_run(job: KernelJob, slots, progress: ProgressCallback):
         return None, f"not measured: the CPU emulation failed ({exc})"
     return (read_analysis(output.lockstep, output.layout, request, slots),
             "from a recording run of the CPU lockstep emulation on the same inputs")
-
-
-def _slot_role(plan: KernelPlan, name: str) -> str:
-    if name == plan.output:
-        return "C"
-    if name in plan.inputs:
-        # A and B under the matmul convention; a described run's by their names
-        return "AB"[plan.inputs.index(name)] if plan.matmul else name
-    return next(local.kind for local in plan.local_arrays if local.name == name)
 
 
 _memo: dict[tuple, object] = {}
