@@ -11,7 +11,14 @@ import time
 
 import numpy as np
 
-from .analyses.correctness import NO_REFERENCE, NO_REFERENCE_ARRAY, compare, reference, unchecked
+from .analyses.correctness import (
+    NO_REFERENCE,
+    NO_REFERENCE_ARRAY,
+    NO_REFERENCE_GIVEN,
+    compare,
+    reference,
+    unchecked,
+)
 from .analyses.lockstep_analysis import read_analysis
 from .analyses.diagnoses import diagnose
 from .analyses.occupancy import MAX_STATIC_SHARED
@@ -171,7 +178,8 @@ def prepare(request: RunRequest) -> tuple[RunRequest, KernelPlan, str]:
 
 def run(request: RunRequest, progress: ProgressCallback | None = None,
         cancel: CancelCallback | None = None, *, isolate: bool = False,
-        time_limit: float | None = None, compile_ahead: bool = True) -> RunResult:
+        time_limit: float | None = None, compile_ahead: bool = True,
+        reference=None) -> RunResult:
     """Run a request and return its result.
 
     Raises a :class:`~kernels.errors.ThreadMapError` subclass, with a message
@@ -182,6 +190,10 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
     can end at any moment; simulator runs always are.  There, after an
     instant-tier run, the child compiles the compiled tier in the background
     (``compile_ahead``; pointless for a command that ends after one run).
+
+    ``reference`` (a described run's, from the Python API): a function of
+    the inputs that returns the expected output, or that output itself; run
+    here, after the kernel, as ``request.reference``'s file is.
     """
     progress = progress or _no_progress
     cancel = cancel or _never
@@ -203,11 +215,12 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
                                              known_types=_known_types(plan, resolved))
     else:
         result = run_here(resolved, note, progress, cancel)
-    if resolved.reference is not None:
+    if resolved.reference is not None or reference is not None:
         from .reference_code import check_against_reference
 
         progress(0.98, "checking against your reference")
-        result = check_against_reference(result, plan)
+        result = check_against_reference(result, plan, *(
+            () if reference is None else (reference,)))
     return result
 
 
@@ -268,7 +281,8 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
     if described:  # (its reference, if any, is the user's: run by the command, see run())
         ref_c = NO_REFERENCE_ARRAY  # (not 128 MB of NaN sent from a child and written)
         errors = unchecked(c)
-        verdict = make_verdict(maps, errors, analysis, plan.output, reference_note=NO_REFERENCE)
+        verdict = make_verdict(maps, errors, analysis, plan.output, reference_note=(
+            NO_REFERENCE_GIVEN if request.given_inputs else NO_REFERENCE))
     else:
         progress(0.97, "checking against the float64 reference")
         a, b = inputs
@@ -278,9 +292,13 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         verdict = make_verdict(maps, errors, analysis, plan.output)
     notes = list(output.notes)
     if initial is not None:
-        notes.append(f"{plan.name} reads its output, {plan.output}, so it started with values "
-                     f"made as the inputs' are (--pattern), not NaN, and a reference gets "
-                     f"them; the write counts still show elements it never wrote")
+        made = "given for it" if request.given_inputs else "made as the inputs' are (--pattern)"
+        notes.append(f"{plan.name} reads its output, {plan.output}, so it started with the "
+                     f"values {made}, not NaN, and a reference gets them; the write counts "
+                     f"still show elements it never wrote")
+    elif request.given_inputs:
+        notes.append(f"the given {plan.output} was replaced by NaN before the run (the kernel "
+                     f"only stores into it), so that an element it never writes shows")
     elif plan.reads_output:
         notes.append(f"{plan.name} reads or accumulates into its output, so C started "
                      "zeroed (as its author's host code would do) instead of NaN; the write "

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import RequestError
+
 
 def make_inputs(pattern: str, m: int, k: int, n: int, dtype: str,
                 seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -87,14 +89,43 @@ def reads_output_in_place(plan) -> bool:
                                      for site in access_sites(plan))
 
 
+def load_given_inputs(path: str, arguments, names: tuple[str, ...]) -> tuple[np.ndarray, ...]:
+    """The arrays ``names`` from the caller's ``.npz`` (written by the Python
+    API, live.py), each checked against its description; never unpickled."""
+    by_name = {a.name: a for a in arguments}
+    arrays = []
+    try:
+        with np.load(path, allow_pickle=False) as given:
+            for name in names:
+                argument = by_name[name]
+                array = given[name]
+                if array.dtype != np.dtype(argument.dtype) or array.shape != tuple(argument.shape):
+                    raise RequestError(f"the given array {name} is {array.dtype}{list(array.shape)}, "
+                                       f"not {argument} as described")
+                arrays.append(np.ascontiguousarray(array))
+    except (OSError, KeyError, ValueError) as exc:
+        raise RequestError(f"the given arrays cannot be read back from {path}: {exc}") from None
+    return tuple(arrays)
+
+
+def starts_from_given_values(request, plan) -> bool:
+    """Whether the output starts from values it is given or made: it is read
+    in place (its starting values matter), or the caller gave them for a
+    kernel that accumulates into it (atomics: the caller's zeros, or not)."""
+    return reads_output_in_place(plan) or bool(request.given_inputs and plan.reads_output)
+
+
 def described_arrays(request, plan):
     """A described run's inputs, in the plan's order, and the output's
     starting values when the kernel reads it in place (made as the inputs
-    are, right after them, shaped as the maps draw it), else None.  The
-    reference (reference_code.py) makes the same again."""
-    in_place = reads_output_in_place(plan)
+    are, right after them, or the caller's; shaped as the maps draw it), else
+    None.  The reference (reference_code.py) makes the same again."""
+    in_place = starts_from_given_values(request, plan)
     names = plan.inputs + ((plan.output,) if in_place else ())
-    arrays = make_described_inputs(request.arguments, names, request.pattern, request.seed)
+    if request.given_inputs:
+        arrays = load_given_inputs(request.given_inputs, request.arguments, names)
+    else:
+        arrays = make_described_inputs(request.arguments, names, request.pattern, request.seed)
     if not in_place:
         return arrays, None
     return arrays[:-1], arrays[-1].reshape(request.m, request.n)

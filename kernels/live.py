@@ -117,13 +117,26 @@ def _whole(value, what: str) -> int:
     return int(value)
 
 
-def threadmap(kernel, shape: tuple[int, int, int], grid=None, block=None,
+def threadmap(kernel, shape: tuple[int, int, int] | None = None, grid=None, block=None,
               backend: str = "auto", dtype: str = "float32", pattern: str = "random",
               seed: int = 0, scalars: dict | None = None,
-              time_limit: float | None = KERNEL_FILE_TIME_LIMIT) -> ThreadMapResult:
-    """Run ThreadMap on ``kernel`` (a ``@cuda.jit`` dispatcher) for
-    ``C = A @ B`` with ``shape = (M, K, N)``; ``grid`` and ``block`` as ints or
-    tuples (x first), or None for the file's own launch or a guessed one, said so."""
+              time_limit: float | None = KERNEL_FILE_TIME_LIMIT, *, args=None,
+              reference=None) -> ThreadMapResult:
+    """Run ThreadMap on ``kernel`` (a ``@cuda.jit`` dispatcher), either
+
+    * for ``C = A @ B`` with ``shape = (M, K, N)`` (inputs made by
+      ``pattern``, checked against a float64 ``A @ B``), or
+    * on ``args``, the kernel's own arguments in order (numpy arrays and
+      numbers), whatever it computes: the arrays it reads are its inputs as
+      given; the one it stores into is poisoned with NaN first (unless it
+      reads or accumulates into it: then it starts from the values given).
+      ``reference`` is a function of the inputs (float64 copies, in the
+      kernel's parameter order, scalars too) that returns the expected
+      output, or that output itself; without one there is no correctness
+      verdict, only maps and checks (``verdict`` is ``"CHECKED"``).
+
+    ``grid`` and ``block`` as ints or tuples (x first), or None for the
+    file's own launch or a guessed one, said so."""
     from .engine import run
     from .presets import default_launch
     from .request import check_request
@@ -131,9 +144,18 @@ def threadmap(kernel, shape: tuple[int, int, int], grid=None, block=None,
     text, name, origin = kernel_source(kernel)
     path = Path(origin) if os.path.isfile(origin) and Path(origin).read_text() == text \
         else _kernel_file(text, name)
-    if not isinstance(shape, (tuple, list)) or len(shape) != 3:
-        raise RequestError(f"shape must be (M, K, N), three whole numbers, not {shape!r}")
-    m, k, n = (_whole(v, f"shape's {'MKN'[i]}") for i, v in enumerate(shape))
+    if (shape is None) == (args is None):
+        raise RequestError("give shape=(M, K, N) for C = A @ B, or args=(...), the kernel's "
+                           "own arguments: one of them")
+    if reference is not None and args is None:
+        raise RequestError("reference= is for a run on args=(...); a shape run is checked "
+                           "against A @ B")
+    if shape is not None:
+        if not isinstance(shape, (tuple, list)) or len(shape) != 3:
+            raise RequestError(f"shape must be (M, K, N), three whole numbers, not {shape!r}")
+        m, k, n = (_whole(v, f"shape's {'MKN'[i]}") for i, v in enumerate(shape))
+    else:
+        m = k = n = 1  # (set from the output's shape below)
 
     def dims(value, what):
         if value is None:
@@ -151,6 +173,9 @@ def threadmap(kernel, shape: tuple[int, int, int], grid=None, block=None,
                 or isinstance(value, complex):
             raise RequestError(f"scalar {key} must be a number, not {value!r}")
         given[key] = int(value) if isinstance(value, (int, np.integer)) else float(value)
+    if given and args is not None:
+        raise RequestError("with args=(...), scalars are given in args, in the kernel's "
+                           "parameter order: scalars= is for a shape run")
     seed = _whole(seed, "seed")
     if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(
             time_limit, (int, float)) or not time_limit > 0 or time_limit != time_limit):
@@ -161,18 +186,62 @@ def threadmap(kernel, shape: tuple[int, int, int], grid=None, block=None,
                          backend=backend, pattern=pattern, seed=seed,
                          scalars=tuple(given.items()),
                          grid=grid or (1,), block=block or (1,))
-    if grid is None or block is None:
-        chosen = default_launch(request)
-        request = request.with_(grid=grid or chosen.grid, block=block or chosen.block,
-                                launch_source=chosen.launch_source if grid is None and
-                                block is None else "given in part; the rest "
-                                + chosen.launch_source)
-    check_request(request)
+    values_file = None
     try:
-        result = run(request, isolate=True, time_limit=time_limit)
-    except KernelSourceError as exc:
-        raise ThreadMapError(f"{exc} (the kernel's source from {origin})") from None
+        if args is not None:
+            request, values_file = _given_request(request, args)
+        if grid is None or block is None:
+            chosen = default_launch(request)
+            request = request.with_(grid=grid or chosen.grid, block=block or chosen.block,
+                                    launch_source=chosen.launch_source if grid is None and
+                                    block is None else "given in part; the rest "
+                                    + chosen.launch_source)
+        check_request(request)
+        try:
+            result = run(request, isolate=True, time_limit=time_limit, reference=reference)
+        except KernelSourceError as exc:
+            raise ThreadMapError(f"{exc} (the kernel's source from {origin})") from None
+    finally:
+        if values_file is not None:
+            values_file.unlink(missing_ok=True)
     return ThreadMapResult(result, origin)
+
+
+def _given_request(request: RunRequest, args) -> tuple[RunRequest, Path]:
+    """``request`` run as it is on the caller's ``args``, and the ``.npz``
+    that hands their arrays to the run (in the user's private cache folder;
+    the caller removes it after the run)."""
+    import tempfile
+
+    from .cache import cache_dir
+    from .sources.arguments import describe_given, describe_value
+    from .sources.loader import load_plan
+
+    params = load_plan(request, matmul=False).kernel.params
+    if not isinstance(args, (tuple, list)):
+        raise RequestError(f"args must be a tuple of the kernel's arguments in order ({', '.join(params)}), "
+                           f"numpy arrays and numbers, not {type(args).__name__}")
+    if len(args) != len(params):
+        raise RequestError(f"kernel {request.kernel} takes {len(params)} argument"
+                           f"{'s' if len(params) != 1 else ''} ({', '.join(params)}); args "
+                           f"gives {len(args)}")
+    where = {name: f"args[{i}] ({name})" for i, name in enumerate(params)}
+    described = tuple(describe_value(name, value, where[name])
+                      for name, value in zip(params, args))
+    request = describe_given(request, described, where)
+    arrays = {name: value for name, value in zip(params, args)
+              if isinstance(value, np.ndarray) and value.ndim > 0}
+    folder = cache_dir().parent / "live"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(dir=folder, prefix="args_", suffix=".npz", delete=False)
+    path = Path(handle.name)
+    try:
+        with handle:
+            np.savez(handle, **arrays)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return request.with_(given_inputs=str(path)), path
 
 
 @dataclass(frozen=True, eq=False)
@@ -186,16 +255,26 @@ class ThreadMapResult:
 
     @property
     def verdict(self) -> str:
-        """``"PASS"`` or ``"FAIL"``."""
-        return self.result.verdict.word
+        """``"PASS"`` or ``"FAIL"``; ``"CHECKED"`` where the checks passed but
+        there was no reference to hold the output to (``reference_note``)."""
+        verdict = self.result.verdict
+        return "CHECKED" if verdict.passed and verdict.reference_note else verdict.word
 
     @property
     def passed(self) -> bool:
+        """The checks passed and, where there was a reference, the output matched it."""
         return self.result.verdict.passed
 
     @property
+    def reference_note(self) -> str:
+        """Why the output was not held to a reference ("" where it was)."""
+        return self.result.verdict.reference_note
+
+    @property
     def reasons(self) -> list[str]:
-        return list(self.result.verdict.reasons)
+        note = self.reference_note
+        return list(self.result.verdict.reasons) + (
+            [f"no correctness verdict: {note}"] if note else [])
 
     @property
     def diagnoses(self) -> tuple:
@@ -206,7 +285,9 @@ class ThreadMapResult:
 
     @property
     def maps(self) -> dict[str, np.ndarray]:
-        """The arrays of ``maps.npz``: count, min_writer, iteration, C, reference, ..."""
+        """The arrays of ``maps.npz``: count, min_writer, iteration, C, reference, ...
+        (a run on ``args``: ``C`` is the output, whatever its name, and
+        ``reads_<input>`` each input's read counts)."""
         return self.result.maps_arrays()
 
     def save(self, folder: str | Path) -> Path:
@@ -250,7 +331,7 @@ class ThreadMapResult:
         kernel = self.result.kernel_timing
         png = base64.b64encode(self.image("count", (640, 480))).decode()
         return (f"<div><b style='color:{colour}; font-size:1.3em'>{self.verdict}</b> "
-                f"{self.result.kernel_name} {r.m}x{r.k}x{r.n} {r.dtype}, grid "
+                f"{self.result.kernel_name} {html.escape(r.shape_label)} {r.dtype}, grid "
                 f"{'x'.join(map(str, r.grid))} x block {'x'.join(map(str, r.block))} "
                 f"({r.launch_source}), {self.result.backend_note}"
                 + (f"<ul>{reasons}</ul>" if reasons else "<br>")

@@ -67,40 +67,57 @@ def _where(exc: BaseException, path: str) -> str:
     return f"{type(exc).__name__}: {exc}{line}"
 
 
-def check_against_reference(result: RunResult, plan) -> RunResult:
+_NOT_GIVEN = object()
+
+
+def check_against_reference(result: RunResult, plan, given=_NOT_GIVEN) -> RunResult:
     """``result`` with its output compared with the reference's (the maps
-    kept whatever happens; the verdict says why when there is none)."""
+    kept whatever happens; the verdict says why when there is none).
+
+    The reference is ``request.reference`` (``FILE:FUNCTION``), or ``given``
+    (the Python API's ``reference=``): a function, called as a file's is, or
+    the expected output itself."""
     request = result.request
-    spec = request.reference
-    path, _ = parse_reference(spec)
     output = next(a for a in request.arguments if a.name == plan.output)
     try:
-        function = load_reference(spec)
-        inputs, initial = described_arrays(request, plan)
-        arrays = {name: x.astype(np.float64) for name, x in zip(plan.inputs, inputs)}
-        if initial is not None:  # (an in-place kernel: the output's starting values)
-            arrays[plan.output] = initial.reshape(output.shape).astype(np.float64)
-        scalars = {name: value for name, value, _ in resolve_scalars(plan, request)}
-        names = [p for p in plan.kernel.params if p in arrays or p in scalars]
-        called = f"{spec}, called with ({', '.join(names)}),"
-        try:
-            expected = function(*[arrays[p] if p in arrays else scalars[p] for p in names])
-        except Exception as exc:  # noqa: BLE001 (the user's code)
-            raise RequestError(f"the reference {called} raised {_where(exc, path)}") from None
+        if given is _NOT_GIVEN:
+            spec = request.reference
+            path, _ = parse_reference(spec)
+            function = load_reference(spec)
+        elif callable(given):
+            function, spec = given, f"reference={getattr(given, '__qualname__', given)!r}"
+            path = getattr(getattr(given, "__code__", None), "co_filename", "")
+        else:
+            function, spec, path = None, "reference= (the expected output given)", ""
+        if function is None:
+            said, expected = "reference= (the expected output) is", given
+        else:
+            inputs, initial = described_arrays(request, plan)
+            arrays = {name: x.astype(np.float64) for name, x in zip(plan.inputs, inputs)}
+            if initial is not None:  # (an in-place kernel: the output's starting values)
+                arrays[plan.output] = initial.reshape(output.shape).astype(np.float64)
+            scalars = {name: value for name, value, _ in resolve_scalars(plan, request)}
+            names = [p for p in plan.kernel.params if p in arrays or p in scalars]
+            called = f"{spec}, called with ({', '.join(names)}),"
+            said = f"the reference {called} returned"
+            try:
+                expected = function(*[arrays[p] if p in arrays else scalars[p] for p in names])
+            except Exception as exc:  # noqa: BLE001 (the user's code)
+                raise RequestError(f"the reference {called} raised {_where(exc, path)}") from None
         try:
             expected = np.asarray(expected)
             if expected.dtype.kind not in "biuf":
                 raise TypeError(f"an array of {expected.dtype}")
             expected = expected.astype(np.float64)
         except (TypeError, ValueError) as exc:
-            raise RequestError(f"the reference {called} returned what is not an array of real "
+            raise RequestError(f"{said} what is not an array of real "
                                f"numbers ({exc})") from None
         if expected.shape != tuple(output.shape):
-            raise RequestError(f"the reference {called} returned an array of shape "
+            raise RequestError(f"{said} an array of shape "
                                f"{expected.shape}, not the output's {output}")
         bad = int(expected.size - np.count_nonzero(np.isfinite(expected)))
         if bad:
-            raise RequestError(f"the reference {called} returned {bad:,} NaN or infinite "
+            raise RequestError(f"{said} {bad:,} NaN or infinite "
                                "value" + ("s" if bad != 1 else "") + ": nothing to hold the "
                                "output to there")
     except RequestError as exc:

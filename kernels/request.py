@@ -69,6 +69,10 @@ class RunRequest:
     #: output of a described run (run in the command's process, never in the
     #: kernel's sandbox); none: maps and checks only
     reference: str | None = None
+    #: a ``.npz`` of the arrays the caller gave (the Python API's ``args``),
+    #: by parameter name, used in place of made ones: the inputs, and the
+    #: output's starting values where the kernel reads it (inputs.py)
+    given_inputs: str | None = None
 
     @property
     def shape(self) -> tuple[int, int, int]:

@@ -291,6 +291,9 @@ class RunResult:
         request = asdict(self.request)
         if self.request.arguments:  # (as written on the command line)
             request["arguments"] = [str(a) for a in self.request.arguments]
+        if self.request.given_inputs:  # (a file removed after the run)
+            request["given_inputs"] = "the caller's own arrays (threadmap(args=...))"
+            request["pattern"] = "given"
         request["grid"] = list(self.request.grid)
         request["block"] = list(self.request.block)
         request["scalars"] = {name: value for name, value in self.request.scalars}

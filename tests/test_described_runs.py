@@ -418,7 +418,7 @@ def test_an_in_place_kernel_starts_from_values_the_reference_gets_too(more, tier
     result = run(request)
     assert result.verdict.passed, result.verdict
     assert result.verdict.errors.rel_error == 0.0  # x * 2 is exact
-    assert any("it started with values made as the inputs' are" in note
+    assert any("it started with the values made as the inputs' are" in note
                for note in result.notes)
     wrong = run(request.with_(reference=f"{more / 'more_refs.py'}:triple"))
     assert not wrong.verdict.passed and wrong.verdict.errors.wrong > 4000

@@ -238,6 +238,8 @@ def compare(c: np.ndarray, ref: Reference) -> ErrorFigures:
 NO_REFERENCE_ARRAY = np.empty((0, 0))
 #: Why a described run without a reference has no correctness verdict.
 NO_REFERENCE = "no reference given (--reference FILE:FUNCTION): maps and checks only"
+#: the same, for the Python API's run on the caller's arrays
+NO_REFERENCE_GIVEN = "no reference given (threadmap's reference=): maps and checks only"
 
 
 def unchecked(c: np.ndarray) -> ErrorFigures:

@@ -504,6 +504,49 @@ def describe_request(request: RunRequest, items: list[str] | tuple[str, ...] = (
                          scalars=request.scalars + fields["scalars"])
 
 
+def describe_value(name: str, value: object, where: str) -> Argument:
+    """The description of a value the caller gave (the Python API's
+    ``args``): a numpy array's dtype and shape, a number's value (a numpy
+    scalar's type kept); anything else refused, naming ``where``."""
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        return ArrayArgument(name, value.dtype.name, tuple(int(d) for d in value.shape))
+    if isinstance(value, np.ndarray):
+        value = value[()]
+    if hasattr(value, "copy_to_host"):
+        raise RequestError(f"{where} is a device array: give ThreadMap its host copy "
+                           "(.copy_to_host()); it never runs the kernel on your arrays in "
+                           "place")
+    if isinstance(value, (bool, np.bool_)):
+        raise RequestError(f"{where}: {value!r} is a bool (a kernel takes no bool scalars "
+                           "here; give 0 or 1)")
+    if isinstance(value, (np.integer, np.floating)):
+        if value.dtype.name not in SCALAR_DTYPES:
+            raise RequestError(f"{where}: a {value.dtype.name} scalar is not taken (types: "
+                               f"{', '.join(SCALAR_DTYPES)})")
+        number = int(value) if isinstance(value, np.integer) else float(value)
+        if isinstance(number, float) and not math.isfinite(number):
+            raise RequestError(f"{where}: {number} is not a finite number")
+        return _scalar(name, number, value.dtype.name, where)
+    if isinstance(value, int):
+        return _scalar(name, value, None, where)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise RequestError(f"{where}: {value} is not a finite number")
+        return _scalar(name, value, None, where)
+    raise RequestError(f"{where}: expected a numpy array or a number, not "
+                       f"{type(value).__name__} (np.asarray makes an array of a list)")
+
+
+def describe_given(request: RunRequest, arguments: tuple[Argument, ...],
+                   where: dict[str, str]) -> RunRequest:
+    """``request`` run as it is on the arguments the caller gave (the Python
+    API's ``args``), whatever the kernel's arrays: the caller's own values
+    are the run's inputs, so even a C = A @ B kernel is checked only against
+    the caller's reference."""
+    return _as_it_is(request, load_plan(request, matmul=False),
+                     {a.name: a for a in arguments}, where, "")
+
+
 _DIMS = ("m", "k", "n")
 
 
