@@ -114,9 +114,15 @@ def tasks(files: list[Path]) -> list[tuple[str, str | None, str | None]]:
 
 def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
                  dtype: str = "float32", seed: int = 0, backend: str = "auto",
-                 case_limit: float = CASE_LIMIT, tier: str = "auto") -> list[dict]:
+                 case_limit: float = CASE_LIMIT, tier: str = "auto",
+                 described_as: tuple[str, ...] = (), reference: str | None = None) -> list[dict]:
     """Every case of one kernel, as report rows (runs in a pool worker or on a
-    Dask worker: plain data in, plain data out)."""
+    Dask worker: plain data in, plain data out).
+
+    ``described_as`` (``--arg`` items) describes every kernel's arguments in
+    place of ``shapes`` (a submission's own THREADMAP_ARGS entries are
+    replaced by name); ``reference`` (``FILE:FUNCTION``, the teacher's host
+    code, never a submission's) holds each described kernel's output to it."""
     from .engine import run
     from .errors import RunTimedOut
     from .presets import default_launch
@@ -133,15 +139,32 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
     # read, never run) is checked on those, not on --shapes: maps and checks
     # only, as a submission's reference is never run.
     described = None
-    try:
-        from .sources.arguments import describe_request
+    base = RunRequest(kernel=kernel, kernel_file=path, dtype=dtype, seed=seed, backend=backend,
+                      tier=tier)
+    from .sources.arguments import describe_request
 
-        candidate = describe_request(RunRequest(kernel=kernel, kernel_file=path, seed=seed,
-                                                backend=backend, tier=tier),
-                                     as_it_is_unless_matmul=True)
-        described = candidate if candidate.arguments else None
-    except ThreadMapError:
-        pass  # (each case says what is wrong)
+    if described_as or reference:
+        # The teacher's description holds for every submission: one that
+        # does not fit it is an ERROR row that says why.
+        try:
+            candidate = describe_request(
+                base.with_(reference=reference), items=described_as,
+                dtype_given=None, as_it_is_unless_matmul=reference is None)
+        except ThreadMapError as exc:
+            return [{"file": path, "kernel": kernel or "",
+                     "shape": " ".join(described_as) or "(described)", "launch": "",
+                     "verdict": "ERROR", "reasons": str(exc), "seconds": None,
+                     "thumbnail": None}]
+        if candidate.arguments:
+            described = candidate
+        else:  # (C = A @ B, its M, K and N from the description)
+            base, shapes = candidate, [candidate.shape]
+    else:
+        try:
+            candidate = describe_request(base, as_it_is_unless_matmul=True)
+            described = candidate if candidate.arguments else None
+        except ThreadMapError:
+            pass  # (each case says what is wrong)
     cases = [(described.shape_label, None)] if described is not None else [
         (f"{m}x{k}x{n}", (m, k, n)) for m, k, n in shapes]
     for shape, dims in cases:
@@ -157,8 +180,7 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
                     request = described
                 else:
                     m, k, n = dims
-                    request = RunRequest(kernel=kernel, kernel_file=path, m=m, k=k, n=n,
-                                         dtype=dtype, seed=seed, backend=backend, tier=tier)
+                    request = base.with_(m=m, k=k, n=n)
                 if launch.grid is None:
                     request = default_launch(request)
                     # the file's own launch, or one guessed: said so (a
@@ -209,8 +231,16 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
 def run_check(paths, shapes, launches, dtype: str = "float32", seed: int = 0,
               backend: str = "auto", scheduler: str | None = None,
               workers: int | None = None, progress=None,
-              case_limit: float = CASE_LIMIT, tier: str = "auto") -> list[dict]:
-    """Every row of the report, in file, kernel, shape, launch order."""
+              case_limit: float = CASE_LIMIT, tier: str = "auto",
+              described_as: tuple[str, ...] = (), reference: str | None = None) -> list[dict]:
+    """Every row of the report, in file, kernel, shape, launch order
+    (``described_as``, ``reference``: see :func:`check_kernel`)."""
+    if described_as:
+        from .sources.arguments import parse_arguments
+
+        parse_arguments(described_as)  # (a spec that does not parse: said once, up front)
+    if reference is not None:
+        refuse_submitted_reference(reference, paths)
     files = kernel_files(paths)
     if not files:
         raise NoKernels(f"no kernels in {', '.join(map(str, paths))}: no .py files there")
@@ -221,13 +251,30 @@ def run_check(paths, shapes, launches, dtype: str = "float32", seed: int = 0,
                         "@cuda.jit kernel")
     progress = progress or (lambda done, total: None)
     arguments = dict(shapes=shapes, launches=launches, dtype=dtype, seed=seed, backend=backend,
-                     case_limit=case_limit, tier=tier)
+                     case_limit=case_limit, tier=tier, described_as=tuple(described_as),
+                     reference=reference)
     if scheduler:
         results = _on_dask(scheduler, work, arguments, progress)
     else:
         results = _on_pool(work, arguments, workers or max(1, (os.cpu_count() or 2) // 2),
                            progress)
     return [row for rows in results for row in rows]
+
+
+def refuse_submitted_reference(reference: str, paths) -> None:
+    """A reference is host code that check runs: the teacher's own, never a
+    file among the submissions it checks (RequestError if it is one)."""
+    from .errors import RequestError
+    from .reference_code import parse_reference
+
+    path, _ = parse_reference(reference)
+    where = Path(path).resolve()
+    for given in paths:
+        root = Path(given).resolve()
+        if where == root or root in where.parents:
+            raise RequestError(f"--reference {reference}: {path} is among the files checked "
+                               f"({given}); check runs your own host code, never a "
+                               "submission's: keep the reference outside them")
 
 
 def _on_pool(work, arguments, workers: int, progress) -> list[list[dict]]:

@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 from .errors import (
     KernelCompileError,
     KernelRuntimeError,
+    RequestError,
     RunCancelled,
     RunTimedOut,
     ThreadMapError,
@@ -173,8 +174,20 @@ def build_parser() -> argparse.ArgumentParser:
         "check", help="check many kernel files on many shapes and launches; write a report")
     check_parser.add_argument("paths", nargs="+", metavar="FILE_OR_DIR",
                               help="kernel files, or folders searched for .py files")
-    check_parser.add_argument("--shapes", default="64x64x64,100x37x90",
-                              help="M x K x N, separated by commas (default 64x64x64,100x37x90)")
+    check_parser.add_argument("--shapes", default=None,
+                              help="M x K x N, separated by commas (default 64x64x64,100x37x90, "
+                                   "or what --arg describes)")
+    check_parser.add_argument("--arg", action="append", default=[], metavar="NAME=SPEC",
+                              help="describe every kernel's parameters (repeatable), as for "
+                                   "run: x=float32[4096], n=4096; a submission's own "
+                                   "THREADMAP_ARGS entries are replaced by name, and one whose "
+                                   "parameters do not fit is an ERROR row saying why")
+    check_parser.add_argument("--reference", default=None, metavar="FILE.py:FUNCTION",
+                              help="YOUR host code (never a submission's: a file among those "
+                                   "checked is refused), imported and called in check's own "
+                                   "processes with float64 copies of each described kernel's "
+                                   "inputs; it returns the expected output, which each "
+                                   "submission is held to (PASS or FAIL, not CHECKED)")
     check_parser.add_argument("--launches", default="file,1:1024,4:256",
                               help="GRID:BLOCK (each N or NxM), or 'file' for the file's own "
                                    "launch (or one guessed), separated by commas (default "
@@ -693,7 +706,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from .check import NoKernels, parse_launches, parse_shapes, run_check, write_report
 
     check_numbers(args)
-    shapes, launches = parse_shapes(args.shapes), parse_launches(args.launches)
+    if args.shapes is not None and (args.reference or any(
+            "[" in item for item in args.arg)):
+        raise RequestError("--shapes and --arg arrays (or --reference, which needs them) both "
+                           "give the shapes: give one")
+    shapes = parse_shapes(args.shapes or "64x64x64,100x37x90")
+    launches = parse_launches(args.launches)
     check_cases(shapes, launches, args)
     check_output_path("--out", args.out, folder=True)
     out = Path(args.out)
@@ -711,7 +729,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
             rows = run_check(args.paths, shapes, launches, dtype=args.dtype, seed=args.seed,
                              backend=args.backend, scheduler=args.scheduler, tier=args.tier,
                              workers=workers, progress=progress,
-                             case_limit=args.time_limit)
+                             case_limit=args.time_limit, described_as=tuple(args.arg),
+                             reference=args.reference)
         except NoKernels:
             write_report([], out, folder=folder)  # an empty report, and the error
             folder.publish()

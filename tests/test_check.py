@@ -111,3 +111,76 @@ def test_bad_options_are_refused(course, tmp_path, capsys, option, value, messag
     assert threadmap("check", str(course / "bob.py"), "--out", str(tmp_path / "r"),
                      option, value) == 2
     assert message in capsys.readouterr().err
+
+
+WRONG_REDUCE = '''from numba import cuda, float32
+
+
+@cuda.jit
+def block_sum(x, partial):
+    s = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    s[t] = x[cuda.blockIdx.x * 128 + t]
+    cuda.syncthreads()
+    if t == 0:
+        acc = 0.0
+        for j in range(127):  # the last element left out
+            acc += s[j]
+        partial[cuda.blockIdx.x] = acc
+'''
+
+
+@pytest.fixture
+def reductions(tmp_path):
+    """An assignment's submissions: two right block sums, one wrong, and one
+    whose parameters are another exercise's."""
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    for name in ("reduce_interleaved.py", "reduce_sequential.py", "saxpy.py"):
+        shutil.copy(ROOT / "examples" / name, folder / name)
+    (folder / "eve.py").write_text(WRONG_REDUCE)
+    return folder
+
+
+def test_the_teachers_description_and_reference_grade_every_submission(
+        reductions, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert threadmap("check", str(reductions), "--arg", "x=float32[2048]",
+                     "--arg", "partial=float32[16]", "--launches", "16:128",
+                     "--reference", f"{ROOT / 'examples' / 'references.py'}:block_sums",
+                     "--out", str(out)) == 0
+    rows = {Path(r["file"]).name: r for r in rows_of(out)}
+    for right in ("reduce_interleaved.py", "reduce_sequential.py"):
+        # (PASS, not CHECKED: held to the reference; on --arg's 2,048, not the file's 1,024)
+        assert rows[right]["verdict"] == "PASS", rows[right]
+        assert rows[right]["shape"] == "x=float32[2048], partial=float32[16]"
+    assert rows["eve.py"]["verdict"] == "FAIL"
+    assert "16 elements off by more than" in rows["eve.py"]["reasons"]
+    assert rows["saxpy.py"]["verdict"] == "ERROR"
+    assert "kernel 'saxpy' has no parameter 'partial'" in rows["saxpy.py"]["reasons"]
+    assert "4 cases: 2 PASS, 1 FAIL, 1 ERROR" in capsys.readouterr().out
+
+
+def test_without_a_reference_the_description_gives_checks_only(reductions, tmp_path):
+    out = tmp_path / "report"
+    assert threadmap("check", str(reductions / "eve.py"), "--arg", "x=float32[1024]",
+                     "--arg", "partial=float32[8]", "--launches", "8:128",
+                     "--out", str(out)) == 0
+    [row] = rows_of(out)
+    assert row["verdict"] == "CHECKED"  # (its wrong sums are not seen without a reference)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("--reference", "{folder}/mine.py:block_sums"), "is among the files checked"),
+    (("--shapes", "4x4x4"), "--shapes and --arg arrays"),
+    (("--arg", "x=float32[4096"), "--arg x"),
+])
+def test_check_refuses_a_submitted_reference_and_clashing_shapes(
+        reductions, tmp_path, capsys, extra, message):
+    shutil.copy(ROOT / "examples" / "references.py", reductions / "mine.py")
+    out = tmp_path / "report"
+    extra = tuple(e.format(folder=reductions) for e in extra)
+    assert threadmap("check", str(reductions), "--arg", "partial=float32[8]", *extra,
+                     "--out", str(out)) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()  # (nothing half-written)
