@@ -3,12 +3,13 @@ elements and one neighbour on each side, then every thread sums three."""
 from numba import cuda, float32
 
 TPB = 32
+WITH_HALO = TPB + 2  # (a shape numba can read when it compiles)
 THREADMAP_ARGS = {"x": "float32[256]", "out": "float32[256]"}
 
 
 @cuda.jit
 def stencil_1d(x, out):
-    tile = cuda.shared.array(TPB + 2, float32)
+    tile = cuda.shared.array(WITH_HALO, float32)
     i = cuda.grid(1)
     t = cuda.threadIdx.x
     tile[t + 1] = x[i]

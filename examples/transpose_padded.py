@@ -4,13 +4,16 @@ lies on 32 different banks: the conflicts are gone."""
 from numba import cuda, float32
 
 TILE = 32
+#: a row of the tile, one word longer (numba needs a shape it can read when it
+#: compiles: a number or a name bound to one, never `TILE + 1` in the kernel)
+PADDED_ROW = TILE + 1
 BLOCK_ROWS = 8
 THREADMAP_ARGS = {"a": "float32[64, 64]", "out": "float32[64, 64]"}
 
 
 @cuda.jit
 def transpose_padded(a, out):
-    tile = cuda.shared.array((TILE, TILE + 1), float32)
+    tile = cuda.shared.array((TILE, PADDED_ROW), float32)
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     x = cuda.blockIdx.x * TILE + tx

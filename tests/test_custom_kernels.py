@@ -225,6 +225,15 @@ def test_output_is_the_parameter_stored_into(tmp_path):
      UnsupportedConstruct, "device function 'f'", 7),
     ("from numba import cuda\n@cuda.jit\ndef k(A, B):\n    A[0, 0] = B[0, 0]\n",
      UnsupportedConstruct, "three array parameters", 3),
+    # numba refuses arithmetic in a shape on a GPU (compile_ptx: a run-time
+    # int64); the emulation and the simulator would have run it
+    ("from numba import cuda, float32\nTPB = 16\n@cuda.jit\ndef k(A, B, C):\n"
+     "    s = cuda.shared.array((TPB, TPB + 1), float32)\n    C[0, 0] = A[0, 0] + B[0, 0]\n",
+     UnsupportedConstruct, "bind it at module level, `COLS = TPB + 1`, and write "
+     "`cuda.shared.array((TPB, COLS), ...)`", 5),
+    ("from numba import cuda, float32\nN = 8\n@cuda.jit\ndef k(A, B, C):\n"
+     "    s = cuda.local.array(2 * N, float32)\n    C[0, 0] = A[0, 0] + B[0, 0]\n",
+     UnsupportedConstruct, "`SIZE = 2 * N`", 5),
 ])
 def test_bad_files_give_located_errors(tmp_path, source, error, message, line):
     path = tmp_path / "bad.py"

@@ -42,12 +42,13 @@ def transpose(a, out):
 STENCIL = '''from numba import cuda, float32
 
 TPB = 32
+WITH_HALO = TPB + 2
 THREADMAP_ARGS = {"x": "float32[256]", "out": "float32[256]"}
 
 
 @cuda.jit
 def stencil(x, out):
-    tile = cuda.shared.array(TPB + 2, float32)
+    tile = cuda.shared.array(WITH_HALO, float32)
     i = cuda.grid(1)
     t = cuda.threadIdx.x
     tile[t + 1] = x[i]

@@ -357,7 +357,8 @@ def test_a_transposed_tile_is_named_even_where_the_run_passes():
         "first subscript, so a warp's lanes are a row apart and fall in the same banks",
         "8.0-way bank conflicts on average (worst 8-way, ideal 1.0) over 64 warp requests",
         "swap the subscripts (`sA[ty, tx]`) where the tile is written and read, or pad its "
-        "rows by one, line 8: `sA = cuda.shared.array((TPB, TPB + 1), float32)`")
+        "rows by one, line 8: `sA = cuda.shared.array((TPB, TPB_PADDED), float32)`, with "
+        "`TPB_PADDED = TPB + 1` at module level")
 
 
 @pytest.mark.parametrize("file, kernel, shape, grid, block", [

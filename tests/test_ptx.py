@@ -2,9 +2,11 @@
 
 NVVM comes with numba-cuda[cu13]; no GPU is needed.
 """
+from pathlib import Path
+
 import pytest
 
-from kernels.analyses.ptx import compile_ptx_for
+from kernels.analyses.ptx import compile_ptx_for, signature
 from kernels.derived.codegen import load_module
 from kernels.sources.catalogue import CATALOGUE
 from kernels.sources.loader import _builtin_plan
@@ -45,3 +47,33 @@ def test_shared_memory_kernel_files_compile_to_ptx(name):
     assert ".target sm_90" in ptx and ".entry" in ptx
     if plan.barrier_lines:  # bar.sync, or bar.red for syncthreads_count
         assert "\tbar." in ptx or "\tbarrier." in ptx
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLE_NAMES = sorted(p.stem for p in EXAMPLES.glob("*.py") if p.stem != "references")
+
+
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_every_example_compiles_for_a_gpu_as_written_and_recorded(name):
+    # The course is copied by learners: each kernel must compile as it is
+    # written (the CPU emulation and the simulator take shapes such as
+    # `TPB + 2` that numba refuses on a GPU), and its recording form too.
+    import importlib.util
+
+    from numba import cuda
+
+    from kernels.sources.plan import make_plan
+    from kernels.sources.source import read_module
+
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)  # (our own file: run here, never a user's)
+    module = read_module(EXAMPLES / f"{name}.py")
+    plan = make_plan(module, module.kernel(None), matmul=False)
+    written, _ = cuda.compile_ptx(getattr(example, name).py_func,
+                                  signature(plan, "float32", False), cc=(9, 0))
+    assert ".target sm_90" in written and ".entry" in written
+    gen = load_module(plan, "cuda", "float32")
+    recorded = compile_ptx_for(plan, gen.function(f"{plan.name}__tm_record"), "float32", True,
+                               cc=(9, 0))
+    assert ".entry" in recorded

@@ -741,9 +741,33 @@ class _Planner:
                 raise self.fail("assign a shared/local array to a single name", node)
             shape = node.value.args[0] if node.value.args else next(
                 (kw.value for kw in node.value.keywords if kw.arg == "shape"), None)
+            self._check_compile_time_shape(shape, what, node)
             found.append(LocalArray(node.targets[0].id, what.split(".")[0],
                                     self._literal_rank(shape), node.lineno, node.col_offset))
         return tuple(found)
+
+    def _check_compile_time_shape(self, shape: ast.expr | None, what: str,
+                                  node: ast.Assign) -> None:
+        """Refuse, as numba does on a GPU, a shape it cannot read when it
+        compiles: numba takes numbers and module-level names bound to them
+        (their values frozen at compile time), never arithmetic on them
+        (`TPB + 1` is typed as a run-time int64).  The CPU emulation and the
+        simulator would run it; no GPU would compile it."""
+        parts = list(shape.elts) if isinstance(shape, ast.Tuple) else [shape]
+        for index, part in enumerate(parts):
+            if not isinstance(part, ast.BinOp):
+                continue
+            name = "SIZE" if len(parts) == 1 else \
+                ("ROWS", "COLS")[index] if len(parts) == 2 else f"DIM{index}"
+            shape_text = ast.unparse(ast.Tuple(
+                elts=[ast.Name(id=name) if p is part else p for p in parts], ctx=ast.Load())) \
+                if len(parts) > 1 else name
+            raise self.fail(
+                f"the shape of cuda.{what}, `{ast.unparse(part)}`, is arithmetic, which numba "
+                f"types as a run-time number and refuses on a GPU (a shape must be known when "
+                f"the kernel compiles: a number, a module-level name bound to one, or a tuple "
+                f"of those): bind it at module level, `{name} = {ast.unparse(part)}`, and write "
+                f"`cuda.{what}({shape_text}, ...)`", node)
 
     def _literal_rank(self, shape: ast.expr | None) -> int | None:
         if isinstance(shape, ast.Name) and shape.id in self.module.values:

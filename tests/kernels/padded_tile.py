@@ -4,11 +4,12 @@ transposed-tile rule: no conflicts, no diagnosis)."""
 from numba import cuda, float32
 
 TPB = 16
+PADDED = TPB + 1
 
 
 @cuda.jit
 def padded(A, B, C):
-    sA = cuda.shared.array((TPB, TPB + 1), float32)
+    sA = cuda.shared.array((TPB, PADDED), float32)
     sB = cuda.shared.array((TPB, TPB), float32)
     x, y = cuda.grid(2)
     tx = cuda.threadIdx.x

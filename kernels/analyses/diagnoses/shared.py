@@ -78,8 +78,8 @@ def transposed_tile(ctx: Context) -> Diagnosis | None:
         lines = (site.site.line,)
         declaration = _padded_declaration(ctx, array)
         if declaration is not None:
-            line, padded = declaration
-            fix += f", or pad its rows by one, line {line}: `{padded}`"
+            line, padded, binding = declaration
+            fix += f", or pad its rows by one, line {line}: `{padded}`{binding}"
             lines = tuple(sorted({site.site.line, line}))
         return Diagnosis(
             "transposed-tile", lines,
@@ -92,15 +92,26 @@ def transposed_tile(ctx: Context) -> Diagnosis | None:
     return None
 
 
-def _padded_declaration(ctx: Context, array: str) -> tuple[int, str] | None:
-    """(line, the declaration with one more column) of shared array ``array``."""
+def _padded_declaration(ctx: Context, array: str) -> tuple[int, str, str] | None:
+    """(line, the declaration with one more column, the module-level binding
+    it needs or "") of shared array ``array``."""
     declared = ctx.declarations.get(array)
     if declared is None or not isinstance(declared[1], ast.Tuple):
         return None
     node, shape_expr = declared
     call = node.value
     shape = list(shape_expr.elts)
-    shape[-1] = ast.BinOp(left=shape[-1], op=ast.Add(), right=ast.Constant(1))
+    # numba reads a shape when it compiles: a number, or a module-level name
+    # bound to one; never `TPB + 1` written in the kernel (refused on a GPU)
+    last, binding = shape[-1], ""
+    if isinstance(last, ast.Constant) and isinstance(last.value, int):
+        shape[-1] = ast.Constant(last.value + 1)
+    elif isinstance(last, ast.Name):
+        padded_name = f"{last.id}_PADDED"
+        shape[-1] = ast.Name(id=padded_name, ctx=ast.Load())
+        binding = f", with `{padded_name} = {last.id} + 1` at module level"
+    else:
+        return None
     wider = ast.Tuple(elts=shape, ctx=ast.Load())
     if call.args and call.args[0] is shape_expr:
         padded = ast.Call(func=call.func, args=[wider] + call.args[1:], keywords=call.keywords)
@@ -108,4 +119,4 @@ def _padded_declaration(ctx: Context, array: str) -> tuple[int, str] | None:
         padded = ast.Call(func=call.func, args=call.args, keywords=[
             ast.keyword(arg=k.arg, value=wider if k.value is shape_expr else k.value)
             for k in call.keywords])
-    return node.lineno, f"{array} = {ast.unparse(padded)}"
+    return node.lineno, f"{array} = {ast.unparse(padded)}", binding
