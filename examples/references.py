@@ -41,3 +41,26 @@ def histogram(x):
 def softmax_rows(x):
     e = np.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
+
+
+def pair_block_sums(x):
+    """Reductions 4 to 6: a block of 128 threads sums 256 elements."""
+    return x.reshape(-1, 256).sum(axis=1)
+
+
+reduce_strided = block_sums
+reduce_first_add = reduce_last_warp = reduce_unrolled = pair_block_sums
+
+
+def reduce_shuffle(x):
+    """2 blocks of 128 threads stride over the whole array: block b sums the
+    elements whose index i has (i mod 256) // 128 == b."""
+    return x.reshape(-1, 2, 128).sum(axis=(0, 2))
+
+
+def scan_hillis_steele(x):
+    return np.cumsum(x)
+
+
+def scan_blelloch(x):
+    return np.concatenate([[0.0], np.cumsum(x)[:-1]])

@@ -15,7 +15,9 @@ from kernels.sources.arguments import describe_request
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 NAMES = ("vector_add", "saxpy", "transpose_naive", "transpose_tiled", "transpose_padded",
-         "reduce_interleaved", "reduce_sequential", "stencil_1d", "histogram", "softmax_rows")
+         "reduce_interleaved", "reduce_strided", "reduce_sequential", "reduce_first_add",
+         "reduce_last_warp", "reduce_unrolled", "reduce_shuffle", "stencil_1d", "histogram",
+         "scan_hillis_steele", "scan_blelloch", "softmax_rows")
 
 _results: dict = {}
 
@@ -165,3 +167,144 @@ def test_one_thread_per_row_reads_32_sectors_a_request():
     # the max loop runs 99 times in each of 2 warps
     assert site(analysis.coalescing, "x[r, 0]", "load").requests == 2
     assert [s.requests for s in analysis.coalescing if s.site.line == 16] == [198]
+
+
+def variant(tmp_path, name: str, edit) -> object:
+    """The example with ``edit`` made to its text (the lesson's mistake),
+    run as the example is."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(edit((EXAMPLES / f"{name}.py").read_text()))
+    request = default_launch(describe_request(RunRequest(
+        kernel=None, kernel_file=str(path), backend="cpu", repeats=1,
+        reference=f"{EXAMPLES / 'references.py'}:{name}")))
+    return run(request)
+
+
+def test_the_strided_index_trades_divergence_for_bank_conflicts():
+    analysis = example("reduce_strided").analysis
+    # the working threads are the first 128 / 2s, as in reduction 3: the same
+    # 224 evaluations, 64 warps in, 40 split
+    branch_ = branch(example("reduce_strided"), "if index < TPB")
+    assert (branch_.evaluations, branch_.requests, branch_.divergent) == (224, 64, 40)
+    # lane t at word 2 s t.  s = 1: warps 0 and 1, even banks, 2 words each:
+    # 2 ways; s = 2: 32 lanes on 8 banks, 4 ways; s = 4, 8, 16: 16, 8, 4 lanes
+    # on 4, 2, 1 banks, 4 ways; s = 32: 2 lanes on bank 0, 2 ways; s = 64: 1.
+    # Per block 8 requests, 2 + 2 + 4 + 4 + 4 + 4 + 2 + 1 = 23 ways; 8 blocks
+    for text in ("sdata[index]", "sdata[index + s]"):
+        s = site(analysis.bank_conflicts, text, "load")
+        assert (s.requests, s.mean_ways, s.max_ways) == (64, 23 / 8, 4)
+
+
+def test_the_first_add_halves_the_blocks_and_reads_each_element_once():
+    result = example("reduce_first_add")
+    assert result.request.grid == (4,)  # 1,024 elements, 128 threads a block, 2 each
+    np.testing.assert_array_equal(result.read_maps()["reads_x"], 1)
+    # 4 blocks x 4 warps, one request a warp for each of the two loads
+    for text in ("x[i]", "x[i + TPB]"):
+        s = site(result.analysis.coalescing, text, "load")
+        assert (s.requests, s.mean_sectors) == (16, 4.0)
+    # reduction 3's branch on 4 blocks: 7 steps x 4 warps x 4 = 112; 8 warps
+    # in and 5 split per block
+    branch_ = branch(result, "if t < s")
+    assert (branch_.evaluations, branch_.requests, branch_.divergent) == (112, 32, 20)
+
+
+def test_the_last_warp_needs_its_syncwarps(tmp_path):
+    result = example("reduce_last_warp")
+    # no step splits a warp: s = 64 takes warps 0 and 1, then warp 0 alone
+    # runs 6 steps (s = 32 .. 1) and the test that ends them: 7 x 4 blocks
+    assert (branch(result, "if t < s").divergent, branch(result, "if t < 32").divergent) == (0, 0)
+    inner = branch(result, "while s > 0")
+    assert (inner.evaluations, inner.requests, inner.divergent) == (28, 24, 0)
+    # Harris's own form, without the syncwarps.  Step s reads sdata[t + s],
+    # which lane t + s wrote in the step before: 32 - s lanes read an element
+    # another wrote in this interval, and 32 - s lanes write one another
+    # read.  s = 16, 8, 4, 2, 1: 2 (16 + 24 + 28 + 30 + 31) = 258 a block, 4 blocks.
+    # The first: lane 0 reads sdata[16], which lane 16 wrote at step 32.
+    racy = variant(tmp_path, "reduce_last_warp",
+                   lambda text: text.replace("            cuda.syncwarp()\n", ""))
+    races = racy.analysis.races
+    assert races.count == 1032
+    (a, b) = races.first
+    assert (a.thread, a.access.kind, b.thread, b.access.kind, races.index) == (
+        16, "store", 0, "load", (16,))
+    assert not racy.verdict.passed
+
+
+def test_the_unrolled_reduction_never_splits_a_warp_but_to_store_its_sum():
+    result = example("reduce_unrolled")
+    # every test is on whole warps (t < 64: warps 0 and 1; t < 32: warp 0),
+    # and no loop is left to test
+    assert {b.branch.text: b.divergent for b in result.analysis.divergence} == {
+        "if t < 64": 0, "if t < 32": 0, "if t == 0": 4}
+
+
+def test_the_shuffle_reduction_reads_16_elements_a_thread_coalesced():
+    result = example("reduce_shuffle")
+    analysis = result.analysis
+    # 4,096 elements, 2 x 128 threads: 16 each, strided by 256, so each of the
+    # 8 warps' 16 requests reads 32 consecutive floats: 128 requests of 4 sectors
+    np.testing.assert_array_equal(result.read_maps()["reads_x"], 1)
+    s = site(analysis.coalescing, "x[i]", "load")
+    assert (s.requests, s.mean_sectors) == (128, 4.0)
+    # the loop is tested 17 times per warp (16 and the exit); the shuffles'
+    # 5 steps (offset 16 .. 1) and the exit: 6 per warp; no warp splits
+    loop = branch(result, "for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1))")
+    steps = branch(result, "while offset > 0")
+    assert (loop.evaluations, loop.divergent, steps.evaluations, steps.divergent) == (
+        136, 0, 48, 0)
+    # shared memory holds one sum per warp: 8 single-lane stores
+    store = site(analysis.bank_conflicts, "warp_sums[t // 32]", "store")
+    assert store.requests == 8
+    assert result.verdict.warp_hazards == 0
+
+
+def test_hillis_steele_needs_its_second_buffer(tmp_path):
+    result = example("scan_hillis_steele")
+    # 8 steps (offset 1 .. 128) x 8 warps = 64 evaluations.  Warps in: all 8
+    # for offset <= 16 (40), then 7, 6 and 4: 57; offset 1 .. 16 split warp 0,
+    # the last of them with 16 lanes in
+    branch_ = branch(result, "if t >= offset")
+    assert (branch_.evaluations, branch_.requests, branch_.divergent,
+            branch_.min_active_lanes) == (64, 57, 5, 16)
+    # One buffer: temp[t] += temp[t - offset].  Thread t reads the element
+    # thread t - offset writes in the same step: the read comes after that
+    # write for t >= 2 offset, so 256 - 2 offset racing reads a step: 254 +
+    # 252 + 248 + 240 + 224 + 192 + 128 = 1,538.  The first: thread 1 writes
+    # temp[1], thread 2 reads it.  The sums come out wrong too.
+    racy = variant(tmp_path, "scan_hillis_steele", lambda text: text.replace(
+        text[text.index("    temp = cuda.shared"):text.index("\n\n\nif __name__")],
+        "    temp = cuda.shared.array(N, float32)\n"
+        "    t = cuda.threadIdx.x\n"
+        "    temp[t] = x[t]\n"
+        "    cuda.syncthreads()\n"
+        "    offset = 1\n"
+        "    while offset < N:\n"
+        "        if t >= offset:\n"
+        "            temp[t] += temp[t - offset]\n"
+        "        cuda.syncthreads()\n"
+        "        offset *= 2\n"
+        "    out[t] = temp[t]"))
+    races = racy.analysis.races
+    assert races.count == 1538
+    (a, b) = races.first
+    assert (a.thread, a.access.kind, b.thread, b.access.kind, races.index) == (
+        1, "store", 2, "load", (1,))
+    assert racy.verdict.errors.wrong > 0
+
+
+def test_blelloch_s_tree_steps_conflict_up_to_8_ways():
+    analysis = example("scan_blelloch").analysis
+    # up-sweep, temp[ai] with ai = offset (2 t + 1) - 1: lanes 2 offset words
+    # apart.  d = 128: 4 warps, 2 ways; d = 64: 2 warps, 4 ways; d = 32, 16, 8:
+    # 32, 16, 8 lanes on 4, 2, 1 banks, 8 ways; d = 4, 2, 1: 4, 2, 1 ways.
+    # 12 requests, 4 x 2 + 2 x 4 + 8 + 8 + 8 + 4 + 2 + 1 = 47 ways
+    up = [s for s in analysis.bank_conflicts if s.site.text == "temp[ai]"]
+    assert {(s.requests, s.mean_ways, s.max_ways) for s in up} == {(12, 47 / 12, 8)}
+    # each thread loads x[2 t] and x[2 t + 1]: a warp's request spans 64
+    # floats, 8 sectors, twice the fewest
+    s = site(analysis.coalescing, "x[2 * t]", "load")
+    assert (s.requests, s.mean_sectors) == (4, 8.0)
+    # the tree's test splits warp 0 once d < 32: 5 of 32 evaluations a sweep
+    for sweep in [b for b in analysis.divergence if b.branch.text == "if t < d"]:
+        assert (sweep.evaluations, sweep.requests, sweep.divergent) == (32, 12, 5)
