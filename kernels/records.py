@@ -373,6 +373,14 @@ class DivisionByZero:
                 "stop there: numba gives 0 for an integer // or % and inf or NaN for floats")
 
 
+@dataclass(frozen=True)
+class _Broadcast:
+    """One value standing for an array of ``shape`` (AccessMaps' pickling)."""
+
+    value: np.ndarray
+    shape: tuple[int, ...]
+
+
 @dataclass(frozen=True, eq=False)
 class AccessMaps:
     """Everything the recording kernel found, in the shape of C."""
@@ -408,6 +416,19 @@ class AccessMaps:
         if self.iterations < 0:
             object.__setattr__(self, "iterations",
                                int(self.iteration.max()) + 1 if self.iteration.size else 0)
+
+    def __getstate__(self) -> dict:
+        # A map that is one value broadcast (atomics where the kernel makes
+        # no atomic update) is sent as that value: numpy pickles a
+        # broadcast array whole (67 MB of zeros at 4096 x 4096).
+        return {name: _Broadcast(value.flat[0:1].copy(), value.shape)
+                if isinstance(value, np.ndarray) and value.size > 1 and not any(value.strides)
+                else value for name, value in self.__dict__.items()}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update({name: np.broadcast_to(value.value.reshape(()), value.shape)
+                              if isinstance(value, _Broadcast) else value
+                              for name, value in state.items()})
 
     @property
     def reads_a(self) -> np.ndarray:

@@ -161,6 +161,8 @@ class ChildRunner:
                 if self._from_child.poll(0.05):
                     try:
                         message = child_message(self._from_child.recv_bytes())
+                        if message[0] == "result_file":
+                            message = result_from_file(message, self._workdir)
                     except (EOFError, OSError):
                         code = self._process.wait() if self._process else None
                         self.stop()
@@ -215,6 +217,8 @@ _PLAIN_GLOBALS = frozenset({
     ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "scalar"),
     ("numpy.core.multiarray", "scalar"), ("builtins", "complex"), ("builtins", "set"),
     ("builtins", "frozenset"), ("builtins", "slice"), ("collections", "OrderedDict"),
+    # an array over memory sent apart (pickle protocol 5: transfer.py)
+    ("numpy._core.numeric", "_frombuffer"), ("numpy.core.numeric", "_frombuffer"),
 })
 
 
@@ -290,14 +294,36 @@ class _ChildUnpickler(pickle.Unpickler):
                                      "message of ThreadMap's holds")
 
 
-def child_message(data: bytes):
-    """A message from a child, unpickled through :class:`_ChildUnpickler`."""
+def child_message(data: bytes, buffers=None):
+    """A message from a child, unpickled through :class:`_ChildUnpickler`
+    (``buffers``: its arrays' memory, sent apart: transfer.py)."""
     try:
-        return _ChildUnpickler(io.BytesIO(data)).load()
+        return _ChildUnpickler(io.BytesIO(data), buffers=buffers).load()
     except (pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError,
             EOFError) as exc:
         raise KernelRuntimeError(f"the kernel's process sent a message ThreadMap does not "
                                  f"accept ({exc}); it was ended") from None
+
+
+def result_from_file(message: tuple, folder: Path | None):
+    """The ``("result", ...)`` message a child sent as ``("result_file",
+    pickle, file name, spans)``: its arrays' memory in a file of its folder."""
+    from .transfer import read_result
+
+    if len(message) != 4 or folder is None or not isinstance(message[1], bytes):
+        raise KernelRuntimeError("the kernel's process sent a result ThreadMap does not "
+                                 "accept; it was ended")
+    _, data, name, spans = message
+    try:
+        found = read_result(data, name, spans, folder,
+                            child_message)
+    except ValueError as exc:
+        raise KernelRuntimeError(f"the kernel's process sent a result ThreadMap does not "
+                                 f"accept ({exc}); it was ended") from None
+    if not (isinstance(found, tuple) and found and found[0] == "result"):
+        raise KernelRuntimeError("the kernel's process sent a result ThreadMap does not "
+                                 "accept; it was ended")
+    return found
 
 
 def _cache_key(request) -> str:

@@ -27,11 +27,12 @@ def main(argv: list[str]) -> int:
 
     from pathlib import Path
 
-    from . import sandbox
+    from . import sandbox, transfer
     from ..cache import cache_dir
 
     # Its kernel's own cache (numba's files inside it) and its folder: nothing else.
-    writable = [cache_dir(), Path(os.environ.get("THREADMAP_SANDBOX_WORKDIR", os.getcwd()))]
+    workdir = Path(os.environ.get("THREADMAP_SANDBOX_WORKDIR", os.getcwd()))
+    writable = [cache_dir(), workdir]
     applied = sandbox.enter(writable, simulator=os.environ.get("NUMBA_ENABLE_CUDASIM") == "1")
 
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
@@ -97,7 +98,9 @@ def main(argv: list[str]) -> int:
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             send(("error", KernelRuntimeError(f"the run failed: {detail}")))
         else:
-            send(("result", result))
+            # (its maps through a file when large: transfer.py)
+            sent = transfer.write_result(("result", result), workdir)
+            send(sent if sent is not None else ("result", result))
 
 
 if __name__ == "__main__":
