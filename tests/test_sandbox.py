@@ -175,3 +175,34 @@ def test_no_display_is_a_sentence_not_an_abort():
     assert "no display to open the window on (DISPLAY is not set)" in line
     assert "xvfb-run" in line
     assert time.monotonic() - started < 30
+
+
+def test_a_killed_parents_child_folders_are_removed_and_live_ones_kept(tmp_path):
+    import subprocess
+    import sys
+
+    from kernels.backends import sandbox
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()  # (its pid is now free)
+    orphan = tmp_path / f"threadmap-child-{ended.pid}-abc"
+    live = tmp_path / f"threadmap-child-{os.getpid()}-def"
+    unrelated = tmp_path / "threadmap-child-notapid-x"
+    for folder in (orphan, live, unrelated):
+        folder.mkdir()
+        (folder / "result-1-1.bin").write_bytes(b"x" * 1000)
+    sandbox._remove_orphans(tmp_path)
+    assert not orphan.exists() and live.exists() and unrelated.exists()
+
+
+def test_a_childs_folder_is_in_memory_where_there_is_a_tmpfs():
+    from kernels.backends import sandbox
+
+    workdir = sandbox.make_workdir()
+    try:
+        assert workdir.name.startswith(f"threadmap-child-{os.getpid()}-")
+        assert oct(workdir.stat().st_mode & 0o777) == "0o700"
+        if sandbox.MEMORY_FOLDER.is_dir() and os.access(sandbox.MEMORY_FOLDER, os.W_OK):
+            assert workdir.parent == sandbox.MEMORY_FOLDER
+    finally:
+        sandbox.remove_workdir(workdir)

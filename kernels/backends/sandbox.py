@@ -37,9 +37,49 @@ MAX_PROCESSES = 8192
 CPU_SLACK_SECONDS = 30.0
 
 
+#: Where a child's folder goes when it can: a tmpfs, where the child's result
+#: file (transfer.py) is written at memory speed.  On a disk-backed /tmp the
+#: same ~300 MB write took 0.25 to 2.1 s; here 0.08 s.
+MEMORY_FOLDER = Path("/dev/shm")
+
+
 def make_workdir() -> Path:
-    """A new private (0700) empty folder for one child process."""
-    return Path(tempfile.mkdtemp(prefix="threadmap-child-"))
+    """A new private (0700) empty folder for one child process: in
+    :data:`MEMORY_FOLDER` where it is a writable folder, else the usual
+    temporary folder.  Folders left by a parent that was killed (whose
+    process is gone) are removed first."""
+    prefix = f"threadmap-child-{os.getpid()}-"
+    for base in (MEMORY_FOLDER, None):
+        if base is not None and not (base.is_dir() and os.access(base, os.W_OK | os.X_OK)):
+            continue
+        _remove_orphans(Path(base or tempfile.gettempdir()))
+        try:
+            return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+        except OSError:
+            continue
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def _remove_orphans(base: Path) -> None:
+    """Remove this user's child folders in ``base`` whose parent process is
+    gone (a parent ended by SIGKILL cannot remove its own)."""
+    try:
+        entries = list(base.glob("threadmap-child-*-*"))
+    except OSError:
+        return
+    for entry in entries:
+        pid = entry.name.split("-")[2]
+        try:
+            if not pid.isdigit() or entry.is_symlink() or entry.stat().st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            pass  # (alive, another user's)
 
 
 def remove_workdir(path: Path | None) -> None:
