@@ -260,7 +260,7 @@ def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str
         ok = [c for c in cells if c.result is not None]
         top = shared_top(ok, map_name)
         first = ok[0].result.request if ok else None
-        title = (f"{first.kernel_label} {first.m}x{first.k}x{first.n}: {MAP_CHOICES[map_name][0]}"
+        title = (f"{first.kernel_label} {first.shape_label}: {MAP_CHOICES[map_name][0]}"
                  " (grids down, blocks across)") if first else "sweep"
         widget.ci.addLabel(_wrapped(title, size[0] - 40, 11), row=0, col=0,
                            colspan=len(threads) + 2, size="11pt")

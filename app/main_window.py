@@ -95,12 +95,23 @@ class MainWindow(QtWidgets.QMainWindow):
             combo.setMinimumContentsLength(10)
             # (its minimumSizeHint still measures the longest item: set it)
             combo.setMinimumWidth(combo.sizeHint().width())
-        scroll.setMinimumWidth(self.controls.minimumSizeHint().width()
-                               + scroll.verticalScrollBar().sizeHint().width() + 4)
+        self._controls_scroll = scroll
+        self._fit_controls(self.controls.widest_minimum())
+        self.controls.rows_changed.connect(self._fit_controls)
         dock.setWidget(scroll)
         dock.setFeatures(QtWidgets.QDockWidget.DockWidgetFeature.DockWidgetMovable)
         self.addDockWidget(QtCore.Qt.DockWidgetArea.LeftDockWidgetArea, dock)
         self._controls_dock = (dock, scroll)
+
+    def _fit_controls(self, width: int | None = None) -> None:
+        """The Run panel as wide as its rows need now (never narrower than
+        before: the window does not jump when the rows change back)."""
+        scroll = self._controls_scroll
+        self.controls.ensurePolished()
+        needed = (width or self.controls.minimumSizeHint().width()) + 2 * scroll.frameWidth() \
+            + scroll.verticalScrollBar().sizeHint().width() + 4
+        if needed > scroll.minimumWidth():
+            scroll.setMinimumWidth(needed)
 
     def _dock_results(self) -> None:
         dock = QtWidgets.QDockWidget("Results", self)
@@ -198,13 +209,18 @@ class MainWindow(QtWidgets.QMainWindow):
         if kind != "file":
             return
         try:
-            request = self.controls.request()
+            request = self.controls.request(as_described=False)
         except ThreadMapError:
             return
-        described = self.controller.file_arguments(request)
+        described, needs_arguments = self.controller.file_arguments(request)
+        if needs_arguments:  # (no launch to guess before its arrays are described)
+            self.controls.describe("", "")
+            return
         if described is not None:
             self.controls.apply_shape(described)
             request = described
+        elif self.controls.described:
+            self.controls.apply_shape(request)  # (back to C = A @ B)
         chosen = self.controller.file_launch(request)
         if chosen is not None:
             self.controls.apply_launch(chosen.grid, chosen.block, chosen.launch_source)

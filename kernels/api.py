@@ -14,6 +14,7 @@ from .analyses.diagnoses import Diagnosis
 from .analyses.findings import Finding, line_findings, store_lines
 from .analyses.occupancy import ASSUMED_REGISTERS, GPU_MODELS
 from .errors import (
+    ArgumentsNeeded,
     BackendUnavailable,
     KernelCompileError,
     KernelRuntimeError,
@@ -29,7 +30,7 @@ from .live import ThreadMapResult, threadmap
 from .outputs import OutputError, OutputFolder, write_atomically
 from .presets import PRESETS, default_launch
 from .records import OOB_MARGIN, margin_at, margin_frame
-from .sources.arguments import describe_request
+from .sources.arguments import describe_request, split_argument_text, wrapped_shape
 from .request import (
     BACKENDS,
     DTYPES,
@@ -228,7 +229,7 @@ def command_line(argv: Sequence[str], exporter=None, sweep_exporter=None, opener
 
 
 __all__ = [
-    "ASSUMED_REGISTERS", "BACKEND_LABELS", "BACKEND_SHORT", "BACKENDS", "BackendUnavailable",
+    "ArgumentsNeeded", "ASSUMED_REGISTERS", "BACKEND_LABELS", "BACKEND_SHORT", "BACKENDS", "BackendUnavailable",
     "bank_conflict_model", "bytes_in_memory", "CATALOGUE", "check_request", "command_line",
     "COUNT_COLOURS", "REPEAT_COLOUR", "counted", "default_launch", "describe_request", "describe_seconds", "diff_category_names",
     "Diagnosis", "diff_runs", "dims_heading", "dims_order", "DTYPES", "encode_png", "file_launch_dims", "Finding", "format_bytes",
@@ -242,6 +243,6 @@ __all__ = [
     "RunCancelled", "RunRequest", "RunResult", "RunTimedOut", "simulator_estimate", "FileWatcher",
     "compile_ahead",
     "SLOW_SIMULATOR_SECONDS", "stop_child_processes", "store_lines", "Stowage",
-    "sweep_defaults", "sweep_requests", "SweepCell", "threadmap", "ThreadMapError", "ThreadMapResult",
-    "UnsupportedConstruct", "with_occupancy", "write_atomically", "write_sweep", "__version__",
+    "split_argument_text", "sweep_defaults", "sweep_requests", "SweepCell", "threadmap", "ThreadMapError", "ThreadMapResult",
+    "UnsupportedConstruct", "with_occupancy", "wrapped_shape", "write_atomically", "write_sweep", "__version__",
 ]

@@ -10,6 +10,11 @@ class RequestError(ThreadMapError, ValueError):
     """The request cannot run: bad shape, launch past CUDA's limits, too big..."""
 
 
+class ArgumentsNeeded(RequestError):
+    """The kernel is not C = A @ B and nothing describes its arguments: a
+    front end asks for them (``--arg``, the app's Arguments field)."""
+
+
 class KernelSourceError(ThreadMapError):
     """Something wrong with a kernel's source, located at a file and line."""
 

@@ -164,8 +164,24 @@ def status_message(window) -> list[str]:
     return []
 
 
+def cut_sideways(window: QtWidgets.QWidget) -> list[str]:
+    """A scroll area that never scrolls sideways is at least as wide as what
+    it holds needs: else its right edge is cut off (no scroll bar reaches it)."""
+    problems = []
+    for area in window.findChildren(QtWidgets.QScrollArea):
+        held = area.widget()
+        if held is None or not area.isVisible() or area.horizontalScrollBarPolicy() != \
+                QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff:
+            continue
+        needed, shown = held.minimumSizeHint().width(), area.viewport().width()
+        if needed > shown + 1:
+            problems.append(f"{name_of(held)} needs {needed} px, its scroll area shows "
+                            f"{shown} px and never scrolls sideways: cut off on the right")
+    return problems
+
+
 def page_problems(window: QtWidgets.QWidget) -> list[str]:
     """Everything wrong with what the window shows now."""
     QtWidgets.QApplication.processEvents()
     return (outside_the_window(window) + clipped_text(window) + short_tables(window)
-            + hidden_plots(window) + status_message(window))
+            + hidden_plots(window) + status_message(window) + cut_sideways(window))

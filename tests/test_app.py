@@ -7,6 +7,8 @@ import pytest
 
 from app.qt import QtCore, QtGui, QtWidgets
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 @pytest.fixture
 def settings(tmp_path):
@@ -770,8 +772,8 @@ def test_the_kernel_box_names_the_whole_file_on_hover_and_selects_by_request(win
 
 def test_a_file_that_describes_its_arguments_sets_the_shape_it_runs(window, tmp_path):
     """THREADMAP_ARGS (read, never run) sets M, K, N and the dtype when the
-    file is opened; a description that does not fit is said, and the shape
-    fields keep what they held."""
+    file is opened; a description that does not fit C = A @ B runs the kernel
+    as it is, says why, and the shape fields keep what they held."""
     from tests.test_arguments import MATMUL
     path = tmp_path / "described.py"
     path.write_text(MATMUL.replace("float32", "float64"))
@@ -786,19 +788,86 @@ def test_a_file_that_describes_its_arguments_sets_the_shape_it_runs(window, tmp_
     assert result.request.shape == (48, 20, 36) and result.verdict.passed
     bad = tmp_path / "bad.py"
     bad.write_text(MATMUL.replace('"float32[20, 36]"', '"float32[21, 36]"'))
+    told = []
+    window.session.told.connect(lambda message, _ms: told.append(message))
     assert window.controller.open_kernel_file(str(bad))
-    assert "THREADMAP_ARGS B=float32[21, 36]: its row count is 21" in \
-        window.maps_view.error_label.text()
+    # (three arrays that are not A, B and C as described: run as they are, and why said)
+    assert controls.described
+    assert any("read as C = A @ B they do not fit" in m and
+               "THREADMAP_ARGS B=float32[21, 36]: its row count is 21" in m for m in told)
     assert (controls.m_spin.value(), controls.k_spin.value()) == (48, 20)
 
 
-def test_a_described_kernel_outside_the_matmul_convention_is_sent_to_the_command_line(
+def test_a_kernel_outside_the_matmul_convention_runs_as_it_is_on_its_arguments(
         window, tmp_path):
+    """Opening a kernel that is not C = A @ B shows its Arguments (from its
+    THREADMAP_ARGS) and a Reference in place of M, K and N; it runs, its
+    verdict held to the reference, its read maps listed by its arrays."""
+    controls = window.controls
+    examples = ROOT / "examples"
+    assert window.controller.open_kernel_file(str(examples / "saxpy.py"))
+    assert controls.described
+    assert not controls.m_spin.isVisibleTo(window) and controls.arguments_edit.isVisibleTo(window)
+    assert controls.arguments_edit.text() == \
+        "x=float32[1000] y=float32[1000] out=float32[1000] n=1000 alpha=2.5"
+    controls.reference_edit.setText(f"{examples / 'references.py'}:saxpy")
+    controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    result = window.session.current
+    assert result.request.arguments and result.verdict.passed
+    assert not result.verdict.reference_note  # (held to the reference: a real PASS)
+    labels = [window.maps_view.map_combo.itemText(i)
+              for i in range(window.maps_view.map_combo.count())]
+    assert "Reads of x" in labels and "Reads of y" in labels and "Reads of A" not in labels
+    window.maps_view.map_combo.setCurrentIndex(labels.index("Reads of x"))
+    image = window.session.current_image()
+    assert image.data.shape == (25, 40) and np.all(image.data == 1)  # (1,000 drawn 40 a row)
+    assert "1,000 elements drawn 40 a row" in image.legend
+    assert image.x_label == "x[row x 40 + column]: column"
+    from app.models.map_images import hover_text
+    assert hover_text(result, image, 1, 2) == "x[42]: read 1 times"
+    # Arguments edited: the run takes them (the file's entries replaced by name)
+    controls.arguments_edit.setText("x=float32[512] y=float32[512] out=float32[512] n=512")
+    window.run_action.trigger()
+    assert window.session.current.request.shape_label == \
+        "x=float32[512], y=float32[512], out=float32[512]"
+    # back to a built-in kernel: C = A @ B again
+    controls.select_kernel("builtin", "grid-stride")
+    assert not controls.described and controls.m_spin.isVisibleTo(window)
+
+
+def test_without_a_reference_a_kernel_run_as_it_is_has_maps_and_checks_only(window):
+    controls = window.controls
+    assert window.controller.open_kernel_file(str(ROOT / "examples" / "vector_add.py"))
+    controls.reference_edit.clear()
+    controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    result = window.session.current
+    assert result.verdict.reference_note.startswith("no reference given")
+    names = [window.maps_view.map_combo.itemData(i)
+             for i in range(window.maps_view.map_combo.count())]
+    window.maps_view.map_combo.setCurrentIndex(names.index("error"))
+    assert "no reference to compare with" in window.maps_view.legend_label.text()
+    # and Find a failing case says it does not search such a kernel yet
+    window.hunt_action.trigger()
+    assert "is not searched yet" in window.maps_view.error_label.text()
+
+
+def test_a_kernel_with_nothing_to_describe_it_asks_for_its_arguments(window, tmp_path):
     from tests.test_described_runs import TRANSPOSE
     path = tmp_path / "transpose.py"
-    path.write_text(TRANSPOSE)
-    before = (window.controls.m_spin.value(), window.controls.n_spin.value())
+    path.write_text(TRANSPOSE.replace("THREADMAP_ARGS", "NOT_READ"))
+    earlier = window.session.current
     assert window.controller.open_kernel_file(str(path))
-    assert "is not C = A @ B: the app runs matmul kernels so far; run it from the command " \
-        "line: threadmap run --kernel-file" in window.maps_view.error_label.text()
-    assert (window.controls.m_spin.value(), window.controls.n_spin.value()) == before
+    controls = window.controls
+    assert controls.described and controls.arguments_edit.text() == ""
+    window.run_action.trigger()  # nothing described: said, nothing lost
+    assert "describe its arguments" in window.maps_view.error_label.text()
+    assert window.session.current is earlier
+    controls.arguments_edit.setText("a=float32[64, 64] oops")
+    window.run_action.trigger()
+    assert "Arguments: cannot read" in window.maps_view.error_label.text()
+    controls.arguments_edit.setText("a=float32[64, 48] out=float32[48, 64]")
+    controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    assert window.session.current.request.shape_label == "a=float32[64, 48], out=float32[48, 64]"

@@ -161,6 +161,20 @@ def test_every_page_is_readable(qapp, tmp_path, size):
         window.tabs.setCurrentIndex(1)
         tour.look("long_file_name_sweep_tab")
         window.tabs.setCurrentIndex(0)
+        # a kernel run as it is (issue 22): its Arguments and Reference in
+        # place of M, K and N, its 1-D output drawn in rows, read by its arrays
+        examples = Path(__file__).resolve().parents[1] / "examples"
+        window.controller.open_kernel_file(str(examples / "saxpy.py"))
+        controls.reference_edit.setText(f"{examples / 'references.py'}:saxpy")
+        controls.backend_combo.setCurrentText("cpu")
+        window.run_action.trigger()
+        wait_idle(window)
+        assert window.session.current.request.arguments
+        tour.look("described_saxpy")
+        maps = window.maps_view
+        maps.map_combo.setCurrentIndex(maps.map_combo.findData("reads_x"))
+        wait_idle(window)
+        tour.look("described_saxpy_reads_x")
         assert not tour.problems, "\n".join(
             f"{page}: {line}" for page, lines in tour.problems.items() for line in lines)
     finally:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from kernels import (
     SLOW_SIMULATOR_SECONDS,
+    ArgumentsNeeded,
     FileWatcher,
     RunRequest,
     RunResult,
@@ -123,6 +124,12 @@ class SessionController(QtCore.QObject):
         ``base``'s kernel fails; the failing case is shown when found."""
         if self.busy:
             return False
+        if base.arguments:
+            self.session.raise_error(
+                "Find a failing case tries shapes and launches of C = A @ B; a kernel run as "
+                "it is, on its Arguments, is not searched yet: change its Arguments or its "
+                "launch and run it again")
+            return False
         # (auto would pick the simulator for some kernels: the hunt runs many cases)
         base = base.with_(backend="cpu" if base.backend == "auto" else base.backend)
         try:  # (the kernel, its scalars and the backend are checked as for a run)
@@ -180,7 +187,7 @@ class SessionController(QtCore.QObject):
             f"The CUDA simulator runs one Python thread per CUDA thread{barriers}: this "
             f"{'sweep' if configurations > 1 else 'run'} ({request.total_threads:,} threads"
             f"{' in its largest configuration' if configurations > 1 else ''}, "
-            f"{request.m}x{request.k}x{request.n}) will take at least "
+            f"{request.shape_label}) will take at least "
             f"{describe_seconds(seconds)}. You can cancel it at any time. Run it?")
 
     def _on_run_finished(self, result: RunResult) -> None:
@@ -258,30 +265,41 @@ class SessionController(QtCore.QObject):
         only, milliseconds."""
         return sweep_defaults(request)
 
-    def file_arguments(self, request: RunRequest) -> RunRequest | None:
-        """``request`` with the shapes, dtype and scalars its kernel file
-        describes in THREADMAP_ARGS (read, never run), or None when it
-        describes none.  A description that does not parse or fit is said;
-        any other reason the file cannot be read yet is said by Run, as
-        before."""
+    def file_arguments(self, request: RunRequest) -> tuple[RunRequest | None, bool]:
+        """(``request`` with the shapes, dtype and scalars, or the arguments,
+        that its kernel file describes in THREADMAP_ARGS (read, never run), or
+        None when it describes none; whether the kernel needs its arguments
+        described: it is not C = A @ B and nothing describes them).  A
+        description that does not parse or fit is said; any other reason the
+        file cannot be read yet is said by Run, as before."""
+        unfit = ""
         try:
             described = describe_request(request)
+        except ArgumentsNeeded as exc:
+            self.session.tell(f"{exc}: in Arguments", 0)
+            return None, True
         except ThreadMapError as exc:
-            if "THREADMAP_ARGS" in str(exc):
+            if "THREADMAP_ARGS" not in str(exc):
+                return None, False
+            # Three arrays described otherwise than as C = A @ B (a vector
+            # add, or a typo): run as it is, and say what did not fit.
+            try:
+                described = describe_request(request, as_it_is_unless_matmul=True)
+            except ThreadMapError:
+                described = request.with_(arguments=())
+            if not described.arguments:
                 self.session.raise_error(str(exc))
-            return None
+                return None, False
+            unfit = f" (read as C = A @ B they do not fit: {exc})"
         if described == request:
-            return None
-        if described.arguments:  # (the app runs C = A @ B so far)
-            self.session.raise_error(
-                f"{described.kernel_label} is not C = A @ B: the app runs matmul kernels so "
-                "far; run it from the command line: threadmap run --kernel-file "
-                f"{described.kernel_file} --out FOLDER (--reference FILE.py:FUNCTION for a "
-                "correctness verdict)")
-            return None
+            return None, False
+        if described.arguments:
+            self.session.tell(f"{described.kernel_label} runs as it is, on the file's "
+                              f"THREADMAP_ARGS: {described.shape_label}{unfit}", 0)
+            return described, False
         self.session.tell(f"shape {described.m}x{described.k}x{described.n} "
                           f"{described.dtype}: the file's THREADMAP_ARGS")
-        return described
+        return described, False
 
     def file_launch(self, request: RunRequest) -> RunRequest | None:
         """``request`` with its kernel file's own launch (or a guessed one, said

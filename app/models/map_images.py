@@ -15,11 +15,13 @@ from kernels import (
     COUNT_COLOURS,
     OOB_MARGIN,
     RunResult,
+    ThreadMapError,
     counted,
     diff_category_names,
     diff_runs,
     margin_at,
     margin_frame,
+    wrapped_shape,
 )
 
 WARP = 32
@@ -307,6 +309,9 @@ def make_map(result: RunResult, name: str, writer_kind: str = "thread",
                         "colour = how many stores the writing thread had made before; "
                         "blank = never written", *c_labels, "C")
     if name == "error":
+        if result.reference.size != result.c.size:  # (a run as it is, without a reference)
+            raise ThreadMapError(f"no reference to compare with: "
+                                 f"{result.verdict.reference_note or 'none given'}")
         error = np.abs(result.c.astype(np.float64) - result.reference)
         top = float(np.nanmax(error, initial=0)) if np.isfinite(error).any() else 1.0
         return MapImage(name, "|C - reference|", error, Colouring("sequential", top),
@@ -320,13 +325,19 @@ def make_map(result: RunResult, name: str, writer_kind: str = "thread",
                   else "black = idle thread (stored nothing); colour = elements stored")
         return MapImage(name, MAP_CHOICES[name][0], data, Colouring("zero", top), legend,
                         "lane (thread within the warp)", "warp (block by block)", "threads")
-    if name in ("reads_a", "reads_b"):
-        reads = maps.reads_a if name == "reads_a" else maps.reads_b
-        which = "A" if name == "reads_a" else "B"
+    if name.startswith("reads_"):
+        reads = read_counts(result, name)
+        which = read_array_name(name)
         top = float(max(reads.max(initial=0), 1))
+        raw = result.read_maps()[name]
+        width = reads.shape[1]
+        wrapped = f" ({raw.size:,} elements drawn {width:,} a row)" if raw.ndim == 1 else ""
+        axes = (f"{which}[row x {width} + column]: column",
+                f"row (of {width} elements of {which})") if raw.ndim == 1 else \
+            (f"column of {which}", f"row of {which}")
         return MapImage(name, f"Reads of {which}", reads.astype(np.float64),
-                        Colouring("zero", top), "black = never read; colour = reads",
-                        f"column of {which}", f"row of {which}", which)
+                        Colouring("zero", top), f"black = never read; colour = reads{wrapped}",
+                        *axes, which)
     raise ValueError(f"unknown map {name!r}")
 
 
@@ -473,5 +484,24 @@ def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | 
         thread = decode_thread(result, gtid)
         return (f"{thread.describe()}\nstores: {int(maps.stores_per_thread[gtid])}   "
                 f"out-of-bounds accesses: {int(maps.oob_per_thread[gtid])}")
-    reads = maps.reads_a if image.domain == "A" else maps.reads_b
-    return f"{image.domain}[{row}, {col}]: read {int(reads[row, col])} times"
+    reads = read_counts(result, image.name)
+    element = f"[{row * reads.shape[1] + col}]" if result.read_maps()[image.name].ndim == 1 \
+        else f"[{row}, {col}]"  # (a 1-D array is drawn in rows)
+    return f"{image.domain}{element}: read {int(reads[row, col])} times"
+
+
+def read_array_name(map_name: str) -> str:
+    """The array a read map counts: A or B for a matmul, else its own name."""
+    which = map_name[len("reads_"):]
+    return which.upper() if map_name in ("reads_a", "reads_b") else which
+
+
+def read_counts(result: RunResult, map_name: str) -> np.ndarray:
+    """A read map as drawn: 2-D, a 1-D array wrapped into rows as its output's is."""
+    reads = result.read_maps().get(map_name)
+    if reads is None:
+        raise ThreadMapError(f"this run reads no array {read_array_name(map_name)}")
+    if reads.ndim == 1:
+        reads = reads.reshape(wrapped_shape(reads.size))
+    return reads
+

@@ -134,8 +134,9 @@ class Session(QtCore.QObject):
             self._shown_at[row] = next(self._clock)
         self.diff_pair = None
         self.replay_iteration = 0
-        if self.map_name in ANALYSIS_MAPS:
-            self.map_name = "count"  # (its figures belonged to the previous result)
+        if self.map_name in ANALYSIS_MAPS or (self.map_name.startswith("reads_")
+                                              and self.map_name not in result.read_maps()):
+            self.map_name = "count"  # (its figures, or its array, were the previous result's)
         self.current_changed.emit(result)
         self.keep_within_budget()
 

@@ -15,10 +15,12 @@ from kernels import (
     ThreadMapError,
     counted,
     default_launch,
+    describe_request,
     file_launch_dims,
     format_dims,
     parse_dims,
     parse_scalars,
+    split_argument_text,
 )
 
 from ..qt import QtCore, QtWidgets
@@ -38,6 +40,8 @@ class ControlPanel(QtWidgets.QWidget):
     hunt_requested = QtCore.Signal()
     open_file_requested = QtCore.Signal()
     kernel_changed = QtCore.Signal()
+    #: rows shown or hidden (Arguments or Shape): the panel's width may change
+    rows_changed = QtCore.Signal()
 
     def __init__(self, backend_availability: dict[str, str | None], parent=None):
         """``backend_availability`` maps each backend to None (usable) or why not."""
@@ -71,8 +75,31 @@ class ControlPanel(QtWidgets.QWidget):
         for label, spin in (("M", self.m_spin), ("K", self.k_spin), ("N", self.n_spin)):
             shape_row.addWidget(QtWidgets.QLabel(label))
             shape_row.addWidget(spin, 1)
+        self._shape_row = shape_row
         layout.addRow("Shape", shape_row)
-        layout.addRow("", QtWidgets.QLabel("C (M x N) = A (M x K) @ B (K x N)"))
+        self._matmul_label = QtWidgets.QLabel("C (M x N) = A (M x K) @ B (K x N)")
+        layout.addRow("", self._matmul_label)
+
+        # A kernel that is not C = A @ B runs as it is, on arguments described
+        # as --arg describes them (its file's THREADMAP_ARGS fills them in).
+        self.arguments_edit = QtWidgets.QLineEdit()
+        self.arguments_edit.setObjectName("arguments")
+        self.arguments_edit.setPlaceholderText("x=float32[4096] out=float32[4096] n=4096")
+        self.arguments_edit.setToolTip(
+            "the kernel's arguments, separated by spaces: an array as NAME=float32[LENGTH] or "
+            "NAME=float32[ROWS, COLS], a scalar as NAME=4096 or NAME=float32(2.5); the kernel "
+            "file's THREADMAP_ARGS fills them in (read, never run), and these replace its "
+            "entries by name. Inputs are filled as Inputs says; the output starts as NaN")
+        layout.addRow("Arguments", self.arguments_edit)
+        self.reference_edit = QtWidgets.QLineEdit()
+        self.reference_edit.setObjectName("reference")
+        self.reference_edit.setPlaceholderText("your_code.py:function (optional)")
+        self.reference_edit.setToolTip(
+            "YOUR host code, FILE.py:FUNCTION: imported and called by the app after the kernel "
+            "(never a kernel file's code), with float64 copies of the inputs in the kernel's "
+            "parameter order; it returns the expected output. Without it: maps and checks "
+            "only, no correctness verdict")
+        layout.addRow("Reference", self.reference_edit)
 
         self.dtype_combo = QtWidgets.QComboBox()
         self.dtype_combo.addItems(DTYPES)
@@ -149,6 +176,8 @@ class ControlPanel(QtWidgets.QWidget):
         self.message.setWordWrap(True)
         self.message.setStyleSheet("color: #c62828")
         layout.addRow(self.message)
+        self._described = False
+        self._show_described(False)
         self._update_launch_info()
 
     # -- building blocks --------------------------------------------------------------
@@ -163,6 +192,41 @@ class ControlPanel(QtWidgets.QWidget):
         # 1280 px (the wheel and the arrow keys still step).
         spin.setButtonSymbols(QtWidgets.QAbstractSpinBox.ButtonSymbols.NoButtons)
         return spin
+
+    @property
+    def described(self) -> bool:
+        """Whether the kernel runs as it is, on the Arguments (else as C = A @ B)."""
+        return self._described
+
+    def _show_described(self, described: bool) -> None:
+        """Arguments and Reference for a kernel run as it is; Shape, dtype and
+        Scalars for C = A @ B (a described kernel's come from its arguments)."""
+        self._described = described
+        layout: QtWidgets.QFormLayout = self.layout()
+        for row in (self.arguments_edit, self.reference_edit):
+            layout.setRowVisible(row, described)
+        for row in (self._shape_row, self._matmul_label, self.dtype_combo, self.scalars_edit):
+            layout.setRowVisible(row, not described)
+        self.rows_changed.emit()
+
+    def widest_minimum(self) -> int:
+        """The panel's minimum width with either set of rows shown (the
+        Arguments label is wider than Shape's: a panel sized for one was cut
+        off on the right with the other)."""
+        current = self._described
+        widths = []
+        for described in (False, True):
+            self._show_described(described)
+            widths.append(self.minimumSizeHint().width())
+        self._show_described(current)
+        return max(widths)
+
+    def describe(self, arguments: str, reference: str | None = None) -> None:
+        """Run the chosen kernel as it is, on ``arguments`` (``--arg`` items)."""
+        self.arguments_edit.setText(arguments)
+        if reference is not None:
+            self.reference_edit.setText(reference)
+        self._show_described(True)
 
     def _set_function_row_visible(self, visible: bool) -> None:
         layout: QtWidgets.QFormLayout = self.layout()
@@ -181,6 +245,8 @@ class ControlPanel(QtWidgets.QWidget):
         if index < 0:
             return False
         self.kernel_combo.setCurrentIndex(index)
+        if kind == "builtin":
+            self._show_described(False)
         self._refresh_functions()
         self.kernel_changed.emit()
         return True
@@ -225,6 +291,8 @@ class ControlPanel(QtWidgets.QWidget):
         if kind == OPEN_FILE:
             self.open_file_requested.emit()
             return
+        if kind == "builtin":
+            self._show_described(False)
         self._refresh_functions()
         self.kernel_changed.emit()
 
@@ -234,8 +302,11 @@ class ControlPanel(QtWidgets.QWidget):
 
     # -- the request ------------------------------------------------------------------
 
-    def request(self) -> RunRequest:
-        """The request the widgets describe; RequestError for text that is not one."""
+    def request(self, as_described: bool | None = None) -> RunRequest:
+        """The request the widgets describe; RequestError for text that is not
+        one.  ``as_described=False``: the kernel file's request before any
+        Arguments (what its THREADMAP_ARGS are read against)."""
+        described = self._described if as_described is None else as_described
         kind, value = self.kernel_choice()
         grid = parse_dims(self.grid_edit.text().strip(), "grid")
         block = parse_dims(self.block_edit.text().strip(), "block")
@@ -247,8 +318,29 @@ class ControlPanel(QtWidgets.QWidget):
                       scalars=scalars, launch_source=self.launch_source())
         if kind == "file":
             function = self.function_combo.currentText() or None
+            if described:
+                return self._described_request(RunRequest(
+                    kernel=function, kernel_file=value, **{
+                        key: v for key, v in common.items()
+                        if key not in ("m", "k", "n", "dtype", "scalars")}))
             return RunRequest(kernel=function, kernel_file=value, **common)
         return RunRequest(kernel=value, **common)
+
+    def _described_request(self, base: RunRequest) -> RunRequest:
+        """``base`` run as it is on the Arguments (and the file's
+        THREADMAP_ARGS), held to the Reference where one is given."""
+        items = split_argument_text(self.arguments_edit.text())
+        reference = self.reference_edit.text().strip() or None
+        try:
+            described = describe_request(base.with_(reference=reference), items,
+                                         as_it_is_unless_matmul=True)
+        except ThreadMapError as exc:
+            raise RequestError(str(exc).replace("--arg ", "Arguments: ")
+                               .replace("--reference", "Reference")) from None
+        if not described.arguments:  # (they describe C = A @ B after all)
+            raise RequestError("Arguments: these describe C = A @ B (three matrices): choose "
+                               "its shape in Shape instead")
+        return described
 
     def _scalars(self) -> tuple[tuple[str, float], ...]:
         items = [p.strip() for p in self.scalars_edit.text().split(",") if p.strip()]
@@ -265,6 +357,10 @@ class ControlPanel(QtWidgets.QWidget):
                 self.function_combo.setCurrentText(request.kernel)
         else:
             self.select_kernel("builtin", request.kernel or "grid-stride")
+        if request.arguments:
+            self.describe(" ".join(str(a) for a in request.arguments), request.reference or "")
+        elif request.kernel_file:
+            self._show_described(False)
         self.m_spin.setValue(request.m)
         self.k_spin.setValue(request.k)
         self.n_spin.setValue(request.n)
@@ -280,7 +376,11 @@ class ControlPanel(QtWidgets.QWidget):
 
     def apply_shape(self, request: RunRequest) -> None:
         """Show ``request``'s shape, dtype and scalars (a kernel file's own
-        description of its arguments)."""
+        description of its arguments); its Arguments where it runs as it is."""
+        if request.arguments:
+            self.describe(" ".join(str(a) for a in request.arguments))
+            return
+        self._show_described(False)
         self.m_spin.setValue(request.m)
         self.k_spin.setValue(request.k)
         self.n_spin.setValue(request.n)

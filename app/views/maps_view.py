@@ -11,7 +11,7 @@ import html
 from kernels import KERNEL_OUTPUT_LINES, RunResult, ThreadMapError, format_dims
 
 from ..export import run_title
-from ..models.map_images import ANALYSIS_MAPS, MAP_CHOICES, WRITER_KINDS
+from ..models.map_images import ANALYSIS_MAPS, MAP_CHOICES, WRITER_KINDS, read_array_name
 from ..models.session import Session
 from ..qt import QtCore, QtGui, QtWidgets
 from .analysis import AnalysisPanel
@@ -259,9 +259,31 @@ class MapsView(QtWidgets.QWidget):
         self.verdict_label.setText(elide_long_words(verdict_html(result)))
         self.verdict_label.setToolTip(run_title(result))
         self.details_label.setText(details_text(result))
+        self._list_read_maps(result)
         self.analysis.show_result(result)
         self.analysis.diff_label.clear()
         self._show_map(reset_view=reset)
+
+    def _list_read_maps(self, result: RunResult) -> None:
+        """One "Reads of" entry per array the run reads: A and B for a matmul,
+        each input by its name for a kernel run as it is."""
+        combo = self.map_combo
+        names = list(result.read_maps())
+        listed = [combo.itemData(i) for i in range(combo.count())
+                  if str(combo.itemData(i)).startswith("reads_")]
+        if listed == names:
+            return
+        blocked = combo.blockSignals(True)
+        for index in reversed(range(combo.count())):
+            if str(combo.itemData(index)).startswith("reads_"):
+                combo.removeItem(index)
+        at = combo.findData("stores") + 1
+        for offset, name in enumerate(names):
+            which = read_array_name(name)
+            combo.insertItem(at + offset, f"Reads of {which}", name)
+            combo.setItemData(at + offset, f"how many times each element of {which} was read",
+                              QtCore.Qt.ItemDataRole.ToolTipRole)
+        combo.blockSignals(blocked)
 
     def _on_diff_changed(self, pair) -> None:
         if pair is None:

@@ -64,7 +64,7 @@ class ResultsModel(QtCore.QAbstractTableModel):
         kernel_timing = result.kernel_timing
         reference = result.reference_timing
         values = (
-            f"{row + 1} (on disk)" if result.stowed is not None else str(row + 1), r.kernel_label, f"{r.m}x{r.k}x{r.n} {r.dtype}",
+            f"{row + 1} (on disk)" if result.stowed is not None else str(row + 1), r.kernel_label, r.shape_label if r.arguments else f"{r.m}x{r.k}x{r.n} {r.dtype}",
             f"{format_dims(r.grid)} x {format_dims(r.block)}",
             BACKEND_SHORT.get(r.backend, r.backend) + (f" ({result.tier})" if result.tier else ""),
             verdict.word, verdict.short_reasons,

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import KernelSourceError, RequestError
+from ..errors import ArgumentsNeeded, KernelSourceError, RequestError
 from ..request import MAX_DIMENSION, RunRequest
 from .loader import DIMENSION_NAMES, load_plan
 from .plan import ParameterUses, parameter_uses
@@ -187,6 +187,28 @@ def _scalar(name: str, value: int | float, dtype: str | None, where: str) -> Sca
     elif isinstance(value, int) and not -(1 << 63) <= value < (1 << 63):
         raise RequestError(f"{where}: {value:,} does not fit a 64-bit integer")
     return ScalarArgument(name, value, dtype)
+
+
+#: One NAME=SPEC of a line of them: an array's brackets may hold spaces.
+_ITEM = re.compile(r"[^\s=]+=(?:[A-Za-z0-9_]*\[[^\]]*\]|\S+)")
+
+
+def split_argument_text(text: str, what: str = "Arguments") -> list[str]:
+    """``x=float32[64, 64] n=64`` (one line of ``--arg`` items, separated by
+    spaces or commas) -> its items; RequestError naming what is not one."""
+    items, position = [], 0
+    for found in _ITEM.finditer(text):
+        between = text[position:found.start()].strip(" \t,")
+        if between:
+            break
+        items.append(found.group(0).rstrip(","))
+        position = found.end()
+    rest = text[position:].strip(" \t,")
+    if rest:
+        raise RequestError(f"{what}: cannot read {rest.split()[0]!r}: give NAME=SPEC items "
+                           "separated by spaces (x=float32[4096] out=float32[64, 64] n=4096 "
+                           "a=float32(2.5))")
+    return items
 
 
 def parse_arguments(items: list[str] | tuple[str, ...],
@@ -453,7 +475,7 @@ def describe_request(request: RunRequest, items: list[str] | tuple[str, ...] = (
                                "described (--arg NAME=float32[4096], or THREADMAP_ARGS in the "
                                "file)")
         if as_it_is:
-            raise RequestError(f"kernel {plan.name!r} ({', '.join(plan.arrays)}) is not C = "
+            raise ArgumentsNeeded(f"kernel {plan.name!r} ({', '.join(plan.arrays)}) is not C = "
                                "A @ B: describe its arguments (--arg NAME=float32[4096], or "
                                "THREADMAP_ARGS in the file)")
         return request
