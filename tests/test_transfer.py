@@ -27,8 +27,8 @@ def test_a_large_result_through_the_file_equals_the_run_in_this_process(tmp_path
     message = transfer.write_result(("result", here), tmp_path)
     assert message is not None and message[0] == "result_file"  # (~20 MB of maps: a file)
     assert len(message[1]) < transfer.FILE_WORTH_BYTES  # (the pickle alone is small)
-    _, back = transfer.read_result(message[1], message[2], message[3], tmp_path, child_message)
-    assert not list(tmp_path.iterdir())  # the file is gone once mapped
+    _, back = transfer.read_result(message[1], message[2], tmp_path, child_message)
+    assert not list(tmp_path.iterdir())  # the files are gone once mapped
     for name, array in here.maps_arrays().items():
         np.testing.assert_array_equal(back.maps_arrays()[name], array, err_msg=name)
     back.maps.count[0, 0] = 7  # (writable: a private copy-on-write map)
@@ -55,25 +55,48 @@ def test_a_broadcast_map_is_pickled_as_its_one_value():
     assert back.unwritten == 0
 
 
-@pytest.mark.parametrize("attack", ["symlink", "past the end", "bad name", "not a file"])
+@pytest.mark.parametrize("attack", ["symlink", "too short", "too long", "bad name",
+                                    "not a file", "missing"])
 def test_a_result_file_that_does_not_fit_its_message_is_refused(tmp_path, attack):
-    payload = np.arange(8 << 20, dtype=np.uint8)  # (8 MB: out of band)
+    from kernels.errors import KernelRuntimeError
+
+    payload = np.arange(8 << 20, dtype=np.uint8)  # (8 MB each: out of band)
     message = transfer.write_result(("result", payload, payload[::-1].copy()), tmp_path)
-    _, data, name, spans = message
+    _, data, names = message
+    target = tmp_path / names[1]
     if attack == "symlink":  # a child taken over by its kernel points it elsewhere
         secret = tmp_path.parent / "secret.bin"
-        secret.write_bytes(b"\1" * (16 << 20))
-        (tmp_path / name).unlink()
-        (tmp_path / name).symlink_to(secret)
-    elif attack == "past the end":
-        spans = spans[:1] + ((spans[1][0], spans[1][1] + 1),)
+        secret.write_bytes(b"\1" * (8 << 20))
+        target.unlink()
+        target.symlink_to(secret)
+    elif attack == "too short":
+        target.write_bytes(target.read_bytes()[:-1])
+    elif attack == "too long":
+        target.write_bytes(target.read_bytes() + b"\0" * 8)
     elif attack == "bad name":
-        name = "../" + name
+        names = (names[0], "../" + names[1])
+    elif attack == "not a file":
+        target.unlink()
+        os.mkfifo(target)
     else:
-        (tmp_path / name).unlink()
-        os.mkfifo(tmp_path / name)
-    with pytest.raises(ValueError):
-        transfer.read_result(data, name, spans, tmp_path, child_message)
+        target.unlink()
+    with pytest.raises((ValueError, KernelRuntimeError)):
+        transfer.read_result(data, names, tmp_path, child_message)
+    if attack != "bad name":
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith("result-")]
+
+
+def test_each_buffer_has_a_file_of_its_own_under_the_sandbox_s_limit(tmp_path):
+    from kernels.backends.sandbox import MAX_FILE_BYTES
+
+    arrays = [np.full(6 << 20, i, np.int64) for i in range(3)]  # 48 MB each, 144 in all
+    message = transfer.write_result(("result", *arrays), tmp_path)
+    assert len(message[2]) == 3
+    assert all((tmp_path / name).stat().st_size == 48 << 20 < MAX_FILE_BYTES
+               for name in message[2])
+    back = transfer.read_result(message[1], message[2], tmp_path, child_message)
+    for i, array in enumerate(back[1:]):
+        np.testing.assert_array_equal(array, arrays[i])
 
 
 def test_a_small_result_stays_in_the_pipe(tmp_path):

@@ -307,16 +307,15 @@ def child_message(data: bytes, buffers=None):
 
 def result_from_file(message: tuple, folder: Path | None):
     """The ``("result", ...)`` message a child sent as ``("result_file",
-    pickle, file name, spans)``: its arrays' memory in a file of its folder."""
+    pickle, file names)``: its arrays' memory in files of its folder."""
     from .transfer import read_result
 
-    if len(message) != 4 or folder is None or not isinstance(message[1], bytes):
+    if len(message) != 3 or folder is None or not isinstance(message[1], bytes):
         raise KernelRuntimeError("the kernel's process sent a result ThreadMap does not "
                                  "accept; it was ended")
-    _, data, name, spans = message
+    _, data, names = message
     try:
-        found = read_result(data, name, spans, folder,
-                            child_message)
+        found = read_result(data, names, folder, child_message)
     except ValueError as exc:
         raise KernelRuntimeError(f"the kernel's process sent a result ThreadMap does not "
                                  f"accept ({exc}); it was ended") from None

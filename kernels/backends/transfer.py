@@ -5,15 +5,16 @@ copied four times (pickled, written to the pipe, read from it, unpickled):
 a second of a run whose kernel took two.  Here the child pickles the result
 with protocol 5, which hands each large array's memory to a callback instead
 of copying it into the pickle; the child writes those buffers once, to a file
-in its own folder, and sends the small pickle with where each buffer lies.
-The parent maps the file (copy-on-write: the arrays are writable, and the
-file's pages are shared until written) and unpickles with the buffers.
+in its own folder, one file each, and sends the small pickle with their
+names.  The parent maps the files (copy-on-write: the arrays are writable,
+and the pages are shared until written) and unpickles with the buffers.
 
 Trust is unchanged: the pickle is still read by the parent's allow-list
 unpickler (``child.child_message``), and the file only ever becomes array
-memory: numbers, never code.  The parent opens it without following links
-(a child taken over by its kernel could plant one), checks every span lies
-inside it, and removes it.
+memory: numbers, never code.  The parent opens each without following links
+(a child taken over by its kernel could plant one) or waiting on a FIFO, and
+removes them.  A buffer's length comes from its pickle and its file's size,
+and numpy refuses one whose file is too short for the array it names.
 """
 from __future__ import annotations
 
@@ -28,18 +29,18 @@ from pathlib import Path
 OUT_OF_BAND_BYTES = 1 << 20
 #: A result whose large arrays total less than this is sent in the pipe.
 FILE_WORTH_BYTES = 16 << 20
-#: Each buffer starts on a multiple of this (a cache line; numpy's alignment).
-ALIGNMENT = 64
 #: The only names a child may give its result file.
-_FILE_NAME = re.compile(r"result-[0-9]{1,10}-[0-9]{1,10}\.bin")
+_FILE_NAME = re.compile(r"result-[0-9]{1,10}-[0-9]{1,10}-[0-9]{1,6}\.bin")
 
 _written = 0
 
 
 def write_result(message, folder: Path) -> tuple | None:
-    """``("result_file", pickle, file name, spans)`` for ``message``, its
-    large buffers written to a new file in ``folder``; None where it is too
-    small to be worth a file, or the file cannot be written (the caller then
+    """``("result_file", pickle, file names)`` for ``message``, each of its
+    large buffers written to a new file of its own in ``folder`` (one file
+    each keeps every file under the sandbox's file-size limit: one file of
+    all of a 4096 x 4096 run's maps came within 3% of it); None where it is
+    too small to be worth files, or a file cannot be written (the caller then
     sends ``message`` in the pipe as before)."""
     global _written
     buffers: list[pickle.PickleBuffer] = []
@@ -54,37 +55,42 @@ def write_result(message, folder: Path) -> tuple | None:
     if sum(b.raw().nbytes for b in buffers) < FILE_WORTH_BYTES:
         return None
     _written += 1
-    name = f"result-{os.getpid()}-{_written}.bin"
-    path = folder / name
-    spans = []
+    names = tuple(f"result-{os.getpid()}-{_written}-{index}.bin"
+                  for index in range(len(buffers)))
     try:
-        with open(path, "wb") as handle:
-            offset = 0
-            for buffer in buffers:
-                raw = buffer.raw()
-                gap = -offset % ALIGNMENT
-                if gap:
-                    handle.write(b"\0" * gap)
-                    offset += gap
-                handle.write(raw)
-                spans.append((offset, raw.nbytes))
-                offset += raw.nbytes
-    except OSError:  # (a full disk: the pipe still works)
-        path.unlink(missing_ok=True)
+        for name, buffer in zip(names, buffers):
+            with open(folder / name, "wb") as handle:
+                handle.write(buffer.raw())
+    except OSError:  # (a full disk, a file past the limit: the pipe still works)
+        for name in names:
+            (folder / name).unlink(missing_ok=True)
         return None
-    return ("result_file", data, name, tuple(spans))
+    return ("result_file", data, names)
 
 
-def read_result(data: bytes, name: str, spans, folder: Path, unpickler):
+def read_result(data: bytes, names, folder: Path, unpickler):
     """The message the child wrote with :func:`write_result`, its arrays
-    over a private, copy-on-write map of the file in ``folder`` (which is
+    over private, copy-on-write maps of the files in ``folder`` (which are
     removed).  ``unpickler(data, buffers)`` is the allow-list unpickler.
-    ValueError, with why, for a message that does not fit its file."""
-    if not isinstance(name, str) or not _FILE_NAME.fullmatch(name):
-        raise ValueError(f"a result file named {name!r}")
-    path = folder / name
+    ValueError, with why, for a message that does not fit its files."""
+    if not isinstance(names, tuple) or not all(
+            isinstance(name, str) and _FILE_NAME.fullmatch(name) for name in names):
+        raise ValueError("result files named otherwise than a child names them")
+    buffers = []
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK  # (a FIFO never blocks)
+        for name in names:
+            buffers.append(_mapped(folder / name))
+    finally:
+        for name in names:
+            (folder / name).unlink(missing_ok=True)
+    return unpickler(data, buffers)
+
+
+def _mapped(path: Path) -> memoryview:
+    """A private, copy-on-write map of the plain file ``path``, opened without
+    following a link and without waiting on a FIFO."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
                              | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise ValueError(f"its result file cannot be opened ({exc.strerror})") from None
@@ -92,16 +98,8 @@ def read_result(data: bytes, name: str, spans, folder: Path, unpickler):
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
             raise ValueError("its result file is not a plain file")
-        size = info.st_size
-        if not isinstance(spans, tuple) or not all(
-                isinstance(s, tuple) and len(s) == 2 and all(
-                    isinstance(v, int) and not isinstance(v, bool) for v in s)
-                and 0 <= s[0] and 0 <= s[1] and s[0] + s[1] <= size for s in spans):
-            raise ValueError("its result file does not hold the arrays it names")
-        mapped = mmap.mmap(descriptor, size, access=mmap.ACCESS_COPY) if size else None
+        if not info.st_size:
+            return memoryview(b"")
+        return memoryview(mmap.mmap(descriptor, info.st_size, access=mmap.ACCESS_COPY))
     finally:
         os.close(descriptor)
-        path.unlink(missing_ok=True)
-    view = memoryview(mapped) if mapped is not None else memoryview(b"")
-    buffers = [view[offset:offset + length] for offset, length in spans]
-    return unpickler(data, buffers)
