@@ -29,7 +29,8 @@ def test_a_child_gets_its_own_empty_folder_and_limits(tmp_path):
 
     workdir = sandbox.make_workdir()
     try:
-        assert stat.S_IMODE(workdir.stat().st_mode) == 0o700 and not any(workdir.iterdir())
+        assert stat.S_IMODE(workdir.stat().st_mode) == 0o700
+        assert [p.name for p in workdir.iterdir()] == [sandbox.OWNER_FILE]  # (its lock only)
         env = sandbox.child_environment(workdir, tmp_path / "cache" / "sandboxed" / "k")
         assert env["HOME"] == env["TMPDIR"] == str(workdir)
         assert env["THREADMAP_SANDBOX_CACHE"] == str(tmp_path / "cache" / "sandboxed" / "k")
@@ -178,21 +179,26 @@ def test_no_display_is_a_sentence_not_an_abort():
 
 
 def test_a_killed_parents_child_folders_are_removed_and_live_ones_kept(tmp_path):
-    import subprocess
-    import sys
-
+    """A folder's owner holds a lock on its .owner file while it lives: a
+    folder whose lock can be taken was left by a process that is gone (pids
+    cannot say so across containers sharing /dev/shm)."""
     from kernels.backends import sandbox
 
-    ended = subprocess.Popen([sys.executable, "-c", "pass"])
-    ended.wait()  # (its pid is now free)
-    orphan = tmp_path / f"threadmap-child-{ended.pid}-abc"
-    live = tmp_path / f"threadmap-child-{os.getpid()}-def"
-    unrelated = tmp_path / "threadmap-child-notapid-x"
-    for folder in (orphan, live, unrelated):
-        folder.mkdir()
-        (folder / "result-1-1.bin").write_bytes(b"x" * 1000)
-    sandbox._remove_orphans(tmp_path)
-    assert not orphan.exists() and live.exists() and unrelated.exists()
+    killed = subprocess.run(
+        [sys.executable, "-c", "from kernels.backends import sandbox; "
+         "print(sandbox.make_workdir())"], cwd=ROOT, capture_output=True, text=True,
+        check=True)
+    orphan = Path(killed.stdout.strip())  # (its process ended without removing it)
+    (orphan / "result-1-1-0.bin").write_bytes(b"x" * 1000)
+    live = sandbox.make_workdir()  # (this process's: held)
+    unowned = orphan.parent / "threadmap-child-not-ours"
+    unowned.mkdir(exist_ok=True)
+    try:
+        sandbox._remove_orphans(orphan.parent)
+        assert not orphan.exists() and live.exists() and unowned.exists()
+    finally:
+        sandbox.remove_workdir(live)
+        unowned.rmdir()
 
 
 def test_a_childs_folder_is_in_memory_where_there_is_a_tmpfs():
@@ -200,9 +206,54 @@ def test_a_childs_folder_is_in_memory_where_there_is_a_tmpfs():
 
     workdir = sandbox.make_workdir()
     try:
-        assert workdir.name.startswith(f"threadmap-child-{os.getpid()}-")
+        assert workdir.name.startswith("threadmap-child-")
         assert oct(workdir.stat().st_mode & 0o777) == "0o700"
         if sandbox.MEMORY_FOLDER.is_dir() and os.access(sandbox.MEMORY_FOLDER, os.W_OK):
             assert workdir.parent == sandbox.MEMORY_FOLDER
     finally:
         sandbox.remove_workdir(workdir)
+
+
+NEIGHBOUR_PROBE = textwrap.dedent('''
+    import sys
+    from pathlib import Path
+    from kernels.backends import sandbox
+
+    own, neighbour = Path(sys.argv[1]), Path(sys.argv[2])
+    applied = sandbox.enter([own], simulator=False)
+    print("landlock", applied["landlock"])
+    try:
+        with open(neighbour, "r+b") as handle:
+            handle.write(b"forged")
+        print("wrote the neighbour's file")
+    except OSError as exc:
+        print("refused", exc.errno)
+    with open("/dev/null", "w") as null:
+        null.write("x")
+    print("wrote /dev/null")
+    (own / "result-1-1-0.bin").write_bytes(b"own")
+    print("wrote its own")
+''')
+
+
+def test_a_child_cannot_write_another_childs_result_file_in_dev_shm(tmp_path):
+    """Children's folders lie in /dev/shm, beneath /dev, whose devices a child
+    may write: the rule for /dev leaves /dev/shm out."""
+    from kernels.backends import sandbox
+
+    if landlock_abi() < 1:
+        pytest.skip("this kernel has no Landlock: the child runs with resource limits only")
+    own, other = sandbox.make_workdir(), sandbox.make_workdir()
+    try:
+        target = other / "result-2-1-0.bin"
+        target.write_bytes(b"the other child's maps")
+        done = subprocess.run([sys.executable, "-c", NEIGHBOUR_PROBE, str(own), str(target)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        assert "landlock True" in lines
+        assert "refused 13" in lines and target.read_bytes() == b"the other child's maps"
+        assert "wrote /dev/null" in lines and "wrote its own" in lines
+    finally:
+        sandbox.remove_workdir(own)
+        sandbox.remove_workdir(other)

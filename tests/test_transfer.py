@@ -102,3 +102,45 @@ def test_each_buffer_has_a_file_of_its_own_under_the_sandbox_s_limit(tmp_path):
 def test_a_small_result_stays_in_the_pipe(tmp_path):
     assert transfer.write_result(("result", np.zeros(1000)), tmp_path) is None
     assert not list(tmp_path.iterdir())
+
+
+def test_a_child_writing_or_shrinking_its_file_later_changes_nothing_here(tmp_path):
+    payload = np.arange(4 << 20, dtype=np.float32)  # (16 MB: a file)
+    message = transfer.write_result(("result", payload), tmp_path)
+    kept = os.open(tmp_path / message[2][0], os.O_RDWR)  # (the child keeps it open)
+    try:
+        _, back = transfer.read_result(message[1], message[2], tmp_path, child_message)
+        os.pwrite(kept, np.float32(1234.5).tobytes(), 0)
+        os.ftruncate(kept, 0)  # (a map of it would now kill this process with SIGBUS)
+    finally:
+        os.close(kept)
+    assert back[0] == 0.0 and float(back.sum()) == float(payload.sum(dtype=np.float64))
+
+
+def test_a_folder_planted_under_a_result_name_is_an_error_not_a_hang(tmp_path):
+    from kernels.backends.child import result_from_file
+    from kernels.errors import KernelRuntimeError
+
+    message = transfer.write_result(("result", np.zeros(4 << 20)), tmp_path)
+    (tmp_path / message[2][0]).unlink()
+    (tmp_path / message[2][0]).mkdir()
+    with pytest.raises(KernelRuntimeError, match="does not accept"):
+        result_from_file(message, tmp_path)
+
+
+def test_the_parent_keeps_its_own_request_never_the_childs(tmp_path):
+    """A child taken over by its kernel could name another reference file in
+    the request it sends back; the parent would import it."""
+    from kernels import engine
+    from kernels.backends.child import ChildRunner
+
+    request = describe_request(RunRequest(
+        kernel=None, kernel_file=os.path.join(ROOT, "examples", "saxpy.py"), backend="cpu",
+        tier="instant", repeats=1), [], as_it_is_unless_matmul=True)
+    resolved, _, note = engine.prepare(request)
+    result = engine.run_here(resolved, note)
+    import dataclasses
+    forged = dataclasses.replace(result, request=result.request.with_(
+        reference=str(tmp_path / "planted.py") + ":pwn", given_inputs="/etc/passwd"))
+    kept = ChildRunner(simulator=False)._as_given(forged, resolved)
+    assert kept.request is resolved

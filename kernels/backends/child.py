@@ -133,6 +133,7 @@ class ChildRunner:
             assert self._to_child is not None and self._from_child is not None
             # The child's folder is not the caller's: it gets the kernel file's
             # full path, and the result names the file as it was given.
+            asked = request
             given = request.kernel_file
             if given:
                 request = request.with_(kernel_file=os.path.abspath(given))
@@ -164,7 +165,8 @@ class ChildRunner:
                         if message[0] == "result_file":
                             message = result_from_file(message, self._workdir)
                     except (EOFError, OSError):
-                        code = self._process.wait() if self._process else None
+                        # (an OSError may come from a child still alive: never wait on it)
+                        code = self._process.poll() if self._process else None
                         self.stop()
                         raise KernelRuntimeError(_ended_how(code)) from None
                     except KernelRuntimeError:
@@ -186,7 +188,7 @@ class ChildRunner:
                         progress(message[1], message[2])
                     elif kind == "result":
                         result = _with_start_up(message[1], start_up, self.simulator)
-                        return self._as_given(result, given)
+                        return self._as_given(result, asked)
                     elif kind == "error":
                         raise message[1]
                 elif self._process is not None and self._process.poll() is not None:
@@ -194,14 +196,15 @@ class ChildRunner:
                     self.stop()
                     raise KernelRuntimeError(_ended_how(code))
 
-    def _as_given(self, result, given: str | None):
-        """The result naming the kernel file as the caller gave it, and saying
-        so where the child ran without Landlock (limits only)."""
+    def _as_given(self, result, asked):
+        """The result with the request as the caller asked it (the kernel file
+        named as given), never the child's copy: a child taken over by its
+        kernel could name another reference file there, which this process
+        would import; and saying so where the child ran without Landlock."""
         import dataclasses
 
-        if given and result.request.kernel_file != given:
-            result = dataclasses.replace(result, request=result.request.with_(
-                kernel_file=given))
+        result = dataclasses.replace(result, request=asked)
+        given = asked.kernel_file
         if self.sandbox and not self.sandbox.get("landlock") and given:
             result = dataclasses.replace(result, notes=tuple(result.notes) + (
                 "the kernel ran in a child process with resource limits but without Landlock "
@@ -316,7 +319,7 @@ def result_from_file(message: tuple, folder: Path | None):
     _, data, names = message
     try:
         found = read_result(data, names, folder, child_message)
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:
         raise KernelRuntimeError(f"the kernel's process sent a result ThreadMap does not "
                                  f"accept ({exc}); it was ended") from None
     if not (isinstance(found, tuple) and found and found[0] == "result"):

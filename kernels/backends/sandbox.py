@@ -43,48 +43,76 @@ CPU_SLACK_SECONDS = 30.0
 MEMORY_FOLDER = Path("/dev/shm")
 
 
+#: Each child folder's lock file, held (flock) by the process that made it,
+#: for as long as the folder is in use: a folder whose lock can be taken was
+#: left by a process that is gone (a pid cannot say so across containers
+#: sharing /dev/shm, nor after the pid is used again).
+OWNER_FILE = ".owner"
+_owned: dict[Path, int] = {}
+
+
 def make_workdir() -> Path:
     """A new private (0700) empty folder for one child process: in
     :data:`MEMORY_FOLDER` where it is a writable folder, else the usual
-    temporary folder.  Folders left by a parent that was killed (whose
-    process is gone) are removed first."""
-    prefix = f"threadmap-child-{os.getpid()}-"
+    temporary folder.  Folders left by a process that was killed (SIGKILL:
+    it could not remove them) are removed first."""
+    prefix = "threadmap-child-"
     for base in (MEMORY_FOLDER, None):
         if base is not None and not (base.is_dir() and os.access(base, os.W_OK | os.X_OK)):
             continue
         _remove_orphans(Path(base or tempfile.gettempdir()))
         try:
-            return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+            path = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
         except OSError:
             continue
-    return Path(tempfile.mkdtemp(prefix=prefix))
+        _own(path)
+        return path
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    _own(path)
+    return path
+
+
+def _own(path: Path) -> None:
+    import fcntl
+
+    descriptor = os.open(path / OWNER_FILE, os.O_RDWR | os.O_CREAT | os.O_EXCL
+                         | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    _owned[path] = descriptor
 
 
 def _remove_orphans(base: Path) -> None:
-    """Remove this user's child folders in ``base`` whose parent process is
-    gone (a parent ended by SIGKILL cannot remove its own)."""
+    """Remove this user's child folders in ``base`` whose owner is gone (its
+    lock file can be locked)."""
+    import fcntl
+
     try:
-        entries = list(base.glob("threadmap-child-*-*"))
+        entries = list(base.glob("threadmap-child-*"))
     except OSError:
         return
     for entry in entries:
-        pid = entry.name.split("-")[2]
         try:
-            if not pid.isdigit() or entry.is_symlink() or entry.stat().st_uid != os.getuid():
+            if entry.is_symlink() or not entry.is_dir() or entry.stat().st_uid != os.getuid():
                 continue
+            descriptor = os.open(entry / OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW
+                                 | getattr(os, "O_CLOEXEC", 0))
         except OSError:
-            continue
+            continue  # (no lock file: not ours to judge)
         try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(entry, ignore_errors=True)
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            pass  # (alive, another user's)
+            continue  # (held: in use)
+        finally:
+            os.close(descriptor)
+        shutil.rmtree(entry, ignore_errors=True)
 
 
 def remove_workdir(path: Path | None) -> None:
     if path is not None:
         shutil.rmtree(path, ignore_errors=True)
+        descriptor = _owned.pop(path, None)
+        if descriptor is not None:
+            os.close(descriptor)  # (its lock with it)
 
 
 def child_environment(workdir: Path, cache: Path) -> dict[str, str]:
@@ -204,6 +232,18 @@ def cpu_budget(time_limit: float | None) -> float | None:
     return time_limit * max(cores, 1) + CPU_SLACK_SECONDS
 
 
+def device_entries(folder: str = "/dev") -> list[str]:
+    """The entries of /dev a child may write (and ioctl): all but /dev/shm
+    (children's folders: :data:`MEMORY_FOLDER`) and links (a link's rule
+    would allow where it points)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    return [os.path.join(folder, name) for name in names
+            if name != "shm" and not os.path.islink(os.path.join(folder, name))]
+
+
 def restrict_filesystem(writable: list[Path]) -> str | None:
     """Landlock: writes only beneath ``writable``, no exec, no network, no
     signals out of the sandbox.  None when applied, else why not."""
@@ -230,8 +270,14 @@ def restrict_filesystem(writable: list[Path]) -> str | None:
             for path in writable:
                 if path.exists():
                     ruleset.allow_path(path, handled & ~AccessFS.EXECUTE)
-            # /dev/null, and a GPU's device files (CUDA writes and ioctls them).
-            ruleset.allow_path("/dev", devices)
+            # /dev/null, and a GPU's device files (CUDA writes and ioctls them):
+            # each of /dev's entries but /dev/shm, where other children's
+            # folders lie (one child must never write another's result files).
+            for entry in device_entries():
+                try:
+                    ruleset.allow_path(entry, devices)
+                except OSError:
+                    continue  # (one that cannot be opened is not allowed)
             ruleset.restrict()
     except (OSError, ValueError, RuntimeError) as exc:
         return f"Landlock refused the rules ({exc})"

@@ -6,8 +6,9 @@ a second of a run whose kernel took two.  Here the child pickles the result
 with protocol 5, which hands each large array's memory to a callback instead
 of copying it into the pickle; the child writes those buffers once, to a file
 in its own folder, one file each, and sends the small pickle with their
-names.  The parent maps the files (copy-on-write: the arrays are writable,
-and the pages are shared until written) and unpickles with the buffers.
+names.  The parent reads each file once into its own memory (never maps
+it: the child could still write or shrink it) and unpickles with the
+buffers.
 
 Trust is unchanged: the pickle is still read by the parent's allow-list
 unpickler (``child.child_message``), and the file only ever becomes array
@@ -18,12 +19,13 @@ and numpy refuses one whose file is too short for the array it names.
 """
 from __future__ import annotations
 
-import mmap
 import os
 import pickle
 import re
 import stat
 from pathlib import Path
+
+import numpy as np
 
 #: Arrays smaller than this stay inside the pickle (no file for a small run).
 OUT_OF_BAND_BYTES = 1 << 20
@@ -69,8 +71,8 @@ def write_result(message, folder: Path) -> tuple | None:
 
 
 def read_result(data: bytes, names, folder: Path, unpickler):
-    """The message the child wrote with :func:`write_result`, its arrays
-    over private, copy-on-write maps of the files in ``folder`` (which are
+    """The message the child wrote with :func:`write_result`, its arrays in
+    this process's memory, read from the files in ``folder`` (which are
     removed).  ``unpickler(data, buffers)`` is the allow-list unpickler.
     ValueError, with why, for a message that does not fit its files."""
     if not isinstance(names, tuple) or not all(
@@ -79,27 +81,36 @@ def read_result(data: bytes, names, folder: Path, unpickler):
     buffers = []
     try:
         for name in names:
-            buffers.append(_mapped(folder / name))
+            buffers.append(_read_whole(folder / name))
     finally:
         for name in names:
-            (folder / name).unlink(missing_ok=True)
+            try:
+                (folder / name).unlink(missing_ok=True)
+            except OSError:
+                pass  # (a folder planted under the name: the child's folder goes with it)
     return unpickler(data, buffers)
 
 
-def _mapped(path: Path) -> memoryview:
-    """A private, copy-on-write map of the plain file ``path``, opened without
-    following a link and without waiting on a FIFO."""
+def _read_whole(path: Path) -> memoryview:
+    """The plain file ``path`` read whole into memory of this process, opened
+    without following a link and without waiting on a FIFO.  Read, not
+    mapped: a map of a file the child can still write shows its later writes
+    (a private map too, for pages not yet touched here), and one it shrinks
+    kills this process with SIGBUS at the next touch."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
                              | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise ValueError(f"its result file cannot be opened ({exc.strerror})") from None
-    try:
+    with os.fdopen(descriptor, "rb", buffering=0) as handle:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
             raise ValueError("its result file is not a plain file")
-        if not info.st_size:
-            return memoryview(b"")
-        return memoryview(mmap.mmap(descriptor, info.st_size, access=mmap.ACCESS_COPY))
-    finally:
-        os.close(descriptor)
+        memory = np.empty(info.st_size, np.uint8)  # (untouched until read into)
+        view, done = memoryview(memory), 0
+        while done < info.st_size:
+            got = handle.readinto(view[done:])
+            if not got:
+                raise ValueError("its result file grew shorter while it was read")
+            done += got
+    return view
