@@ -157,8 +157,12 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
                      "thumbnail": None}]
         if candidate.arguments:
             described = candidate
-        else:  # (C = A @ B, its M, K and N from the description)
-            base, shapes = candidate, [candidate.shape]
+        else:  # (C = A @ B: M, K and N from the description's matrices, if it has any)
+            from .sources.arguments import ArrayArgument, parse_arguments
+
+            base = candidate
+            if any(isinstance(a, ArrayArgument) for a in parse_arguments(described_as)):
+                shapes = [candidate.shape]
     else:
         try:
             candidate = describe_request(base, as_it_is_unless_matmul=True)
@@ -211,8 +215,10 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
                 if result.verdict.reference_note else [])
             # (checks alone are not a PASS: a submission describing its arrays
             # otherwise than as C = A @ B is never held to a reference)
-            word = CHECKED if result.verdict.passed and result.verdict.reference_note \
-                else result.verdict.word
+            word = result.verdict.shown_word
+            if reference is not None and result.verdict.reference_note:
+                # (the teacher's reference failed on this case: not a grade)
+                word = "ERROR"
             row.update(verdict=word, reasons="; ".join(reasons),
                        diagnoses="; ".join(
                            f"line {d.line_list}: {d.message} (fix: {d.fix})"

@@ -102,6 +102,10 @@ def reads_output_in_place(plan) -> bool:
                                      for site in access_sites(plan))
 
 
+#: How the given arrays are named in their ``.npz`` (before the parameter's name).
+GIVEN_PREFIX = "arg_"
+
+
 def load_given_inputs(path: str, arguments, names: tuple[str, ...]) -> tuple[np.ndarray, ...]:
     """The arrays ``names`` from the caller's ``.npz`` (written by the Python
     API, live.py), each checked against its description; never unpickled."""
@@ -111,7 +115,7 @@ def load_given_inputs(path: str, arguments, names: tuple[str, ...]) -> tuple[np.
         with np.load(path, allow_pickle=False) as given:
             for name in names:
                 argument = by_name[name]
-                array = given[name]
+                array = given[GIVEN_PREFIX + name]
                 if array.dtype != np.dtype(argument.dtype) or array.shape != tuple(argument.shape):
                     raise RequestError(f"the given array {name} is {array.dtype}{list(array.shape)}, "
                                        f"not {argument} as described")

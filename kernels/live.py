@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import KernelSourceError, RequestError, ThreadMapError
+from .inputs import GIVEN_PREFIX
 from .estimate import KERNEL_FILE_TIME_LIMIT
 from .request import RunRequest
 from .result import RunResult
@@ -207,6 +208,21 @@ def threadmap(kernel, shape: tuple[int, int, int] | None = None, grid=None, bloc
     return ThreadMapResult(result, origin)
 
 
+#: A handed-over .npz older than this was left by a process that was killed.
+STALE_ARRAYS_SECONDS = 24 * 3600
+
+
+def _remove_stale_arrays(folder: Path) -> None:
+    import time
+
+    for path in folder.glob("args_*.npz"):
+        try:
+            if time.time() - path.stat().st_mtime > STALE_ARRAYS_SECONDS:
+                path.unlink()
+        except OSError:
+            pass
+
+
 def _given_request(request: RunRequest, args) -> tuple[RunRequest, Path]:
     """``request`` run as it is on the caller's ``args``, and the ``.npz``
     that hands their arrays to the run (in the user's private cache folder;
@@ -226,13 +242,21 @@ def _given_request(request: RunRequest, args) -> tuple[RunRequest, Path]:
                            f"{'s' if len(params) != 1 else ''} ({', '.join(params)}); args "
                            f"gives {len(args)}")
     where = {name: f"args[{i}] ({name})" for i, name in enumerate(params)}
+    # (in this machine's byte order: an array read from a big-endian file is
+    # described and handed over as the numbers it holds)
+    args = [np.ascontiguousarray(value, value.dtype.newbyteorder("="))
+            if isinstance(value, np.ndarray) and value.dtype.kind in "iufb" else value
+            for value in args]
     described = tuple(describe_value(name, value, where[name])
                       for name, value in zip(params, args))
     request = describe_given(request, described, where)
-    arrays = {name: value for name, value in zip(params, args)
+    # (by a prefixed name: a parameter called `file` or `allow_pickle` is
+    # savez's own keyword)
+    arrays = {f"{GIVEN_PREFIX}{name}": value for name, value in zip(params, args)
               if isinstance(value, np.ndarray) and value.ndim > 0}
     folder = cache_dir().parent / "live"
     folder.mkdir(mode=0o700, exist_ok=True)
+    _remove_stale_arrays(folder)
     handle = tempfile.NamedTemporaryFile(dir=folder, prefix="args_", suffix=".npz", delete=False)
     path = Path(handle.name)
     try:
@@ -257,8 +281,7 @@ class ThreadMapResult:
     def verdict(self) -> str:
         """``"PASS"`` or ``"FAIL"``; ``"CHECKED"`` where the checks passed but
         there was no reference to hold the output to (``reference_note``)."""
-        verdict = self.result.verdict
-        return "CHECKED" if verdict.passed and verdict.reference_note else verdict.word
+        return self.result.verdict.shown_word
 
     @property
     def passed(self) -> bool:

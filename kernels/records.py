@@ -426,9 +426,17 @@ class AccessMaps:
                 else value for name, value in self.__dict__.items()}
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update({name: np.broadcast_to(value.value.reshape(()), value.shape)
-                              if isinstance(value, _Broadcast) else value
-                              for name, value in state.items()})
+        # (from a child process: a one-value stand-in must be one number, of
+        # the shape of a map it was sent with, never an enormous array)
+        count = state.get("count")
+        for name, value in state.items():
+            if isinstance(value, _Broadcast):
+                if not (isinstance(value.value, np.ndarray) and value.value.size == 1
+                        and value.value.dtype.kind in "iub" and isinstance(count, np.ndarray)
+                        and tuple(value.shape) == count.shape):
+                    raise ValueError(f"a one-value map {name} that does not fit the maps")
+                state[name] = np.broadcast_to(value.value.reshape(()), count.shape)
+        self.__dict__.update(state)
 
     @property
     def reads_a(self) -> np.ndarray:

@@ -111,6 +111,12 @@ class Verdict:
         return "PASS" if self.passed else "FAIL"
 
     @property
+    def shown_word(self) -> str:
+        """``word``, but ``CHECKED`` where the checks passed and there was no
+        reference to hold the output to: never a PASS it did not earn."""
+        return "CHECKED" if self.passed and self.reference_note else self.word
+
+    @property
     def short_reasons(self) -> str:
         """``"unwritten, collisions"`` (the kinds of failure, for a table cell)."""
         kinds = []

@@ -844,6 +844,12 @@ def test_without_a_reference_a_kernel_run_as_it_is_has_maps_and_checks_only(wind
     window.run_action.trigger()
     result = window.session.current
     assert result.verdict.reference_note.startswith("no reference given")
+    # never a green PASS it did not earn: CHECKED, and why, in the verdict and the table
+    shown = window.maps_view.verdict_label.text()
+    assert ">CHECKED</b>" in shown and "no correctness verdict: no reference given" in shown
+    table = window.results_view.model()
+    row = table.rowCount() - 1
+    assert table.cell_text(row, list(range(table.columnCount())).index(5)) == "CHECKED"
     names = [window.maps_view.map_combo.itemData(i)
              for i in range(window.maps_view.map_combo.count())]
     window.maps_view.map_combo.setCurrentIndex(names.index("error"))

@@ -184,3 +184,25 @@ def test_check_refuses_a_submitted_reference_and_clashing_shapes(
                      "--out", str(out)) == 2
     assert message in capsys.readouterr().err
     assert not out.exists()  # (nothing half-written)
+
+
+def test_scalars_alone_in_arg_keep_the_shapes_and_a_failing_reference_is_an_error(
+        reductions, tmp_path):
+    (reductions / "scaled.py").write_text(
+        "from numba import cuda\n\n\n@cuda.jit\ndef scaled(A, B, C, alpha):\n"
+        "    i, j = cuda.grid(2)\n    if i < C.shape[0] and j < C.shape[1]:\n"
+        "        acc = 0.0\n        for k in range(A.shape[1]):\n"
+        "            acc += A[i, k] * B[k, j]\n        C[i, j] = alpha * acc\n")
+    out = tmp_path / "report"
+    # a scalar alone: the matmul runs on --shapes' 8x8x8 with it (not on defaults)
+    assert threadmap("check", str(reductions / "scaled.py"), "--shapes", "8x8x8",
+                     "--launches", "1x1:8x8", "--arg", "alpha=1", "--out", str(out)) == 0
+    [row] = rows_of(out)
+    assert (row["shape"], row["verdict"]) == ("8x8x8", "PASS"), row
+    refs = tmp_path / "refs.py"
+    refs.write_text("def broken(x):\n    raise KeyError('oops')\n")
+    assert threadmap("check", str(reductions / "reduce_sequential.py"), "--launches", "8:128",
+                     "--reference", f"{refs}:broken", "--out", str(out)) == 0
+    [row] = rows_of(out)
+    # (the teacher's reference failed: not a grade, neither PASS nor CHECKED)
+    assert row["verdict"] == "ERROR" and "raised KeyError" in row["reasons"]

@@ -216,3 +216,29 @@ def test_the_simulator_runs_on_the_callers_arrays_too(kernels, xy):
                   reference=lambda a, x, y: a * x + y, backend="sim")
     assert r.verdict == "PASS", r.reasons
     assert r.result.backend == "sim"
+
+
+BYTE_ORDER_AND_NAMES = '''
+from numba import cuda
+
+
+@cuda.jit
+def scale(file, allow_pickle):
+    i = cuda.grid(1)
+    if i < allow_pickle.shape[0]:
+        allow_pickle[i] = 2.0 * file[i]
+'''
+
+
+def test_big_endian_arrays_and_savez_s_own_words_as_parameter_names(tmp_path):
+    (tmp_path / "odd_names.py").write_text(BYTE_ORDER_AND_NAMES)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        kernel = importlib.import_module("odd_names").scale
+        x = np.random.default_rng(2).random(300).astype(">f4")  # (as read from a FITS file)
+        r = threadmap(kernel, args=(x, np.zeros(300, np.float32)),
+                      reference=lambda file: 2 * file, backend="cpu")
+        assert r.verdict == "PASS", r.reasons
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("odd_names", None)

@@ -144,3 +144,22 @@ def test_the_parent_keeps_its_own_request_never_the_childs(tmp_path):
         reference=str(tmp_path / "planted.py") + ":pwn", given_inputs="/etc/passwd"))
     kept = ChildRunner(simulator=False)._as_given(forged, resolved)
     assert kept.request is resolved
+
+
+def test_a_one_value_map_must_fit_the_maps_it_came_with():
+    """A few bytes must never stand for an enormous array (any drawing or sum
+    of it would freeze the parent)."""
+    from kernels.errors import KernelRuntimeError
+    from kernels.records import AccessMaps, _Broadcast
+
+    count = np.ones((64, 64), np.int32)
+    maps = AccessMaps(count=count, atomics=np.broadcast_to(np.int32(0), count.shape),
+                      min_writer=count, max_writer=count, iteration=count * 0,
+                      stores_per_thread=np.ones(4, np.int32),
+                      oob_per_thread=np.zeros(4, np.int64), reads=(), out_of_bounds=())
+    state = maps.__getstate__()
+    state["atomics"] = _Broadcast(np.zeros(1, np.int32), (2**31, 2**31))
+    forged = AccessMaps.__new__(AccessMaps)
+    forged.__dict__.update(state)  # (pickled as a child taken over by its kernel would)
+    with pytest.raises(KernelRuntimeError, match="one-value map atomics that does not fit"):
+        child_message(pickle.dumps(forged, protocol=5))

@@ -372,7 +372,10 @@ class ControlPanel(QtWidgets.QWidget):
         model = self.backend_combo.model()
         if index >= 0 and model.item(index).isEnabled():
             self.backend_combo.setCurrentIndex(index)
-        self.scalars_edit.setText(", ".join(f"{n}={v}" for n, v in request.scalars))
+        # (a described run's scalars are among its Arguments: none carried over
+        # into the next kernel run as C = A @ B)
+        self.scalars_edit.setText("" if request.arguments else
+                                  ", ".join(f"{n}={v}" for n, v in request.scalars))
 
     def apply_shape(self, request: RunRequest) -> None:
         """Show ``request``'s shape, dtype and scalars (a kernel file's own

@@ -48,13 +48,17 @@ def elide_long_words(text: str, longest: int = 60) -> str:
 
 def verdict_html(result: RunResult) -> str:
     verdict = result.verdict
-    colour = "#1a7f37" if verdict.passed else "#c62828"
+    word = verdict.shown_word
+    colour = {"PASS": "#1a7f37", "CHECKED": "#6d4c41"}.get(word, "#c62828")
     # the causes first, where the verdict's box shows them without scrolling
     reasons = "".join(f"<li><b>why</b>, line {d.line_list}: "
                       f"{html.escape(d.message)} (Source page: evidence and fix)</li>"
                       for d in result.diagnoses)
     reasons += "".join(f"<li>{r}</li>" for r in verdict.reasons)
-    return (f"<b style='color:{colour}; font-size:14pt'>{verdict.word}</b> &nbsp; "
+    if verdict.reference_note:
+        reasons += (f"<li>no correctness verdict: {html.escape(verdict.reference_note)}"
+                    "</li>")
+    return (f"<b style='color:{colour}; font-size:14pt'>{word}</b> &nbsp; "
             f"{run_title(result)}<br>backend: {result.backend_note}; launch: "
             f"{format_dims(result.request.grid)} x {format_dims(result.request.block)} "
             f"({result.request.launch_source})"

@@ -67,7 +67,7 @@ class ResultsModel(QtCore.QAbstractTableModel):
             f"{row + 1} (on disk)" if result.stowed is not None else str(row + 1), r.kernel_label, r.shape_label if r.arguments else f"{r.m}x{r.k}x{r.n} {r.dtype}",
             f"{format_dims(r.grid)} x {format_dims(r.block)}",
             BACKEND_SHORT.get(r.backend, r.backend) + (f" ({result.tier})" if result.tier else ""),
-            verdict.word, verdict.short_reasons,
+            verdict.shown_word, verdict.short_reasons,
             f"{verdict.errors.rel_error:.2e}" if verdict.errors.computed else
             "not computed", kernel_time_text(result),
             f"{kernel_timing.gflops:.3g}" if kernel_timing and kernel_timing.gflops else "-",
@@ -85,10 +85,14 @@ class ResultsModel(QtCore.QAbstractTableModel):
         if role == QtCore.Qt.ItemDataRole.ToolTipRole:
             lines = list(result.verdict.reasons) or ["every element written once, no collision, "
                                                      "no out-of-bounds access, error within tolerance"]
+            if result.verdict.reference_note:
+                lines = list(result.verdict.reasons) + [
+                    f"no correctness verdict: {result.verdict.reference_note}"]
             lines += [t.describe() for t in result.timings]
             return "\n".join(lines)
         if role == QtCore.Qt.ItemDataRole.ForegroundRole and COLUMNS[index.column()] == "verdict":
-            return QtGui.QBrush(QtGui.QColor("#1a7f37" if result.verdict.passed else "#c62828"))
+            return QtGui.QBrush(QtGui.QColor({"PASS": "#1a7f37", "CHECKED": "#6d4c41"}.get(
+                result.verdict.shown_word, "#c62828")))
         return None
 
 

@@ -190,7 +190,7 @@ def _scalar(name: str, value: int | float, dtype: str | None, where: str) -> Sca
 
 
 #: One NAME=SPEC of a line of them: an array's brackets may hold spaces.
-_ITEM = re.compile(r"[^\s=]+=(?:[A-Za-z0-9_]*\[[^\]]*\]|\S+)")
+_ITEM = re.compile(r"[^\s=,]+=(?:[A-Za-z0-9_]*\[[^\]]*\]|[^\s,]+)")
 
 
 def split_argument_text(text: str, what: str = "Arguments") -> list[str]:
