@@ -1,4 +1,4 @@
-"""A child's large result comes back through a file it writes once
+"""A child's large result comes back in sealed memfds that the parent maps
 (backends/transfer.py), not copied through the pipe: the same result, and
 nothing the parent trusts more than before."""
 import os
@@ -15,7 +15,7 @@ from kernels.sources.arguments import describe_request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def test_a_large_result_through_the_file_equals_the_run_in_this_process(tmp_path):
+def test_a_large_result_through_memory_equals_the_run_in_this_process():
     from kernels import engine
 
     request = describe_request(RunRequest(
@@ -24,11 +24,11 @@ def test_a_large_result_through_the_file_equals_the_run_in_this_process(tmp_path
         ["a=float32[1024,1024]", "out=float32[1024,1024]"])
     resolved, _, note = engine.prepare(request)
     here = engine.run_here(resolved, note)
-    message = transfer.write_result(("result", here), tmp_path)
-    assert message is not None and message[0] == "result_file"  # (~20 MB of maps: a file)
+    message = transfer.write_result(("result", here))
+    assert message is not None and message[0] == "result_memory"  # (~20 MB of maps)
     assert len(message[1]) < transfer.FILE_WORTH_BYTES  # (the pickle alone is small)
-    _, back = transfer.read_result(message[1], message[2], tmp_path, child_message)
-    assert not list(tmp_path.iterdir())  # the files are gone once mapped
+    _, back = transfer.read_result(message[1], message[2], os.getpid(), child_message)
+    transfer.release()
     for name, array in here.maps_arrays().items():
         np.testing.assert_array_equal(back.maps_arrays()[name], array, err_msg=name)
     back.maps.count[0, 0] = 7  # (writable: a private copy-on-write map)
@@ -55,77 +55,84 @@ def test_a_broadcast_map_is_pickled_as_its_one_value():
     assert back.unwritten == 0
 
 
-@pytest.mark.parametrize("attack", ["symlink", "too short", "too long", "bad name",
-                                    "not a file", "missing"])
-def test_a_result_file_that_does_not_fit_its_message_is_refused(tmp_path, attack):
+def _unsealed(payload: np.ndarray, seals: int = 0) -> int:
+    """A memfd holding ``payload`` with only ``seals`` (a child's forgery)."""
+    import fcntl
+
+    descriptor = os.memfd_create("forged", os.MFD_ALLOW_SEALING)
+    os.write(descriptor, payload.tobytes())
+    if seals:
+        fcntl.fcntl(descriptor, fcntl.F_ADD_SEALS, seals)
+    return descriptor
+
+
+@pytest.mark.parametrize("attack", ["unsealed", "shrinkable", "a plain file", "too short",
+                                    "not a number", "missing"])
+def test_result_memory_that_is_not_sealed_or_does_not_fit_is_refused(tmp_path, attack):
+    import fcntl
+
     from kernels.errors import KernelRuntimeError
 
     payload = np.arange(8 << 20, dtype=np.uint8)  # (8 MB each: out of band)
-    message = transfer.write_result(("result", payload, payload[::-1].copy()), tmp_path)
-    _, data, names = message
-    target = tmp_path / names[1]
-    if attack == "symlink":  # a child taken over by its kernel points it elsewhere
-        secret = tmp_path.parent / "secret.bin"
-        secret.write_bytes(b"\1" * (8 << 20))
-        target.unlink()
-        target.symlink_to(secret)
-    elif attack == "too short":
-        target.write_bytes(target.read_bytes()[:-1])
-    elif attack == "too long":
-        target.write_bytes(target.read_bytes() + b"\0" * 8)
-    elif attack == "bad name":
-        names = (names[0], "../" + names[1])
-    elif attack == "not a file":
-        target.unlink()
-        os.mkfifo(target)
-    else:
-        target.unlink()
-    with pytest.raises((ValueError, KernelRuntimeError)):
-        transfer.read_result(data, names, tmp_path, child_message)
-    if attack != "bad name":
-        assert not [p for p in tmp_path.iterdir() if p.name.startswith("result-")]
+    message = transfer.write_result(("result", payload, payload[::-1].copy()))
+    _, data, descriptors = message
+    opened = []
+    try:
+        if attack == "unsealed":  # a child that could still write it under the parent
+            opened.append(_unsealed(payload[::-1]))
+        elif attack == "shrinkable":  # ... or shrink it: SIGBUS in the parent
+            opened.append(_unsealed(payload[::-1], fcntl.F_SEAL_WRITE))
+        elif attack == "a plain file":
+            path = tmp_path / "plain.bin"
+            path.write_bytes(payload[::-1].tobytes())
+            opened.append(os.open(path, os.O_RDONLY))
+        elif attack == "too short":
+            opened.append(_unsealed(payload[::-1][:-1], transfer.SEALS))
+        if opened:
+            descriptors = (descriptors[0], opened[0])
+        elif attack == "not a number":
+            descriptors = (descriptors[0], "../../etc/passwd")
+        else:
+            descriptors = (descriptors[0], 999_999)
+        with pytest.raises((ValueError, KernelRuntimeError)):
+            transfer.read_result(data, descriptors, os.getpid(), child_message)
+    finally:
+        for descriptor in opened:
+            os.close(descriptor)
+        transfer.release()
 
 
-def test_each_buffer_has_a_file_of_its_own_under_the_sandbox_s_limit(tmp_path):
+def test_each_buffer_has_a_memfd_of_its_own_under_the_sandbox_s_limit():
     from kernels.backends.sandbox import MAX_FILE_BYTES
 
     arrays = [np.full(6 << 20, i, np.int64) for i in range(3)]  # 48 MB each, 144 in all
-    message = transfer.write_result(("result", *arrays), tmp_path)
-    assert len(message[2]) == 3
-    assert all((tmp_path / name).stat().st_size == 48 << 20 < MAX_FILE_BYTES
-               for name in message[2])
-    back = transfer.read_result(message[1], message[2], tmp_path, child_message)
+    message = transfer.write_result(("result", *arrays))
+    try:
+        assert len(message[2]) == 3
+        assert all(os.fstat(d).st_size == 48 << 20 < MAX_FILE_BYTES for d in message[2])
+        back = transfer.read_result(message[1], message[2], os.getpid(), child_message)
+    finally:
+        transfer.release()
     for i, array in enumerate(back[1:]):
         np.testing.assert_array_equal(array, arrays[i])
 
 
-def test_a_small_result_stays_in_the_pipe(tmp_path):
-    assert transfer.write_result(("result", np.zeros(1000)), tmp_path) is None
-    assert not list(tmp_path.iterdir())
+def test_memory_once_mapped_cannot_change_under_the_parent():
+    import fcntl
 
-
-def test_a_child_writing_or_shrinking_its_file_later_changes_nothing_here(tmp_path):
-    payload = np.arange(4 << 20, dtype=np.float32)  # (16 MB: a file)
-    message = transfer.write_result(("result", payload), tmp_path)
-    kept = os.open(tmp_path / message[2][0], os.O_RDWR)  # (the child keeps it open)
+    payload = np.arange(4 << 20, dtype=np.float32)  # (16 MB)
+    message = transfer.write_result(("result", payload))
     try:
-        _, back = transfer.read_result(message[1], message[2], tmp_path, child_message)
-        os.pwrite(kept, np.float32(1234.5).tobytes(), 0)
-        os.ftruncate(kept, 0)  # (a map of it would now kill this process with SIGBUS)
+        _, back = transfer.read_result(message[1], message[2], os.getpid(), child_message)
+        descriptor = message[2][0]
+        with pytest.raises(OSError):  # sealed: the child can neither write nor shrink it
+            os.pwrite(descriptor, np.float32(1234.5).tobytes(), 0)
+        with pytest.raises(OSError):
+            os.ftruncate(descriptor, 0)
+        assert fcntl.fcntl(descriptor, fcntl.F_GET_SEALS) & transfer.SEALS == transfer.SEALS
     finally:
-        os.close(kept)
+        transfer.release()
     assert back[0] == 0.0 and float(back.sum()) == float(payload.sum(dtype=np.float64))
-
-
-def test_a_folder_planted_under_a_result_name_is_an_error_not_a_hang(tmp_path):
-    from kernels.backends.child import result_from_file
-    from kernels.errors import KernelRuntimeError
-
-    message = transfer.write_result(("result", np.zeros(4 << 20)), tmp_path)
-    (tmp_path / message[2][0]).unlink()
-    (tmp_path / message[2][0]).mkdir()
-    with pytest.raises(KernelRuntimeError, match="does not accept"):
-        result_from_file(message, tmp_path)
 
 
 def test_the_parent_keeps_its_own_request_never_the_childs(tmp_path):
@@ -163,3 +170,8 @@ def test_a_one_value_map_must_fit_the_maps_it_came_with():
     forged.__dict__.update(state)  # (pickled as a child taken over by its kernel would)
     with pytest.raises(KernelRuntimeError, match="one-value map atomics that does not fit"):
         child_message(pickle.dumps(forged, protocol=5))
+
+
+def test_a_small_result_stays_in_the_pipe():
+    assert transfer.write_result(("result", np.zeros(1000))) is None
+    assert not transfer._held

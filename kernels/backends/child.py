@@ -48,6 +48,7 @@ class ChildRunner:
         self._cache_key: str | None = None
         #: what the child's sandbox applied (its "ready" message)
         self.sandbox: dict | None = None
+        self._by_memory = False
         #: when the child was started, and whether it has said it is ready
         self._started_at = 0.0
         self._ready = False
@@ -82,6 +83,10 @@ class ChildRunner:
         os.set_inheritable(watch_write, False)
         self._started_at = time.monotonic()
         self._ready = False
+        from .transfer import can_take_from
+
+        #: whether a large result may come in the child's sealed memfds
+        self._by_memory = can_take_from(self._process.pid)
         self._lifeline = watch_write
         self._to_child = Connection(parent_write, readable=False)
         self._from_child = Connection(parent_read, writable=False)
@@ -140,14 +145,14 @@ class ChildRunner:
             try:
                 self._to_child.send(("run", request, backend_note,
                                      sandbox.cpu_budget(time_limit), compile_ahead,
-                                     known_types))
+                                     known_types, self._by_memory))
             except OSError:  # it died between runs: start a fresh one
                 self.stop()
                 self._start(key)
                 fresh = True
                 self._to_child.send(("run", request, backend_note,
                                      sandbox.cpu_budget(time_limit), compile_ahead,
-                                     known_types))
+                                     known_types, self._by_memory))
             start_up: float | None = None
             clock = _RunClock(started, fresh)
             while True:
@@ -162,8 +167,12 @@ class ChildRunner:
                 if self._from_child.poll(0.05):
                     try:
                         message = child_message(self._from_child.recv_bytes())
-                        if message[0] == "result_file":
-                            message = result_from_file(message, self._workdir)
+                        if message[0] == "result_memory":
+                            message = result_from_memory(message, self._process.pid)
+                            try:  # (mapped here: the child may close its memfds)
+                                self._to_child.send(("release",))
+                            except OSError:
+                                pass
                     except (EOFError, OSError):
                         # (an OSError may come from a child still alive: never wait on it)
                         code = self._process.poll() if self._process else None
@@ -308,17 +317,17 @@ def child_message(data: bytes, buffers=None):
                                  f"accept ({exc}); it was ended") from None
 
 
-def result_from_file(message: tuple, folder: Path | None):
-    """The ``("result", ...)`` message a child sent as ``("result_file",
-    pickle, file names)``: its arrays' memory in files of its folder."""
+def result_from_memory(message: tuple, pid: int):
+    """The ``("result", ...)`` message a child sent as ``("result_memory",
+    pickle, memfd numbers)``: its arrays' memory in its sealed memfds."""
     from .transfer import read_result
 
-    if len(message) != 3 or folder is None or not isinstance(message[1], bytes):
+    if len(message) != 3 or not isinstance(message[1], bytes):
         raise KernelRuntimeError("the kernel's process sent a result ThreadMap does not "
                                  "accept; it was ended")
-    _, data, names = message
+    _, data, descriptors = message
     try:
-        found = read_result(data, names, folder, child_message)
+        found = read_result(data, descriptors, pid, child_message)
     except (ValueError, OSError) as exc:
         raise KernelRuntimeError(f"the kernel's process sent a result ThreadMap does not "
                                  f"accept ({exc}); it was ended") from None

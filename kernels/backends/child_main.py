@@ -80,9 +80,12 @@ def main(argv: list[str]) -> int:
             message = inbox.recv()
         except (EOFError, OSError):
             return 0
+        if message[0] == "release":  # (the parent has mapped the last result's memory)
+            transfer.release()
+            continue
         if message[0] != "run":
             return 0
-        _, request, note, cpu_seconds, compile_ahead, known_types = message
+        _, request, note, cpu_seconds, compile_ahead, known_types, by_memory = message
         tiers.BACKGROUND_COMPILE = bool(compile_ahead)
         local_types.give_types(known_types)  # the parent's typing pass, not done again
         sandbox.limit_cpu(cpu_seconds)
@@ -98,8 +101,8 @@ def main(argv: list[str]) -> int:
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             send(("error", KernelRuntimeError(f"the run failed: {detail}")))
         else:
-            # (its maps through a file when large: transfer.py)
-            sent = transfer.write_result(("result", result), workdir)
+            # (its maps in sealed memory when large, where the parent can take it)
+            sent = transfer.write_result(("result", result)) if by_memory else None
             send(sent if sent is not None else ("result", result))
 
 

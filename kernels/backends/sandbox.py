@@ -37,12 +37,6 @@ MAX_PROCESSES = 8192
 CPU_SLACK_SECONDS = 30.0
 
 
-#: Where a child's folder goes when it can: a tmpfs, where the child's result
-#: file (transfer.py) is written at memory speed.  On a disk-backed /tmp the
-#: same ~300 MB write took 0.25 to 2.1 s; here 0.08 s.
-MEMORY_FOLDER = Path("/dev/shm")
-
-
 #: Each child folder's lock file, held (flock) by the process that made it,
 #: for as long as the folder is in use: a folder whose lock can be taken was
 #: left by a process that is gone (a pid cannot say so across containers
@@ -52,22 +46,11 @@ _owned: dict[Path, int] = {}
 
 
 def make_workdir() -> Path:
-    """A new private (0700) empty folder for one child process: in
-    :data:`MEMORY_FOLDER` where it is a writable folder, else the usual
-    temporary folder.  Folders left by a process that was killed (SIGKILL:
-    it could not remove them) are removed first."""
-    prefix = "threadmap-child-"
-    for base in (MEMORY_FOLDER, None):
-        if base is not None and not (base.is_dir() and os.access(base, os.W_OK | os.X_OK)):
-            continue
-        _remove_orphans(Path(base or tempfile.gettempdir()))
-        try:
-            path = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
-        except OSError:
-            continue
-        _own(path)
-        return path
-    path = Path(tempfile.mkdtemp(prefix=prefix))
+    """A new private (0700) empty folder for one child process (but for its
+    lock file).  Folders left by a process that was killed (SIGKILL: it could
+    not remove them) are removed first."""
+    _remove_orphans(Path(tempfile.gettempdir()))
+    path = Path(tempfile.mkdtemp(prefix="threadmap-child-"))
     _own(path)
     return path
 
@@ -234,8 +217,8 @@ def cpu_budget(time_limit: float | None) -> float | None:
 
 def device_entries(folder: str = "/dev") -> list[str]:
     """The entries of /dev a child may write (and ioctl): all but /dev/shm
-    (children's folders: :data:`MEMORY_FOLDER`) and links (a link's rule
-    would allow where it points)."""
+    (other processes' shared memory) and links (a link's rule would allow
+    where it points)."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:
@@ -271,8 +254,8 @@ def restrict_filesystem(writable: list[Path]) -> str | None:
                 if path.exists():
                     ruleset.allow_path(path, handled & ~AccessFS.EXECUTE)
             # /dev/null, and a GPU's device files (CUDA writes and ioctls them):
-            # each of /dev's entries but /dev/shm, where other children's
-            # folders lie (one child must never write another's result files).
+            # each of /dev's entries but /dev/shm (other processes' shared
+            # memory, which a kernel must never write).
             for entry in device_entries():
                 try:
                     ruleset.allow_path(entry, devices)

@@ -1,50 +1,60 @@
 """A child's result sent back without copying its maps through the pipe.
 
-A 4096 x 4096 run's maps are ~600 MB.  Pickled into one message, they were
+A 4096 x 4096 run's maps are ~500 MB.  Pickled into one message, they were
 copied four times (pickled, written to the pipe, read from it, unpickled):
-a second of a run whose kernel took two.  Here the child pickles the result
-with protocol 5, which hands each large array's memory to a callback instead
-of copying it into the pickle; the child writes those buffers once, to a file
-in its own folder, one file each, and sends the small pickle with their
-names.  The parent reads each file once into its own memory (never maps
-it: the child could still write or shrink it) and unpickles with the
-buffers.
+a second of a run whose kernel took two, and on a VM fresh memory is slow
+to fault in.  Here the child pickles the result with protocol 5, which
+hands each large array's memory to a callback instead of copying it into
+the pickle; the child writes each buffer once into a memfd (memory, not a
+file anywhere), seals it against any write, shrink or growth, and sends the
+small pickle with the memfds' numbers.  The parent opens each through
+``/proc/<child>/fd/<n>``, checks the seals, and maps it copy-on-write: the
+same pages, no copy, writable arrays.
 
 Trust is unchanged: the pickle is still read by the parent's allow-list
-unpickler (``child.child_message``), and the file only ever becomes array
-memory: numbers, never code.  The parent opens each without following links
-(a child taken over by its kernel could plant one) or waiting on a FIFO, and
-removes them.  A buffer's length comes from its pickle and its file's size,
-and numpy refuses one whose file is too short for the array it names.
+unpickler (``child.child_message``), and a memfd only ever becomes array
+memory: numbers, never code.  Only a sealed memfd is mapped: a file the
+child could still write would change under the parent, and one it shrank
+would kill the parent with SIGBUS.  numpy refuses a buffer whose length
+does not hold the array its pickle names.
 """
 from __future__ import annotations
 
+import fcntl
+import mmap
 import os
 import pickle
-import re
 import stat
-from pathlib import Path
-
-import numpy as np
 
 #: Arrays smaller than this stay inside the pickle (no file for a small run).
 OUT_OF_BAND_BYTES = 1 << 20
 #: A result whose large arrays total less than this is sent in the pipe.
 FILE_WORTH_BYTES = 16 << 20
-#: The only names a child may give its result file.
-_FILE_NAME = re.compile(r"result-[0-9]{1,10}-[0-9]{1,10}-[0-9]{1,6}\.bin")
 
-_written = 0
+#: The seals a result's memfd must carry before the parent maps it (0 where
+#: there are none: then results come through the pipe).
+SEALS = sum(getattr(fcntl, name, 0) for name in (
+    "F_SEAL_WRITE", "F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_SEAL"))
+#: The memfds of the result last sent, held open until the next one (the
+#: parent opens them through /proc while they are).
+_held: list[int] = []
 
 
-def write_result(message, folder: Path) -> tuple | None:
-    """``("result_file", pickle, file names)`` for ``message``, each of its
-    large buffers written to a new file of its own in ``folder`` (one file
-    each keeps every file under the sandbox's file-size limit: one file of
-    all of a 4096 x 4096 run's maps came within 3% of it); None where it is
-    too small to be worth files, or a file cannot be written (the caller then
-    sends ``message`` in the pipe as before)."""
-    global _written
+def can_take_from(pid: int) -> bool:
+    """Whether this process may open a child's descriptors through /proc
+    (its stdin, always open): else results come through the pipe."""
+    try:
+        os.close(os.open(f"/proc/{pid}/fd/0", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)))
+        return True
+    except OSError:
+        return False
+
+
+def write_result(message) -> tuple | None:
+    """``("result_memory", pickle, memfd numbers)`` for ``message``, each of
+    its large buffers in a sealed memfd of its own; None where it is too
+    small to be worth it, or a memfd cannot be made (the caller then sends
+    ``message`` in the pipe as before)."""
     buffers: list[pickle.PickleBuffer] = []
 
     def out_of_band(buffer: pickle.PickleBuffer) -> bool:
@@ -53,64 +63,67 @@ def write_result(message, folder: Path) -> tuple | None:
         buffers.append(buffer)
         return False
 
+    release()
+    if not SEALS or not hasattr(os, "memfd_create"):
+        return None
     data = pickle.dumps(message, protocol=5, buffer_callback=out_of_band)
     if sum(b.raw().nbytes for b in buffers) < FILE_WORTH_BYTES:
         return None
-    _written += 1
-    names = tuple(f"result-{os.getpid()}-{_written}-{index}.bin"
-                  for index in range(len(buffers)))
     try:
-        for name, buffer in zip(names, buffers):
-            with open(folder / name, "wb") as handle:
-                handle.write(buffer.raw())
-    except OSError:  # (a full disk, a file past the limit: the pipe still works)
-        for name in names:
-            (folder / name).unlink(missing_ok=True)
+        for buffer in buffers:
+            descriptor = os.memfd_create("threadmap-result",
+                                         os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC)
+            _held.append(descriptor)
+            raw, done = buffer.raw().cast("B"), 0
+            while done < raw.nbytes:
+                done += os.write(descriptor, raw[done:])
+            fcntl.fcntl(descriptor, fcntl.F_ADD_SEALS, SEALS)
+    except (OSError, AttributeError):  # (no memfd, a size past the limit: the pipe works)
+        release()
         return None
-    return ("result_file", data, names)
+    return ("result_memory", data, tuple(_held))
 
 
-def read_result(data: bytes, names, folder: Path, unpickler):
-    """The message the child wrote with :func:`write_result`, its arrays in
-    this process's memory, read from the files in ``folder`` (which are
-    removed).  ``unpickler(data, buffers)`` is the allow-list unpickler.
-    ValueError, with why, for a message that does not fit its files."""
-    if not isinstance(names, tuple) or not all(
-            isinstance(name, str) and _FILE_NAME.fullmatch(name) for name in names):
-        raise ValueError("result files named otherwise than a child names them")
-    buffers = []
-    try:
-        for name in names:
-            buffers.append(_read_whole(folder / name))
-    finally:
-        for name in names:
-            try:
-                (folder / name).unlink(missing_ok=True)
-            except OSError:
-                pass  # (a folder planted under the name: the child's folder goes with it)
+def release() -> None:
+    """Close the memfds of the result last sent (the parent has its own maps:
+    it says so with a "release" message, or the next run does)."""
+    while _held:
+        os.close(_held.pop())
+
+
+def read_result(data: bytes, descriptors, pid: int, unpickler):
+    """The message child ``pid`` wrote with :func:`write_result`, its arrays
+    over copy-on-write maps of its sealed memfds.  ``unpickler(data,
+    buffers)`` is the allow-list unpickler.  ValueError, with why, for a
+    message whose memfds are not as it says."""
+    if not isinstance(descriptors, tuple) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and 2 < d < 1 << 20
+            for d in descriptors):
+        raise ValueError("result memory named otherwise than a child names it")
+    buffers = [_mapped(pid, descriptor) for descriptor in descriptors]
     return unpickler(data, buffers)
 
 
-def _read_whole(path: Path) -> memoryview:
-    """The plain file ``path`` read whole into memory of this process, opened
-    without following a link and without waiting on a FIFO.  Read, not
-    mapped: a map of a file the child can still write shows its later writes
-    (a private map too, for pages not yet touched here), and one it shrinks
-    kills this process with SIGBUS at the next touch."""
+def _mapped(pid: int, number: int) -> memoryview:
+    """Child ``pid``'s memfd ``number``, mapped copy-on-write once its seals
+    are checked."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+        descriptor = os.open(f"/proc/{pid}/fd/{number}", os.O_RDONLY | os.O_NONBLOCK
                              | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise ValueError(f"its result file cannot be opened ({exc.strerror})") from None
-    with os.fdopen(descriptor, "rb", buffering=0) as handle:
+        raise ValueError(f"its result memory cannot be opened ({exc.strerror})") from None
+    try:
+        try:
+            seals = fcntl.fcntl(descriptor, fcntl.F_GET_SEALS)
+        except (OSError, AttributeError):
+            raise ValueError("its result memory is not a sealed memfd") from None
+        if seals & SEALS != SEALS:
+            raise ValueError("its result memory is not sealed against writes")
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
-            raise ValueError("its result file is not a plain file")
-        memory = np.empty(info.st_size, np.uint8)  # (untouched until read into)
-        view, done = memoryview(memory), 0
-        while done < info.st_size:
-            got = handle.readinto(view[done:])
-            if not got:
-                raise ValueError("its result file grew shorter while it was read")
-            done += got
-    return view
+            raise ValueError("its result memory is not a plain memfd")
+        if not info.st_size:
+            return memoryview(b"")
+        return memoryview(mmap.mmap(descriptor, info.st_size, access=mmap.ACCESS_COPY))
+    finally:
+        os.close(descriptor)
