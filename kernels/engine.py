@@ -219,8 +219,7 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
         from .reference_code import check_against_reference
 
         progress(0.98, "checking against your reference")
-        result = check_against_reference(result, plan, *(
-            () if reference is None else (reference,)))
+        result = check_against_reference(result, plan, reference)
     return result
 
 

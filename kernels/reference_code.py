@@ -67,20 +67,17 @@ def _where(exc: BaseException, path: str) -> str:
     return f"{type(exc).__name__}: {exc}{line}"
 
 
-_NOT_GIVEN = object()
-
-
-def check_against_reference(result: RunResult, plan, given=_NOT_GIVEN) -> RunResult:
+def check_against_reference(result: RunResult, plan, given=None) -> RunResult:
     """``result`` with its output compared with the reference's (the maps
     kept whatever happens; the verdict says why when there is none).
 
-    The reference is ``request.reference`` (``FILE:FUNCTION``), or ``given``
-    (the Python API's ``reference=``): a function, called as a file's is, or
-    the expected output itself."""
+    The reference is ``given`` (the Python API's ``reference=``: a function,
+    called as a file's is, or the expected output itself), else
+    ``request.reference`` (``FILE:FUNCTION``)."""
     request = result.request
     output = next(a for a in request.arguments if a.name == plan.output)
     try:
-        if given is _NOT_GIVEN:
+        if given is None:
             spec = request.reference
             path, _ = parse_reference(spec)
             function = load_reference(spec)

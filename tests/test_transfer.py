@@ -26,7 +26,7 @@ def test_a_large_result_through_memory_equals_the_run_in_this_process():
     here = engine.run_here(resolved, note)
     message = transfer.write_result(("result", here))
     assert message is not None and message[0] == "result_memory"  # (~20 MB of maps)
-    assert len(message[1]) < transfer.FILE_WORTH_BYTES  # (the pickle alone is small)
+    assert len(message[1]) < transfer.MEMFD_WORTH_BYTES  # (the pickle alone is small)
     _, back = transfer.read_result(message[1], message[2], os.getpid(), child_message)
     transfer.release()
     for name, array in here.maps_arrays().items():

@@ -26,10 +26,10 @@ import os
 import pickle
 import stat
 
-#: Arrays smaller than this stay inside the pickle (no file for a small run).
+#: Arrays smaller than this stay inside the pickle (no memfd for a small array).
 OUT_OF_BAND_BYTES = 1 << 20
 #: A result whose large arrays total less than this is sent in the pipe.
-FILE_WORTH_BYTES = 16 << 20
+MEMFD_WORTH_BYTES = 16 << 20
 
 #: The seals a result's memfd must carry before the parent maps it (0 where
 #: there are none: then results come through the pipe).
@@ -67,7 +67,7 @@ def write_result(message) -> tuple | None:
     if not SEALS or not hasattr(os, "memfd_create"):
         return None
     data = pickle.dumps(message, protocol=5, buffer_callback=out_of_band)
-    if sum(b.raw().nbytes for b in buffers) < FILE_WORTH_BYTES:
+    if sum(b.raw().nbytes for b in buffers) < MEMFD_WORTH_BYTES:
         return None
     try:
         for buffer in buffers:
