@@ -378,6 +378,94 @@ def any_kernel_commands(baseline: Path | None, rounds: int = 3) -> dict:
                          " (goal 3 s)")
 
 
+def trust_costs(baseline: Path | None, rounds: int = 3) -> dict:
+    """Section 9: what the defences of issue 18 cost, side by side."""
+    figures: dict = {}
+    trees = [("this", ROOT)] + ([("baseline", baseline)] if baseline else [])
+    with tempfile.TemporaryDirectory() as scratch:
+        kernel = Path(scratch) / "naive.py"
+        kernel.write_text(NAIVE_FILE.read_text().replace("MARKER", str(Path(scratch) / "m")))
+        corpus = Path(scratch) / "corpus"
+        corpus.mkdir()
+        for path in sorted((ROOT / "tests" / "hostile").glob("*.py")):
+            (corpus / path.name).write_text(path.read_text().replace(
+                "MARKER", str(Path(scratch) / "m")))
+        commands = {
+            "run of a kernel file (child process), 64x64x64": [
+                "run", "--kernel-file", str(kernel), "--shape", "64x64x64"],
+            f"check of tests/hostile ({len(list(corpus.iterdir()))} files)": [
+                "check", str(corpus), "--shapes", "8x8x8", "--launches", "1x1:8x8"],
+        }
+        for name, arguments in commands.items():
+            # (the earlier tree runs some of the corpus's code, and hangs on its chained
+            # constants: the check is timed in this tree alone)
+            here = trees if arguments[0] == "run" else trees[:1]
+            row, _ = _whole_commands(arguments, here, rounds)
+            text = f"  {name}: {fmt(row['this'])} s"
+            if "baseline" in row:
+                row["ratio_of_medians"] = row["this"][rounds // 2] / row["baseline"][rounds // 2]
+                text += (f"; baseline {fmt(row['baseline'])} s (median ratio "
+                         f"{row['ratio_of_medians']:.2f})")
+            figures[name] = row
+            print(text, flush=True)
+    figures.update(_trust_in_process())
+    return figures
+
+
+def _trust_in_process() -> dict:
+    import statistics
+
+    from kernels.backends import sandbox  # noqa: F401  (imported as the child does)
+    from kernels.maps_file import save_maps
+    from kernels.outputs import OutputFolder
+    from kernels.sources.plan import make_plan
+    from kernels.sources.source import parse_module
+
+    figures: dict = {}
+    text = NAIVE_FILE.read_text()
+    times = []
+    for _ in range(20):
+        started = time.perf_counter()
+        module = parse_module(text, "naive.py")
+        make_plan(module, module.kernel(None))
+        times.append(time.perf_counter() - started)
+    figures["parse and plan of a kernel file (ms)"] = 1e3 * statistics.median(times)
+    probe = ("import time, sys; from pathlib import Path; from kernels.backends import sandbox; "
+             "t = time.perf_counter(); a = sandbox.enter([Path(sys.argv[1])]); "
+             "print(time.perf_counter() - t, a['landlock'])")
+    with tempfile.TemporaryDirectory() as folder:
+        entered = []
+        for _ in range(5):
+            proc = subprocess.run([sys.executable, "-c", probe, folder], cwd=ROOT,
+                                  capture_output=True, text=True, check=True)
+            seconds, landlock = proc.stdout.split()
+            entered.append(float(seconds))
+    figures["sandbox entered by a child (ms)"] = 1e3 * statistics.median(entered)
+    figures["landlock"] = landlock == "True"
+    result = run(RunRequest(kernel="grid-stride", m=4096, k=16, n=4096, grid=(2048,),
+                            block=(256,), backend="cpu", repeats=1))
+    arrays = result.maps_arrays()
+    whole, plain = [], []
+    with tempfile.TemporaryDirectory() as folder:
+        for _ in range(3):
+            started = time.perf_counter()
+            save_maps(Path(folder) / "plain.npz", arrays, "float32")
+            (Path(folder) / "plain.json").write_text(json.dumps(result.summary()))
+            plain.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            with OutputFolder(Path(folder) / "whole") as out:
+                out.write("maps.npz", lambda path: save_maps(path, arrays, "float32",
+                                                              run_id="x"))
+                out.write_text("result.json", json.dumps(result.summary()))
+                out.publish()
+            whole.append(time.perf_counter() - started)
+    figures["4096x4096 outputs written plainly (s)"] = sorted(plain)
+    figures["4096x4096 outputs written whole, fsynced (s)"] = sorted(whole)
+    for key, value in figures.items():
+        print(f"  {key}: {fmt(value) if isinstance(value, list) else value}", flush=True)
+    return figures
+
+
 def fmt(values: list[float]) -> str:
     return "/".join(f"{v:.2f}" for v in values)
 
