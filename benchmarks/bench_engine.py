@@ -35,7 +35,9 @@ Sections
    run`` of the naive transpose at 4096 x 4096 and of Harris's reduction 4 over
    2^24 elements into 65,536 block sums, compiled tier, with their references,
    each in a new process with numba's cache warm; with ``--baseline DIR``, the
-   same commands in that tree, alternating.
+   same commands in that tree, alternating.  Then an in-place kernel over 2^20
+   elements (``in_place_scale.py``), whose array this tree checks for races in
+   global memory: against a tree without that check, the ratio is its cost.
 """
 from __future__ import annotations
 
@@ -371,11 +373,21 @@ ANY_REDUCTION = ["run", "--kernel-file", "examples/reduce_first_add.py",
                  "examples/references.py:reduce_first_add"]
 
 
+#: an in-place kernel over 2^20 elements: against a tree without the race
+#: check in global memory, the ratio is what the check costs
+ANY_IN_PLACE = ["run", "--kernel-file", str(ROOT / "benchmarks" / "in_place_scale.py"),
+                "--grid", "4096", "--block", "256", "--backend", "cpu", "--tier", "compiled"]
+
+
 def any_kernel_commands(baseline: Path | None, rounds: int = 3) -> dict:
-    """The transpose and the reduction, whole commands, new process each."""
-    return _side_by_side((("transpose 4096 x 4096", ANY_TRANSPOSE),
-                          ("reduction of 2^24", ANY_REDUCTION)), baseline, rounds,
-                         " (goal 3 s)")
+    """The transpose and the reduction, whole commands, new process each; and
+    an in-place kernel whose array is checked for races."""
+    figures = _side_by_side((("transpose 4096 x 4096", ANY_TRANSPOSE),
+                             ("reduction of 2^24", ANY_REDUCTION)), baseline, rounds,
+                            " (goal 3 s)")
+    figures.update(_side_by_side((("in place, 2^20, race-checked", ANY_IN_PLACE),),
+                                 baseline, rounds))
+    return figures
 
 
 def trust_costs(baseline: Path | None, rounds: int = 3) -> dict:

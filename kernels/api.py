@@ -107,7 +107,7 @@ def with_occupancy(result: RunResult, assumed_registers: int = ASSUMED_REGISTERS
     from .sources.loader import load_plan
 
     resources = result.kernel_resources or resources_for_every_gpu(
-        load_plan(result.request), result.request.dtype)
+        load_plan(result.request), result.request.element_types)
     return reassume_registers(dataclasses.replace(result, kernel_resources=resources),
                               assumed_registers)
 

@@ -407,7 +407,7 @@ def print_summary(result, stream=None) -> None:
     checks_only = " (checks only)" if result.verdict.reference_note else ""
     print(f"{result.verdict.word}{checks_only}  {printable(request.kernel_label)}  "
           f"{request.shape_label} "
-          f"{request.dtype}  grid {'x'.join(map(str, request.grid))} x block "
+          f"{'' if request.arguments else request.dtype + ' '} grid {'x'.join(map(str, request.grid))} x block "
           f"{'x'.join(map(str, request.block))}{source}  [{result.backend}: "
           f"{result.backend_note}]", file=stream)
     for reason in result.verdict.reasons:

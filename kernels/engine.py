@@ -46,7 +46,7 @@ from .errors import (
 )
 from .estimate import ANALYSIS_SECONDS_LIMIT, emulation_seconds
 from .inputs import described_arrays, make_inputs
-from .records import read_back
+from .records import RACE_CHECK_ELEMENTS, read_back
 from .request import RunRequest, check_request, format_bytes
 from .result import KernelSnapshot, RunResult, Timing, make_verdict
 from .sources.loader import load_plan, resolve_scalars, scalar_arguments
@@ -130,11 +130,11 @@ def check_whole_scalars(request: RunRequest, plan: KernelPlan) -> None:
             continue
         types = ["int64" if isinstance(v, int) else "float64" for v in values]
         try:
-            kernel_types(plan, request.dtype, tuple(types))
+            kernel_types(plan, request.element_types, tuple(types))
         except KernelCompileError as exc:
             types[position] = "int64"
             try:
-                kernel_types(plan, request.dtype, tuple(types))
+                kernel_types(plan, request.element_types, tuple(types))
             except KernelCompileError:
                 return  # not this scalar: the run will report numba's error
             where = re.search(r'File "([^"]+)", line (\d+)', str(exc))
@@ -146,7 +146,7 @@ def check_whole_scalars(request: RunRequest, plan: KernelPlan) -> None:
 
 def check_shared_memory(request: RunRequest, plan: KernelPlan) -> None:
     """Refuse a kernel whose static shared memory no GPU can hold."""
-    shared = [s for s in block_array_specs(plan, request.dtype) if s.kind == "shared"]
+    shared = [s for s in block_array_specs(plan, request.element_types) if s.kind == "shared"]
     total = sum(s.nbytes for s in shared)
     if total > MAX_STATIC_SHARED:
         arrays = "; ".join(f"{s.name}: {'x'.join(map(str, s.shape))} {s.dtype}, line {s.line}"
@@ -239,7 +239,7 @@ def _known_types(plan: KernelPlan, request: RunRequest):
     from .backends.common import scalar_types
     from .derived.local_types import known_types
 
-    return known_types(plan, request.dtype,
+    return known_types(plan, request.element_types,
                        scalar_types(scalar_arguments(plan, request)))
 
 
@@ -304,6 +304,11 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
                      "counts still show elements it never wrote")
     if request.dtype_note:
         notes.append(request.dtype_note)
+    if analysis is not None and analysis.global_races.unchecked:
+        notes.append(f"races in global memory were not checked in "
+                     f"{', '.join(analysis.global_races.unchecked)}: past "
+                     f"{RACE_CHECK_ELEMENTS:,} elements, the check's records (~120 bytes an "
+                     "element) would outweigh the run")
     earlier = plan.module.redefined.get(plan.name)
     if earlier:
         lines = ", ".join(map(str, earlier))

@@ -44,7 +44,25 @@ def make_inputs(pattern: str, m: int, k: int, n: int, dtype: str,
 def poisoned_output(m: int, n: int, dtype: str, zero: bool = False) -> np.ndarray:
     """C before a run: NaN everywhere, so that an element never written shows;
     zeros for kernels that accumulate into C (their author's host code zeroes it)."""
-    return np.zeros((m, n), dtype) if zero else np.full((m, n), np.nan, dtype)
+    return np.zeros((m, n), dtype) if zero else np.full((m, n), poison_value(dtype), dtype)
+
+
+def poison_value(dtype) -> float | int:
+    """What an output holds before a run: NaN, or for an integer output (which
+    cannot hold NaN) the value furthest from any count or index, its type's
+    lowest (highest when unsigned).  The write counts show an unwritten element
+    either way; the poison makes it fail against a reference too."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.nan
+    info = np.iinfo(dtype)
+    return info.max if dtype.kind == "u" else info.min
+
+
+#: Integer inputs of the ``random`` pattern are uniform in [0, INTEGER_SPAN):
+#: small and never negative, so that one used as an index stays in bounds of
+#: any array that long (a histogram's keys, a gather's indices).
+INTEGER_SPAN = 16
 
 
 def make_described_inputs(arguments, names: tuple[str, ...], pattern: str,
@@ -53,10 +71,12 @@ def make_described_inputs(arguments, names: tuple[str, ...], pattern: str,
     descriptions, sources/arguments.py), each of its own shape and dtype, in
     that order, filled as :func:`make_inputs` fills A and B:
 
-    * ``random``: uniform in [-1, 1), one generator for all, in order;
+    * ``random``: uniform in [-1, 1), one generator for all, in order
+      (integers: uniform in [0, INTEGER_SPAN));
     * ``ones``: every element 1;
     * ``identity``: a 2-D array the identity (ones on its diagonal), others random;
-    * ``arange``: element e of an array of S elements is e / S.
+    * ``arange``: element e of an array of S elements is e / S (integers: e,
+      wrapped to the type).
     """
     rng = np.random.default_rng(seed)
     by_name = {a.name: a for a in arguments}
@@ -67,6 +87,8 @@ def make_described_inputs(arguments, names: tuple[str, ...], pattern: str,
         size = int(np.prod(shape))
         if pattern == "ones":
             array = np.ones(shape, dtype)
+        elif pattern == "arange" and dtype.kind in "iu":
+            array = np.arange(size, dtype=np.int64).reshape(shape).astype(dtype)
         elif pattern == "arange":
             array = (np.arange(size, dtype=np.float64) / size).reshape(shape).astype(dtype)
         elif pattern == "identity" and len(shape) == 2:
@@ -84,6 +106,8 @@ def _uniform(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) 
     and float64): no float64 temporaries three times the array's size, for
     fresh memory takes up to 2.5 ms a MB to fault in on a VM (a 4096 x 4096
     float32 input made through float64 touched ~470 MB, not 67)."""
+    if dtype.kind in "iu":
+        return rng.integers(0, INTEGER_SPAN, shape, dtype=dtype)
     if dtype in (np.float32, np.float64):
         array = rng.random(shape, dtype=dtype)
         array *= 2

@@ -104,8 +104,13 @@ SHARED_RECORDS = (STORES, OOB_THREAD)
 #: * ``_tm_warp`` (2, 7): warp operations with undefined results, and the
 #:   first of each (``helper_library._tm_warp_hit``): row 0 shuffles that read
 #:   a lane not taking part, row 1 masks naming a lane that is not there.
+#: * ``_tm_grace`` (10): races in global memory within a block (hits), and the
+#:   pair of the lowest element so met (``helper_library._tm_global_hit``):
+#:   slot, flat offset, block, the other lane and its site, the lane and its
+#:   site, the index (i, j).  Races between blocks come from the arrays'
+#:   access ranges (``global_races``).
 LOCKSTEP_RECORDS = ("_tm_req", "_tm_accw", "_tm_br", "_tm_brw", "_tm_bar", "_tm_race",
-                    "_tm_uninit", "_tm_warp")
+                    "_tm_uninit", "_tm_warp", "_tm_grace")
 #: Columns of a site's sums in ``_tm_req``, and rows of room below the sites.
 SITE_SUMS = slice(32, 37)
 SCRATCH_ROWS = 3
@@ -288,6 +293,8 @@ def allocate_lockstep_records(n_sites: int, n_branches: int, n_barriers: int,
     uninit[1:] = -1
     warp = np.zeros((2, 7), np.int64)
     warp[:, 1:] = -1
+    grace = np.zeros(10, np.int64)
+    grace[1:] = -1
     requests = np.full((sites + SCRATCH_ROWS, 64), -1, np.int64)
     requests[:sites, SITE_SUMS] = 0
     return {
@@ -299,6 +306,7 @@ def allocate_lockstep_records(n_sites: int, n_branches: int, n_barriers: int,
         "_tm_race": race,
         "_tm_uninit": uninit,
         "_tm_warp": warp,
+        "_tm_grace": grace,
     }
 
 
@@ -332,6 +340,72 @@ def merge_lockstep_records(into: dict[str, np.ndarray], others: list[dict[str, n
                 empty = mine[..., lead] < 0
                 for column in first:
                     mine[..., column] = np.where(empty, theirs[..., column], mine[..., column])
+        merge_global_race_records(into, other)
+
+
+#: Columns of a global array's access ranges (``_tm_granges_<name>``): the
+#: lowest and highest key of its plain reads, plain writes and atomic updates,
+#: and the flag of a race within a block; how workers' copies are merged.
+RANGE_COLUMNS = ("read_min", "read_max", "write_min", "write_max", "atomic_min", "atomic_max",
+                 "raced")
+RANGE_MERGE = ("min", "max", "min", "max", "min", "max", "max")
+#: Past this many elements a global array is not checked for races: its
+#: shadow and ranges (~120 bytes an element, the ranges once per worker)
+#: would outweigh the run.  The result says so.
+RACE_CHECK_ELEMENTS = 1 << 21
+
+
+def allocate_global_ranges(elements: int) -> np.ndarray:
+    """Fresh access ranges of an array of ``elements`` (0 rows: not checked)."""
+    ranges = np.empty((elements, len(RANGE_COLUMNS)), np.int64)
+    ranges[:, 0::2] = INT64_MAX
+    ranges[:, 1::2] = -1
+    ranges[:, 6] = 0
+    return ranges
+
+
+#: Pairs of access kinds that race (columns of the ranges: reads 0, writes 2,
+#: atomics 4): a write with anything, a read with an atomic update.
+RACING_KINDS = ((2, 2), (2, 0), (2, 4), (0, 4))
+
+
+def between_blocks(ranges: np.ndarray, keys_per_block: int) -> np.ndarray:
+    """Per element: some pair of racing kinds met it from two blocks."""
+    blocks = np.where(ranges[:, :6] >= 0, ranges[:, :6] // keys_per_block, -1)
+    present = (ranges[:, 0:6:2] <= ranges[:, 1:6:2])  # (empty: max -1 < min)
+    cross = np.zeros(len(ranges), bool)
+    for a, b in RACING_KINDS:
+        both = present[:, a // 2] & present[:, b // 2]
+        one_block = (blocks[:, a] == blocks[:, a + 1]) & (blocks[:, b] == blocks[:, b + 1]) \
+            & (blocks[:, a] == blocks[:, b])
+        cross |= both & ~one_block
+    return cross
+
+
+def raced_in_global_memory(lockstep: dict[str, np.ndarray], race_arrays: tuple[str, ...],
+                           keys_per_block: int) -> bool:
+    """Whether a run found a race in global memory (then its output depends
+    on the order threads ran in)."""
+    if lockstep["_tm_grace"][0]:
+        return True
+    return any(ranges.size and between_blocks(ranges, keys_per_block).any()
+               for ranges in (lockstep[f"_tm_granges_{name}"] for name in race_arrays))
+
+
+def merge_global_race_records(into: dict[str, np.ndarray], other: dict[str, np.ndarray]) -> None:
+    """Another worker's access ranges (min and max) and its lowest race
+    within a block (by slot, then offset) into ``into``'s."""
+    for name, mine in into.items():
+        if not name.startswith("_tm_granges_") or not mine.size:
+            continue
+        theirs = other[name]
+        for column, how in enumerate(RANGE_MERGE):
+            combine = np.minimum if how == "min" else np.maximum
+            combine(mine[:, column], theirs[:, column], out=mine[:, column])
+    mine, theirs = into["_tm_grace"], other["_tm_grace"]
+    mine[0] += theirs[0]
+    if theirs[1] >= 0 and (mine[1] < 0 or (theirs[1], theirs[2]) < (mine[1], mine[2])):
+        mine[1:] = theirs[1:]
 
 
 @dataclass(frozen=True)

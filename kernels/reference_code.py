@@ -3,7 +3,8 @@
 It is run here, in the command's own process, after the kernel has run
 (never in the sandboxed child that runs a kernel file, and never by
 ``check``, whose files are untrusted).  It is given float64 copies of the
-run's inputs and its scalars, in the kernel's parameter order without the
+run's inputs (int64 of its integer ones, uint64 of uint64 ones: an index
+stays an index) and its scalars, in the kernel's parameter order without the
 output (with it, its starting values, where the kernel reads it: an in-place
 kernel), and returns the expected output, an array of the output's shape.  A
 reference that cannot be loaded, raises, or returns anything else (another
@@ -90,9 +91,9 @@ def check_against_reference(result: RunResult, plan, given=None) -> RunResult:
             said, expected = "reference= (the expected output) is", given
         else:
             inputs, initial = described_arrays(request, plan)
-            arrays = {name: x.astype(np.float64) for name, x in zip(plan.inputs, inputs)}
+            arrays = {name: _widened(x) for name, x in zip(plan.inputs, inputs)}
             if initial is not None:  # (an in-place kernel: the output's starting values)
-                arrays[plan.output] = initial.reshape(output.shape).astype(np.float64)
+                arrays[plan.output] = _widened(initial.reshape(output.shape))
             scalars = {name: value for name, value, _ in resolve_scalars(plan, request)}
             names = [p for p in plan.kernel.params if p in arrays or p in scalars]
             called = f"{spec}, called with ({', '.join(names)}),"
@@ -124,3 +125,11 @@ def check_against_reference(result: RunResult, plan, given=None) -> RunResult:
     errors = compare(result.c, reference)
     verdict = make_verdict(result.maps, errors, result.analysis, plan.output)
     return dataclasses.replace(result, verdict=verdict, reference=reference.c)
+
+
+def _widened(array: np.ndarray) -> np.ndarray:
+    """A copy of ``array`` as the reference gets it: float64, or int64 for
+    integers (uint64 stays uint64: int64 cannot hold all of it)."""
+    if array.dtype == np.uint64:
+        return array.copy()
+    return array.astype(np.int64 if array.dtype.kind in "iu" else np.float64)

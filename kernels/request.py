@@ -7,10 +7,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from .element_types import mixed_element_types
 from .errors import RequestError
 from .records import record_nbytes
 
 DTYPES = ("float32", "float64")
+#: What a described kernel's output may hold (its inputs too): the integer
+#: types numba and numpy share.  (float16 is not run: numba's CPU arithmetic
+#: on it goes through float32.)
+DESCRIBED_DTYPES = DTYPES + ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                             "uint64")
 PATTERNS = ("random", "ones", "identity", "arange")
 BACKENDS = ("auto", "gpu", "sim", "cpu")
 #: Tiers of the CPU emulation: "instant" (numpy, no compile), "compiled"
@@ -99,6 +105,14 @@ class RunRequest:
         return (self.block[0], self.block[1] if len(self.block) > 1 else 1)
 
     @property
+    def element_types(self) -> str:
+        """The arrays' element types as the derived forms are keyed and typed
+        by (element_types.py): ``dtype``, or a described kernel's arrays'
+        own when they differ."""
+        return mixed_element_types([(a.name, a.dtype) for a in self.arguments
+                                    if hasattr(a, "shape")], self.dtype)
+
+    @property
     def shape_label(self) -> str:
         """``128x256x128`` (M x K x N), or a described run's arrays
         (``x=float32[4096], out=float32[4096]``)."""
@@ -169,7 +183,7 @@ def check_request(request: RunRequest) -> None:
             raise RequestError(f"{name} must be at least 1, got {value}")
         if value > MAX_DIMENSION:
             raise RequestError(f"{name} = {value:,} is too large (at most {MAX_DIMENSION:,})")
-    if request.dtype not in DTYPES:
+    if request.dtype not in (DESCRIBED_DTYPES if request.arguments else DTYPES):
         raise RequestError(f"dtype must be one of {', '.join(DTYPES)}, not {request.dtype!r}")
     if request.pattern not in PATTERNS:
         raise RequestError(f"pattern must be one of {', '.join(PATTERNS)}, "
@@ -211,6 +225,9 @@ def host_bytes_needed(request: RunRequest) -> int:
     """Estimate of the host memory a run needs, from the shapes and thread count."""
     m, k, n = request.shape
     item = 4 if request.dtype == "float32" else 8
+    if request.arguments:  # (the widest described array's: a bound)
+        item = max([8 if a.dtype.endswith("64") else 4 for a in request.arguments
+                    if hasattr(a, "shape")] + [4])
     sizes = (m * k, k * n)
     if request.arguments:  # (every described array counted as an input: a bound)
         sizes = tuple(math.prod(a.shape) for a in request.arguments if hasattr(a, "shape"))

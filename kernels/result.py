@@ -102,6 +102,8 @@ class Verdict:
     divisions_by_zero: int = 0
     #: calls of warp operations with an undefined result (hazards.WarpHazard)
     warp_hazards: int = 0
+    #: elements of global memory raced on (hazards.GlobalRaces)
+    global_races: int = 0
     #: why the output was not checked against a reference (a described run
     #: without one, or whose reference failed): then PASS is the checks' alone
     reference_note: str = ""
@@ -136,6 +138,8 @@ class Verdict:
             kinds.append("division by zero")
         if self.warp_hazards:
             kinds.append("warp operations")
+        if self.global_races:
+            kinds.append("global races")
         if self.errors.wrong or self.errors.non_finite > self.unwritten:
             kinds.append("error")
         return ", ".join(kinds)
@@ -170,7 +174,11 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures,
     if poisoned > 0:
         reasons.append(f"{counted(poisoned, 'written element')} of {output} "
                        f"{'is' if poisoned == 1 else 'are'} NaN or infinite")
-    if errors.wrong:
+    if errors.wrong and errors.exact:
+        reasons.append(f"{counted(errors.wrong, 'element')} of {output} "
+                       f"{'differs' if errors.wrong == 1 else 'differ'} from the reference "
+                       "(integers, compared exactly)")
+    elif errors.wrong:
         reasons.append(f"{counted(errors.wrong, 'element')} off by more than its bound "
                        f"(the worst {errors.worst_ratio:.3g}x its bound)")
     hazards = {}
@@ -179,7 +187,8 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures,
         hazards = dict(barrier_divergence=len(analysis.barrier_divergence),
                        shared_races=analysis.races.count,
                        uninitialised_shared_reads=analysis.uninitialised.count,
-                       warp_hazards=sum(hazard.count for hazard in analysis.warp))
+                       warp_hazards=sum(hazard.count for hazard in analysis.warp),
+                       global_races=analysis.global_races.count)
     passed = not reasons and errors.within_tolerance
     return Verdict(passed=passed, reasons=tuple(reasons), unwritten=unwritten,
                    collided=collided, out_of_bounds=maps.oob_total, errors=errors,
@@ -350,7 +359,7 @@ class RunResult:
         return {"coalescing": None, "bank_conflicts": None, "bank_conflict_model": BANK_MODEL,
                 "divergence": None, "barrier_divergence": None, "shared_races": None,
                 "uninitialised_shared_reads": None, "warp_operations": None,
-                "analysis_source": self.analysis_note}
+                "global_races": None, "analysis_source": self.analysis_note}
 
     def _output_shapes(self) -> dict:
         """A described run's output: its own shape, and the matrix its maps

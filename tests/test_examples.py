@@ -156,6 +156,10 @@ def test_the_histogram_counts_every_element_atomically():
     np.testing.assert_array_equal(result.maps.atomics.reshape(-1),
                                   np.bincount(bins, minlength=16))
     assert int(result.maps.atomics.sum()) == 4096 and result.maps.collided == 0
+    # int32 bins, held to the reference exactly (a count off by one fails)
+    assert result.c.dtype == np.int32 and result.verdict.errors.exact
+    np.testing.assert_array_equal(result.c.reshape(-1), np.bincount(bins, minlength=16))
+    assert result.verdict.word == "PASS"
 
 
 def test_one_thread_per_row_reads_32_sectors_a_request():

@@ -174,7 +174,8 @@ def test_a_reference_that_fails_keeps_the_maps_and_says_why(kernels, xy):
     ((2.5, "x", "y"), {}, r"takes 4 arguments \(a, x, y, out\); args gives 3"),
     ((2.5, [1.0] * 4, "y", "out"), {}, r"args\[1\] \(x\): expected a numpy array .* list"),
     ((True, "x", "y", "out"), {}, r"args\[0\] \(a\): True is a bool"),
-    ((2.5, "int", "y", "out"), {}, r"args\[1\] \(x\) x=int32\[1000\]: .*float32 or float64"),
+    ((2.5, "bool", "y", "out"), {}, r"args\[1\] \(x\) x=bool\[1000\]: .*int32, .* not bool"),
+    ((2.5, "half", "y", "out"), {}, r"args\[1\] \(x\) x=float16\[1000\]: float16 arrays are not run"),
     ((np.float16(2.5), "x", "y", "out"), {}, r"args\[0\] \(a\): a float16 scalar"),
     ((float("nan"), "x", "y", "out"), {}, r"args\[0\] \(a\): nan is not a finite number"),
     ((2.5, "x", "y", "out"), {"shape": (4, 4, 4)}, "one of them"),
@@ -184,7 +185,8 @@ def test_a_reference_that_fails_keeps_the_maps_and_says_why(kernels, xy):
 ])
 def test_bad_args_are_refused_with_the_argument_named(kernels, xy, args, kwargs, message):
     x, y = xy
-    values = {"x": x, "y": y, "out": np.zeros(1000, np.float32), "int": x.astype(np.int32)}
+    values = {"x": x, "y": y, "out": np.zeros(1000, np.float32), "bool": x > 0,
+              "half": x.astype(np.float16)}
     if isinstance(args, tuple):
         args = tuple(values.get(a, a) if isinstance(a, str) else a for a in args)
     with pytest.raises(RequestError, match=message):

@@ -68,12 +68,22 @@ def test_every_example_compiles_for_a_gpu_as_written_and_recorded(name):
     spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)  # (our own file: run here, never a user's)
+    from kernels.request import RunRequest
+    from kernels.sources.arguments import describe_request
+
     module = read_module(EXAMPLES / f"{name}.py")
     plan = make_plan(module, module.kernel(None), matmul=False)
+    # each array of the type its file describes (the histogram's int32 bins)
+    types = describe_request(RunRequest(kernel=None, kernel_file=str(EXAMPLES / f"{name}.py")),
+                             as_it_is_unless_matmul=True).element_types
     written, _ = cuda.compile_ptx(getattr(example, name).py_func,
-                                  signature(plan, "float32", False), cc=(9, 0))
+                                  signature(plan, types, False), cc=(9, 0))
     assert ".target sm_90" in written and ".entry" in written
-    gen = load_module(plan, "cuda", "float32")
-    recorded = compile_ptx_for(plan, gen.function(f"{plan.name}__tm_record"), "float32", True,
+    gen = load_module(plan, "cuda", types)
+    recorded = compile_ptx_for(plan, gen.function(f"{plan.name}__tm_record"), types, True,
                                cc=(9, 0))
     assert ".entry" in recorded
+    if name == "histogram":  # a 32-bit integer atomic add, as written and as recorded
+        assert "atom.global.add.u32" in written or "red.global.add.u32" in written \
+            or "atom.global.add.s32" in written or "red.global.add.s32" in written, written
+        assert "add.u32" in recorded or "add.s32" in recorded

@@ -150,6 +150,12 @@ class AnalysisPanel(QtWidgets.QTabWidget):
         lines.append(analysis.uninitialised.describe() if analysis.uninitialised.count
                      else "no read of shared memory the block had not written")
         lines.extend(hazard.describe() for hazard in analysis.warp)
+        if analysis.global_races.count:
+            lines.append(analysis.global_races.describe())
+        elif result.request.arguments:  # (a described kernel's arrays are checked)
+            unchecked = analysis.global_races.unchecked
+            lines.append("no race in global memory" + (
+                f" (not checked, too large: {', '.join(unchecked)})" if unchecked else ""))
         return "\n".join(f"• {line[0].upper()}{line[1:]}" for line in lines)
 
     def bank_rows(self) -> list[list[str]]:

@@ -66,9 +66,11 @@ def verdict_html(result: RunResult) -> str:
                if result.request.kernel_file else "")
             + (f"<ul style='margin:0'>{reasons}</ul>" if reasons else
                "<br>every element written once by one thread, no out-of-bounds access, "
-               "every element within its own bound (the worst at "
-               f"{verdict.errors.worst_ratio:.2g}x); relative error ||C - ref|| / ||ref|| "
-               f"{verdict.errors.rel_error:.2e}"))
+               + ("every element equal to the reference's (integers, compared exactly)"
+                  if verdict.errors.exact else
+                  "every element within its own bound (the worst at "
+                  f"{verdict.errors.worst_ratio:.2g}x); relative error ||C - ref|| / ||ref|| "
+                  f"{verdict.errors.rel_error:.2e}")))
 
 
 def details_text(result: RunResult) -> str:

@@ -62,16 +62,16 @@ def per_warp_means(counts: np.ndarray, sums: np.ndarray, blocks: int) -> np.ndar
 
 
 def coalescing(acc: np.ndarray, accw: np.ndarray, sites: tuple[AccessSite, ...], blocks: int,
-               element_bytes: int) -> tuple[SiteCoalescing, ...]:
+               element_bytes: dict[str, int]) -> tuple[SiteCoalescing, ...]:
     """Figures of every global-memory site from the lockstep records
-    (site sums and ``_tm_accw``, see records.py)."""
+    (site sums and ``_tm_accw``, see records.py); ``element_bytes`` by array."""
     out = []
     for site in sites:
         if site.space != "global":
             continue
         requests, total, largest, ideal, lanes = (int(v) for v in acc[site.site])
         out.append(SiteCoalescing(
-            site=site, element_bytes=element_bytes, requests=requests,
+            site=site, element_bytes=element_bytes[site.array], requests=requests,
             mean_sectors=total / requests if requests else 0.0, max_sectors=largest,
             ideal_sectors=ideal / requests if requests else 0.0,
             mean_lanes=lanes / requests if requests else 0.0,

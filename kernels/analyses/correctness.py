@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..blas import one_blas_thread
+from ..words import counted
 
 UNIT_ROUNDOFF = {"float32": 2.0**-24, "float64": 2.0**-53}
 
@@ -116,10 +117,18 @@ class ErrorFigures:
         return (f"not computed: {self.non_finite:,}{total} element"
                 f"{'s' if self.non_finite != 1 else ''} NaN or infinite")
 
+    @property
+    def exact(self) -> bool:
+        """Every bound is 0: integers, compared exactly."""
+        return self.abs_tolerance == 0 and self.rel_tolerance == 0
+
     def describe(self, digits: int = 3) -> str:
         """The error figures in words, or why there are none."""
         if not self.computed:
             return f"relative error {self.not_computed()}"
+        if self.exact:
+            return (f"compared exactly (integers): {counted(self.wrong, 'element')} of "
+                    f"{self.elements:,} differ; max abs error {self.max_abs_error:.{digits}g}")
         # Two figures, each with what it is compared with: the whole C against
         # the reference (Frobenius norms), and the worst element against its
         # own bound (the verdict checks every element against its bound).
@@ -257,7 +266,10 @@ def described_rtol(dtype: str) -> float:
     float64).  A kernel whose elements each sum up to 1 / sqrt(u) terms
     (4,096 in float32) stays within it by the same a-priori bound as the
     matmul's (n u, Higham eq. 3.5); an index bug moves an element by the
-    size of the data, far past it."""
+    size of the data, far past it.  Integers are exact: 0 (a count off by
+    one is wrong)."""
+    if np.dtype(dtype).kind in "iu":
+        return 0.0
     return math.sqrt(UNIT_ROUNDOFF[dtype])
 
 

@@ -98,6 +98,13 @@ def line_findings(result: RunResult) -> tuple[Finding, ...]:
                 found.append(Finding(access.access.line, "race",
                                      f"{_plural(races.count, 'shared-memory race')} (first: "
                                      f"{access.describe()})", True))
+        raced = analysis.global_races
+        if raced.count and raced.first is not None:
+            for access in raced.first:
+                found.append(Finding(access.access.line, "race",
+                                     f"{_plural(raced.count, 'element')} of global memory "
+                                     f"raced on, {raced.kind} (first: {access.describe()})",
+                                     True))
         unset = analysis.uninitialised
         if unset.count and unset.first is not None:
             found.append(Finding(unset.first.access.line, "uninitialised read",

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..derived.lockstep import BarrierSite
-from ..derived.transform import AccessSite
+from ..derived.transform import AccessSite, global_ranges_param
+from ..records import RACING_KINDS, between_blocks
 from ..words import counted
 
 
@@ -264,3 +265,108 @@ def uninitialised_reads(uninit: np.ndarray, sites: tuple[AccessSite, ...],
     tpb = block_dims[0] * block_dims[1]
     return UninitialisedReads(count, slot_names[slot], _index(slot_ndims, slot, i, j),
                               SharedAccess(block * tpb + lane, sites[site], grid, block_dims))
+
+
+# -- races in global memory (issue 22, point 4) ---------------------------------------
+
+@dataclass(frozen=True)
+class GlobalRaces:
+    """Elements of global arrays that two threads accessed with nothing to
+    order them, at least one access a plain write (or a plain read and an
+    atomic update): two blocks (nothing orders blocks), or two threads of one
+    block in one barrier interval.  Counted in elements, not accesses: the
+    count of accesses between blocks would depend on the order the
+    emulation's workers met them."""
+
+    count: int
+    #: of those, the elements two blocks raced on
+    between_blocks: int = 0
+    array: str | None = None
+    index: tuple[int, ...] | None = None
+    #: the first racing pair (the lowest element: array slot, then offset)
+    first: tuple[SharedAccess, SharedAccess] | None = None
+    #: "between blocks" or "within a block"
+    kind: str = ""
+    #: arrays too large to check (records.RACE_CHECK_ELEMENTS)
+    unchecked: tuple[str, ...] = ()
+
+    def summary(self) -> dict:
+        first = None
+        if self.first is not None:
+            a, b = self.first
+            first = {"threads": [a.thread, b.thread], "array": self.array,
+                     "index": list(self.index), "lines": [a.access.line, b.access.line],
+                     "accesses": [f"{a.access.kind} {a.access.text}",
+                                  f"{b.access.kind} {b.access.text}"], "kind": self.kind}
+        return {"elements": self.count, "between_blocks": self.between_blocks, "first": first,
+                "unchecked": list(self.unchecked)}
+
+    def describe(self) -> str:
+        a, b = self.first
+        element = f"{self.array}[{', '.join(map(str, self.index))}]"
+        why = ("nothing orders two blocks" if self.kind == "between blocks"
+               else "no barrier between them")
+        return (f"{counted(self.count, 'element')} of global memory raced on (first: "
+                f"{a.describe()} and {b.describe()}, both on {element}: {why}); "
+                f"{self.between_blocks:,} of them between blocks")
+
+
+def global_races(lockstep: dict[str, np.ndarray], race_arrays: tuple[str, ...],
+                 sites: tuple[AccessSite, ...], slot_names: tuple[str, ...],
+                 shapes: dict[str, tuple[int, ...]], grid: tuple[int, int],
+                 block_dims: tuple[int, int]) -> GlobalRaces:
+    """Races in global memory from the arrays' access ranges (between
+    blocks, worked out here whatever order the workers met the elements in)
+    and ``_tm_grace`` (within a block); see helper_library's _tm_global_*."""
+    tpb = block_dims[0] * block_dims[1]
+    per_site = max(len(sites), 1)
+    total = between = 0
+    first = None  # (slot, offset, kind, (key, key) or None)
+    unchecked = []
+    for name in race_arrays:
+        ranges = lockstep.get(global_ranges_param(name))
+        if ranges is None:
+            continue
+        if not ranges.size:
+            unchecked.append(name)
+            continue
+        slot = slot_names.index(name)
+        cross = between_blocks(ranges, per_site * tpb)
+        raced = cross | (ranges[:, 6] > 0)
+        total += int(np.count_nonzero(raced))
+        between += int(np.count_nonzero(cross))
+        if raced.any():
+            offset = int(np.argmax(raced))
+            if first is None or (slot, offset) < first[:2]:
+                pair = _block_pair(ranges[offset], per_site * tpb) if cross[offset] else None
+                first = (slot, offset, "between blocks" if cross[offset] else "within a block",
+                         pair)
+    if not total:
+        return GlobalRaces(0, unchecked=tuple(unchecked))
+    slot, offset, kind, pair = first
+    name = slot_names[slot]
+    shape = shapes[name]
+    index = tuple(int(v) for v in np.unravel_index(offset, shape))
+    if pair is not None:
+        accesses = tuple(SharedAccess(int(key) // per_site, sites[int(key) % per_site], grid,
+                                      block_dims) for key in sorted(pair))
+    else:
+        grace = lockstep["_tm_grace"]
+        block, other, other_site, lane, site = (int(v) for v in grace[3:8])
+        accesses = (SharedAccess(block * tpb + other, sites[other_site], grid, block_dims),
+                    SharedAccess(block * tpb + lane, sites[site], grid, block_dims))
+    return GlobalRaces(total, between, name, index, accesses, kind, tuple(unchecked))
+
+
+def _block_pair(row: np.ndarray, keys_per_block: int) -> tuple[int, int]:
+    """Two access keys of one element from different blocks, of racing kinds:
+    extremes suffice (a kind in one block and another kind elsewhere shows at
+    the other kind's lowest or highest)."""
+    for a, b in RACING_KINDS:
+        if row[a] > row[a + 1] or row[b] > row[b + 1]:
+            continue
+        for x in (row[a], row[a + 1]):
+            for y in (row[b], row[b + 1]):
+                if x // keys_per_block != y // keys_per_block:
+                    return int(x), int(y)
+    raise AssertionError("no pair of blocks in a row found racing between blocks")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..derived.lockstep import LockstepLayout
+from ..element_types import dtype_of
 from ..records import site_sums
 from ..request import RunRequest
 from .bank_conflicts import MODEL as BANK_MODEL
@@ -16,14 +17,19 @@ from .coalescing import SiteCoalescing, coalescing
 from .divergence import BranchDivergence, divergence
 from .hazards import (
     BarrierDivergence,
+    GlobalRaces,
     SharedRaces,
     UninitialisedReads,
     WarpHazard,
     barrier_divergence,
+    global_races,
     shared_races,
     uninitialised_reads,
     warp_hazards,
 )
+
+#: A run with no global array checked for races, or none found.
+NO_GLOBAL_RACES = GlobalRaces(0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,6 +44,8 @@ class LockstepAnalysis:
     uninitialised: UninitialisedReads
     #: warp operations with undefined results (masks, then shuffles)
     warp: tuple[WarpHazard, ...] = ()
+    #: races in global memory (a described kernel's arrays it reads and writes)
+    global_races: GlobalRaces = NO_GLOBAL_RACES
 
     def reasons(self) -> list[str]:
         """What makes the run FAIL: each barrier reached divergently, races,
@@ -48,6 +56,8 @@ class LockstepAnalysis:
         if self.uninitialised.count:
             reasons.append(self.uninitialised.describe())
         reasons.extend(hazard.describe() for hazard in self.warp)
+        if self.global_races.count:
+            reasons.append(self.global_races.describe())
         return reasons
 
     def summary(self) -> dict:
@@ -61,6 +71,7 @@ class LockstepAnalysis:
             "shared_races": self.races.summary(),
             "uninitialised_shared_reads": self.uninitialised.summary(),
             "warp_operations": [hazard.summary() for hazard in self.warp],
+            "global_races": self.global_races.summary(),
         }
 
 
@@ -69,7 +80,8 @@ def read_analysis(lockstep: dict[str, np.ndarray], layout: LockstepLayout,
     """Figures from a recording run's lockstep records; ``slots`` gives
     (name, role, ndim) of each checked array, as the helpers number them."""
     blocks = request.blocks
-    item = np.dtype(request.dtype).itemsize
+    item = {name: np.dtype(dtype_of(request.element_types, name)).itemsize
+            for name, role, _ in slots if role not in ("shared", "local")}
     names = tuple(name for name, _, _ in slots)
     ndims = tuple(ndim for _, _, ndim in slots)
     shared_bytes = {a.name: np.dtype(a.dtype).itemsize for a in layout.block_arrays}
@@ -84,4 +96,21 @@ def read_analysis(lockstep: dict[str, np.ndarray], layout: LockstepLayout,
                            request.block2),
         uninitialised=uninitialised_reads(lockstep["_tm_uninit"], layout.sites, names, ndims,
                                           request.grid2, request.block2),
-        warp=warp_hazards(lockstep["_tm_warp"], request.grid2, request.block2))
+        warp=warp_hazards(lockstep["_tm_warp"], request.grid2, request.block2),
+        global_races=global_races(lockstep, layout.race_arrays, layout.sites, names,
+                                  _kernel_shapes(request, slots), request.grid2,
+                                  request.block2))
+
+
+def _kernel_shapes(request: RunRequest, slots: tuple[tuple[str, str, int], ...]
+                   ) -> dict[str, tuple[int, ...]]:
+    """Each described array's shape as the kernel indexes it (1-D when it
+    indexes it flat)."""
+    shapes = {}
+    for argument in request.arguments:
+        if hasattr(argument, "shape"):
+            shapes[argument.name] = tuple(argument.shape)
+    for name, _, ndim in slots:
+        if name in shapes and ndim == 1:
+            shapes[name] = (int(np.prod(shapes[name])),)
+    return shapes

@@ -342,7 +342,7 @@ def launch_occupancy(request, plan, gpu_name: str,
                      assumed_registers: int = ASSUMED_REGISTERS) -> Occupancy:
     """Occupancy and waves of ``request``'s launch on GPU model ``gpu_name``."""
     gpu = GPU_MODELS[gpu_name]
-    resources = cached_resources(plan, request.dtype, gpu, assumed_registers)
+    resources = cached_resources(plan, request.element_types, gpu, assumed_registers)
     return occupancy(gpu, request.blocks, request.threads_per_block, resources.registers,
                      resources.shared_bytes, resources.source)
 

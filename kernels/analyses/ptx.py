@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..derived.transform import array_slots
+from ..element_types import dtype_of
 from ..records import allocate_records
 from ..sources.plan import KernelPlan
 
@@ -14,7 +15,7 @@ def signature(plan: KernelPlan, dtype: str, recording: bool, n_threads: int = 10
     from numba import typeof, types
 
     def matrix(name: str) -> np.ndarray:
-        return np.zeros((1,) * plan.ndim[name], dtype)
+        return np.zeros((1,) * plan.ndim[name], dtype_of(dtype, name))
 
     args = [typeof(matrix(name)) if name in plan.arrays else types.int64
             for name in plan.kernel.params]

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..derived.transform import ArraySlot, array_slots
 from ..errors import RunCancelled
+from ..inputs import poisoned_output
 from ..request import RunRequest
 from ..result import Timing
 from ..sources.plan import KernelPlan
@@ -87,7 +88,7 @@ class KernelJob:
         dtype = self.request.dtype
         if self.initial_output is not None:
             return self.initial_output.astype(dtype, copy=True)
-        return np.zeros((m, n), dtype) if self.zero_output else np.full((m, n), np.nan, dtype)
+        return poisoned_output(m, n, dtype, self.zero_output)
 
     def arguments(self, c: np.ndarray) -> list:
         """The kernel's own arguments in parameter order; flattened arrays
@@ -126,6 +127,14 @@ class KernelJob:
         inputs = tuple(shape(name, array.shape)
                        for name, array in zip(self.plan.inputs, self.inputs))
         return shape(self.plan.output, (m, n)), inputs
+
+
+    def array_elements(self) -> dict[str, int]:
+        """Elements of each array parameter, by name."""
+        m, _, n = self.request.shape
+        sizes = {name: int(array.size) for name, array in zip(self.plan.inputs, self.inputs)}
+        sizes[self.plan.output] = m * n
+        return sizes
 
 
 def updates_output_atomically(plan) -> bool:

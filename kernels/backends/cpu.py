@@ -36,7 +36,12 @@ from ..derived.codegen import (
 )
 from ..derived.local_types import kernel_types
 from ..derived.lockstep import ROUNDS, LockstepLayout, lockstep_code
-from ..derived.transform import shadow_columns, shadow_param
+from ..derived.transform import (
+    global_ranges_param,
+    global_shadow_param,
+    shadow_columns,
+    shadow_param,
+)
 from ..errors import KernelCompileError, KernelRuntimeError, RunCancelled, ThreadMapError
 from ..records import (
     ATOMICS,
@@ -45,17 +50,21 @@ from ..records import (
     MARGIN,
     OOB,
     PRIVATE_RECORDS,
+    RACE_CHECK_ELEMENTS,
     READS,
     RECORD_PARAMS,
     SHARED_RECORDS,
+    allocate_global_ranges,
     allocate_lockstep_records,
     allocate_records,
     decode_writers,
     merge_lockstep_records,
     merge_oob_index,
+    raced_in_global_memory,
     reads_flat_param,
     reads_param,
 )
+from ..inputs import poison_value
 from ..request import RunRequest, available_memory
 from ..result import Timing
 from ..sources.loader import scalar_arguments
@@ -73,7 +82,7 @@ from .phases import compiling
 
 CHUNK_SECONDS = 0.05
 #: Why C comes from the instrumented run of a kernel with a shared-memory race.
-RACED_NOTE = ("C shown is the instrumented run's: the run found a shared-memory race, so C "
+RACED_NOTE = ("C shown is the instrumented run's: the run found a race, so C "
               "depends on the order the threads run in, and that run's order is the one the "
               "maps describe")
 WARP = 32
@@ -113,8 +122,8 @@ def _ranges(total: int, workers: int) -> list[tuple[int, int]]:
 
 def load_emulation(job: KernelJob) -> GeneratedModule:
     """The compiled-on-first-call emulation of ``job``'s kernel."""
-    types = kernel_types(job.plan, job.request.dtype, job.scalar_types)
-    return load_module(job.plan, "cpu", job.request.dtype, types)
+    types = kernel_types(job.plan, job.request.element_types, job.scalar_types)
+    return load_module(job.plan, "cpu", job.request.element_types, types)
 
 
 def check_emulation(plan: KernelPlan, request: RunRequest) -> None:
@@ -122,10 +131,10 @@ def check_emulation(plan: KernelPlan, request: RunRequest) -> None:
     emulation cannot run ``plan`` for ``request``: a local whose type it cannot
     hold per thread, a construct it cannot place.  Costs a typing pass and the
     writing of the code (tens of ms), not a compile."""
-    key = (plan.module.path, plan.module.text, plan.name, request.dtype,
+    key = (plan.module.path, plan.module.text, plan.name, request.element_types,
            scalar_types(scalar_arguments(plan, request)))
     if key not in _CHECKED:
-        types = kernel_types(plan, request.dtype, key[-1])
+        types = kernel_types(plan, request.element_types, key[-1])
         lockstep_code(plan, types, "record")
         _CHECKED.add(key)
 
@@ -137,7 +146,7 @@ _COMPILED: set[tuple] = set()
 
 
 def _kernel_key(plan: KernelPlan, request: RunRequest) -> tuple:
-    return (plan.module.path, plan.module.text, plan.name, request.dtype,
+    return (plan.module.path, plan.module.text, plan.name, request.element_types,
             scalar_types(scalar_arguments(plan, request)), str(cache_dir()))
 
 
@@ -149,8 +158,8 @@ def compiled_ready(plan: KernelPlan, request: RunRequest) -> bool:
     if key in _COMPILED:
         return True
     try:
-        types = kernel_types(plan, request.dtype, key[4])
-        text, _ = module_text(plan, "cpu", request.dtype, types)
+        types = kernel_types(plan, request.element_types, key[4])
+        text, _ = module_text(plan, "cpu", request.element_types, types)
     except ThreadMapError:
         return False
     digest = hashlib.sha256(text.text.encode()).hexdigest()[:20]
@@ -274,12 +283,30 @@ def _compile_now(gen: GeneratedModule, job: KernelJob, workers: dict[str, _Worke
 
 def _lockstep_records(layout: LockstepLayout, job: KernelJob,
                       shared: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """A worker's lockstep records; ``shared``: the first worker's records
+    that every worker shares (per warp, and the global arrays' shadows)."""
     warps = job.request.blocks * (-(-job.request.threads_per_block // WARP))
     fresh = allocate_lockstep_records(len(layout.sites), len(layout.branches),
                                       len(layout.barriers), warps if shared is None else 0)
+    sizes = job.array_elements()
+    columns = shadow_columns(layout.warp_sync)
+    for name in layout.race_arrays:
+        checked = sizes[name] if sizes[name] <= RACE_CHECK_ELEMENTS else 0
+        fresh[global_ranges_param(name)] = allocate_global_ranges(checked)
+        if shared is None:
+            fresh[global_shadow_param(name)] = np.full((max(checked, 1), columns), -1, np.int64)
     if shared is not None:
         fresh.update(shared)
     return fresh
+
+
+def shared_lockstep_records(layout: LockstepLayout,
+                            lockstep: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """What every worker shares of the first worker's lockstep records: the
+    per-warp records (a warp is one worker's) and the global arrays' shadows
+    (a block is one worker's, and a shadow entry names its block)."""
+    names = list(LOCKSTEP_SHARED) + [global_shadow_param(a) for a in layout.race_arrays]
+    return {name: lockstep[name] for name in names}
 
 
 def _make_worker(gen: GeneratedModule, job: KernelJob, control: np.ndarray, record: bool,
@@ -485,7 +512,7 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
               + ("warps" if layout.warpwise else "blocks")
               + (f", {n_workers} cores" if n_workers > 1 else ", 1 core"))
 
-    shared = {name: lockstep[name] for name in LOCKSTEP_SHARED}
+    shared = shared_lockstep_records(layout, lockstep)
     output_shape, input_shapes = job.record_shapes()
     private, private_lockstep = [], []
     ready = [(arrays.private, arrays.c_private)] if arrays.private is not None else []
@@ -522,7 +549,8 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
             "reads as 0 and those writes skipped)"], lockstep=lockstep, layout=layout,
             prints=prints)
 
-    raced = int(lockstep["_tm_race"][0])
+    raced = int(lockstep["_tm_race"][0]) or raced_in_global_memory(
+        lockstep, layout.race_arrays, max(len(layout.sites), 1) * request.threads_per_block)
     # With a shared-memory race, C depends on the order the threads run in;
     # the plain run orders them otherwise (thread by thread between barriers),
     # so C is taken from the instrumented run, whose order the maps describe
@@ -544,7 +572,7 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
             for worker in workers:
                 worker.c[...] = job.initial_output.reshape(worker.c.shape)
         else:
-            workers[0].c.fill(0 if job.zero_output else np.nan)
+            workers[0].c.fill(0 if job.zero_output else poison_value(workers[0].c.dtype))
             for worker in workers[1:]:
                 if job.zero_output:
                     worker.c.fill(0)

@@ -57,7 +57,7 @@ def run_cuda(job: KernelJob) -> BackendOutput:
     """Run on this process's CUDA target (a GPU, or the simulator)."""
     simulated = in_simulator()
     job.progress(0.0, "compiling the CUDA kernels")
-    gen = load_module(job.plan, "cuda", job.request.dtype)
+    gen = load_module(job.plan, "cuda", job.request.element_types)
     notes: list[str] = []
     with kernel_warnings(gen, notes):
         output = _run_simulated(job, gen) if simulated else _run_gpu(job, gen)

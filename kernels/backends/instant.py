@@ -38,9 +38,10 @@ from typing import ClassVar
 import numpy as np
 
 from ..derived.local_types import kernel_types
-from ..derived.transform import SHADOW_COLUMNS, array_slots
+from ..derived.transform import SHADOW_COLUMNS, array_slots, global_ranges_param
 from ..derived.vector import VectorCode, vector_code
 from ..derived.warp_ops import MATCH, SHUFFLES
+from ..element_types import dtype_of
 from ..errors import EmulationUnsupported, RunCancelled, ThreadMapError
 from ..estimate import INSTANT_CHUNK_LANES as CHUNK_LANES
 from ..records import (
@@ -57,11 +58,14 @@ from ..records import (
     OOB_INDEX,
     OOB_MIN_THREAD,
     OOB_THREAD,
+    RACE_CHECK_ELEMENTS,
     READS,
     STORES,
+    allocate_global_ranges,
     allocate_lockstep_records,
     decode_writers,
     margin_cells,
+    raced_in_global_memory,
 )
 from ..result import Timing
 from .common import BackendOutput, KernelJob
@@ -99,7 +103,7 @@ _PROGRAMS: dict[tuple, tuple[VectorCode, object]] = {}
 def check_instant(plan, request, scalar_types: tuple[str, ...]) -> None:
     """Raise EmulationUnsupported (with the line) if the instant tier cannot
     run ``plan``; derives and keeps its program (milliseconds)."""
-    _program(plan, request.dtype, scalar_types)
+    _program(plan, request.element_types, scalar_types)
 
 
 class TooSlow(Exception):
@@ -142,9 +146,18 @@ class VectorRuntime:
         self.slots = [_Slot(s.name, s.role, s.ndim) for s in array_slots(job.plan)]
         self.sites = self.layout.sites
         self.item = {a.name: np.dtype(a.dtype).itemsize for a in self.layout.block_arrays}
-        self.global_item = np.dtype(job.request.dtype).itemsize
+        self.global_item = {name: np.dtype(dtype_of(job.request.element_types, name)).itemsize
+                            for name in job.plan.arrays}
         self.shadows = {a.name: np.full((int(np.prod(a.shape)), SHADOW_COLUMNS), -1, np.int64)
                         for a in self.layout.block_arrays if a.kind == "shared"}
+        #: global arrays checked for races: access ranges (in the lockstep
+        #: records, as the compiled tier's) and shadows
+        self.granges = {name: lockstep[global_ranges_param(name)]
+                        for name in self.layout.race_arrays}
+        self.gshadows = {name: np.full((max(len(r), 1), SHADOW_COLUMNS), -1, np.int64)
+                         for name, r in self.granges.items()}
+        self.grace = lockstep["_tm_grace"]
+        self.keys_per_thread = max(len(self.layout.sites), 1)
         self.writer_max = np.iinfo(records[MIN_WRITER].dtype).max
         self.keyed = keyed
         self.output_flat = c.reshape(-1)
@@ -354,6 +367,11 @@ class VectorRuntime:
                 self._shared_write(shadow, offsets_in, lanes_in, site, slot, i_in, j_in)
             else:
                 self._shared_atomic(shadow, offsets_in, lanes_in, site, slot, i_in, j_in)
+        if info.name in self.granges and len(lanes_in):
+            j = idx[1] if info.ndim == 2 else np.zeros(count, np.int64)
+            self._global_access(op, info.name, offsets_in, lanes_in, site, slot,
+                                idx[0] if inside is None else idx[0][inside],
+                                j if inside is None else j[inside])
         if op == "ld":
             out = np.zeros(count, array.dtype)
             if inside is None:
@@ -558,19 +576,27 @@ class VectorRuntime:
         if target[1] < 0:
             self.hits[kind].append((int(self.LANE[lanes[0]]), self.calls, payloads(0)))
 
-    def _shared_read(self, sh, e, lanes, site, slot, i, j) -> None:
+    def _shared_read(self, sh, e, lanes, site, slot, i, j, interval=None, hit=None) -> None:
+        """A read of a shared array's elements (or, with ``interval`` and
+        ``hit``, of a global array checked for races: its shadow's interval
+        number, and what to do with a race, there being no unwritten global
+        element)."""
+        epoch = self.epoch if interval is None else interval
         lane_ids = self.LANE[lanes]
         written = sh[e, 0]
-        unwritten = written < self.epoch0
+        unwritten = written < self.epoch0 if hit is None else np.zeros(len(e), bool)
         if unwritten.any():
             where = np.flatnonzero(unwritten)
             self._hit("uninit", lanes[where], lambda p: (
                 self.block, int(lane_ids[where[p]]), slot, int(i[where[p]]), int(j[where[p]]),
                 site))
         ws = self.WS[lanes]
-        racing = ~unwritten & (written == self.epoch) & (sh[e, 1] != lane_ids) \
+        racing = ~unwritten & (written == epoch) & (sh[e, 1] != lane_ids) \
             & ~_synced(sh[e, 1], sh[e, 8], lane_ids, ws)
-        if racing.any():
+        if racing.any() and hit is not None:
+            where = np.flatnonzero(racing)
+            hit(where, sh[e[where], 1], sh[e[where], 2])
+        elif racing.any():
             where = np.flatnonzero(racing)
             self._hit("race", lanes[where], lambda p: (
                 self.block, int(sh[e[where[p]], 1]), int(sh[e[where[p]], 2]),
@@ -586,10 +612,10 @@ class VectorRuntime:
         elements = es[starts]
         firsts = ls[starts]
         seconds = np.where(sizes > 1, ls[np.minimum(starts + 1, len(es) - 1)], -1)
-        noted = sh[elements, 3] == self.epoch
+        noted = sh[elements, 3] == epoch
         fresh = elements[~noted]
         if len(fresh):
-            sh[fresh, 3] = self.epoch
+            sh[fresh, 3] = epoch
             sh[fresh, 4] = firsts[~noted]
             sh[fresh, 5] = site
             second = seconds[~noted]
@@ -613,32 +639,75 @@ class VectorRuntime:
         sh[e[first], 9] = ws[first]
         sh[e[second], 10] = ws[second]
 
-    def _shared_write(self, sh, e, lanes, site, slot, i, j) -> None:
+    def _shared_write(self, sh, e, lanes, site, slot, i, j, interval=None, hit=None) -> None:
         if len(np.unique(e)) != len(e):
             for p in range(len(e)):
                 self._shared_write(sh, e[p:p + 1], lanes[p:p + 1], site, slot, i[p:p + 1],
-                                   j[p:p + 1])
+                                   j[p:p + 1], interval,
+                                   None if hit is None else _shifted(hit, p))
             return
+        epoch = self.epoch if interval is None else interval
         lane_ids = self.LANE[lanes]
         ws = self.WS[lanes]
-        same = sh[e, 0] == self.epoch
+        same = sh[e, 0] == epoch
         h1 = same & (sh[e, 1] != lane_ids) & ~_synced(sh[e, 1], sh[e, 8], lane_ids, ws)
-        read = sh[e, 3] == self.epoch
+        read = sh[e, 3] == epoch
         h2 = ~h1 & read & (sh[e, 4] != lane_ids) & ~_synced(sh[e, 4], sh[e, 9], lane_ids, ws)
         h3 = ~h1 & ~h2 & read & (sh[e, 6] >= 0) & (sh[e, 6] != lane_ids) \
             & ~_synced(sh[e, 6], sh[e, 10], lane_ids, ws)
-        hit = h1 | h2 | h3
-        if hit.any():
-            where = np.flatnonzero(hit)
+        raced = h1 | h2 | h3
+        if raced.any():
+            where = np.flatnonzero(raced)
             other_lane = np.where(h1, sh[e, 1], np.where(h2, sh[e, 4], sh[e, 6]))
             other_site = np.where(h1, sh[e, 2], np.where(h2, sh[e, 5], sh[e, 7]))
-            self._hit("race", lanes[where], lambda p: (
-                self.block, int(other_lane[where[p]]), int(other_site[where[p]]),
-                int(lane_ids[where[p]]), site, slot, int(i[where[p]]), int(j[where[p]])))
-        sh[e, 0] = self.epoch
+            if hit is not None:
+                hit(where, other_lane[where], other_site[where])
+            else:
+                self._hit("race", lanes[where], lambda p: (
+                    self.block, int(other_lane[where[p]]), int(other_site[where[p]]),
+                    int(lane_ids[where[p]]), site, slot, int(i[where[p]]), int(j[where[p]])))
+        sh[e, 0] = epoch
         sh[e, 1] = lane_ids
         sh[e, 2] = site
         sh[e, 8] = ws
+
+    # -- a global array checked for races (see helper_library's _tm_global_*) -------------
+
+    def _global_access(self, op: str, name: str, e, lanes, site, slot, i, j) -> None:
+        ranges = self.granges[name]
+        if not ranges.size:  # (too large to check)
+            return
+        keys = self.G[lanes] * self.keys_per_thread + site
+        column = 0 if op == "ld" else 2 if op == "st" else 4
+        np.minimum.at(ranges[:, column], e, keys)
+        np.maximum.at(ranges[:, column + 1], e, keys)
+        shadow = self.gshadows[name]
+        interval = (self.block << 32) + (self.epoch - self.epoch0)
+
+        def hit(where, other_lanes, other_sites) -> None:
+            # each element raced on flagged; the lowest (slot, offset) kept
+            # with its first pair (the lowest lane among this call's)
+            ranges[e[where], 6] = 1
+            self.grace[0] += len(where)
+            low = int(e[where].min())
+            p = int(where[np.flatnonzero(e[where] == low)[0]])
+            q = int(np.flatnonzero(where == p)[0])
+            grace = self.grace
+            if grace[1] < 0 or (slot, low) < (int(grace[1]), int(grace[2])):
+                grace[1:] = (slot, low, self.block, int(other_lanes[q]), int(other_sites[q]),
+                             int(self.LANE[lanes[p]]), site, int(i[p]), int(j[p]))
+
+        if op == "ld":
+            self._shared_read(shadow, e, lanes, site, slot, i, j, interval, hit)
+        elif op == "st":
+            self._shared_write(shadow, e, lanes, site, slot, i, j, interval, hit)
+        else:
+            lane_ids = self.LANE[lanes]
+            for p in range(len(e)):  # (as _shared_atomic: no race among atomics)
+                shadow[e[p], 0] = interval
+                shadow[e[p], 1] = lane_ids[p]
+                shadow[e[p], 2] = site
+                shadow[e[p], 8] = self.WS[lanes[p]]
 
     def _shared_atomic(self, sh, e, lanes, site, slot, i, j) -> None:
         for p in range(len(e)):
@@ -691,7 +760,7 @@ class VectorRuntime:
 
     def _flush_global(self, site: int, lanes, offsets) -> None:
         ws, es = self._warp_groups(lanes, offsets)
-        item = self.global_item
+        item = self.global_item[self.sites[site].array]
         new_warp = np.ones(len(ws), bool)
         new_warp[1:] = ws[1:] != ws[:-1]
         new_element = new_warp.copy()
@@ -795,6 +864,11 @@ def _synced(a, wa, b, wb) -> np.ndarray:
     return (a // WARP == b // WARP) & (wa != wb)
 
 
+def _shifted(hit, p: int):
+    """``hit`` for a one-lane call made for lane ``p`` of a larger one."""
+    return lambda where, lanes, sites: hit(where + p, lanes, sites)
+
+
 def _starts(sorted_keys: np.ndarray) -> np.ndarray:
     """Where each run of equal keys begins."""
     change = np.empty(len(sorted_keys), bool)
@@ -824,7 +898,7 @@ def run_instant(job: KernelJob, hand_over_after: float | None = None) -> Backend
     request = job.request
     plan = job.plan
     began = time.perf_counter()
-    code, unit = _program(plan, request.dtype, job.scalar_types)
+    code, unit = _program(plan, request.element_types, job.scalar_types)
     derive_seconds = time.perf_counter() - began
     layout = code.layout
     records = job.fresh_records(encoded=True)
@@ -833,6 +907,10 @@ def run_instant(job: KernelJob, hand_over_after: float | None = None) -> Backend
     nw = -(-tpb // WARP)
     lockstep = allocate_lockstep_records(len(layout.sites), len(layout.branches),
                                          len(layout.barriers), request.blocks * nw)
+    sizes = job.array_elements()
+    for name in layout.race_arrays:
+        lockstep[global_ranges_param(name)] = allocate_global_ranges(
+            sizes[name] if sizes[name] <= RACE_CHECK_ELEMENTS else 0)
     grid_wide = layout.warpwise and not _order_matters(plan)
     runtime = VectorRuntime(job, code, records, lockstep, keyed=grid_wide, c=c)
     if hand_over_after is not None:
@@ -892,7 +970,9 @@ def run_instant(job: KernelJob, hand_over_after: float | None = None) -> Backend
                "writing the instant tier's numpy form of the kernel (no compile)"),
         Timing("instrumented kernel", "cpu-instant", spent, INSTANT_METHOD, 1, job.flops),
     ]
-    notes = [RACED_NOTE] if lockstep["_tm_race"][0] else []
+    raced = lockstep["_tm_race"][0] or raced_in_global_memory(
+        lockstep, layout.race_arrays, max(len(layout.sites), 1) * tpb)
+    notes = [RACED_NOTE] if raced else []
     oob = int(records[OOB].sum())
     if oob:
         notes.append(f"the instrumented run found {oob:,} out-of-bounds accesses, which on a "

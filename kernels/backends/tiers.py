@@ -106,7 +106,7 @@ def compile_in_background(job: KernelJob) -> threading.Thread | None:
     plan, request = job.plan, job.request
     if compiled_ready(plan, request):
         return None
-    key = (plan.module.path, plan.module.text, plan.name, request.dtype, job.scalar_types)
+    key = (plan.module.path, plan.module.text, plan.name, request.element_types, job.scalar_types)
     running = _BACKGROUND.get(key)
     if running is not None and running.is_alive():
         return running

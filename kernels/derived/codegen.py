@@ -37,12 +37,13 @@ from ..cache import (  # noqa: F401  (the cache's functions, as they were found 
     clear_cache,
     prune_cache,
 )
+from ..element_types import dtype_of, is_uniform
 from ..sources.allow import constant_source
 from ..sources.plan import RECORDED_ATOMICS, KernelPlan, cuda_attribute
 from .helper_library import helper_library
 from .local_types import KernelTypes
 from .lockstep import LockstepLayout, lockstep_code
-from .transform import access_sites, derive_cuda_record
+from .transform import access_sites, derive_cuda_record, race_checked_arrays
 from .warp_ops import uses_syncwarp
 
 # Compiled CPU emulation: numpy's error model matches CUDA (a division by zero
@@ -147,7 +148,6 @@ def module_text(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
     for name in plan.constants:
         # The value allow.evaluate gave, rebuilt: never the file's own text.
         text.add(f"{name} = {constant_source(module.values[name])}")
-    text.add(f"_TM_ZERO = _tm_numba.{dtype}(0)")
     if target == "cuda":
         text.add(helper_library("cuda", "record", atomic_updates(plan)))
         original = copy.deepcopy(plan.kernel.node)
@@ -161,7 +161,7 @@ def module_text(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
         return text, None
     if types is None:
         raise ValueError("the CPU emulation needs the types of the kernel's locals")
-    text.add(f"_TM_ITEM = _tm_i64({np.dtype(dtype).itemsize})")
+    text.add(_item_function(plan, dtype))
     text.add(f"_TM_I32MAX = _tm_i64({np.iinfo(np.int32).max})")  # encoded store numbers
     text.add("_TM_NO_WORD = _tm_i64(1 << 62)")
     text.add(f"_TM_WARP_SYNC = {uses_syncwarp(plan)}")  # (helper_library: _tm_synced)
@@ -169,7 +169,8 @@ def module_text(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
     text.add(f"_TM_SCRATCH = _tm_i64({max(len(access_sites(plan)), 1)})")
     layout = None
     for mode in ("record", "plain"):
-        text.add(helper_library("cpu", mode, atomic_updates(plan)))
+        text.add(helper_library("cpu", mode, atomic_updates(plan),
+                                races=bool(race_checked_arrays(plan))))
         code = lockstep_code(plan, types, mode)
         layout = layout or code.layout
         text.add_lines(code.lines)
@@ -182,6 +183,21 @@ def module_text(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
         if any(re.search(rf"\b{re.escape(n)}\b", body) for n in names):
             text.add(line)
     return text, layout
+
+
+def _item_function(plan: KernelPlan, element_types: str) -> str:
+    """``_tm_item(site)``: the bytes of an element of the global array an
+    access site reads or writes, for its 32-byte sectors.  One constant when
+    the arrays share a dtype (numba folds it); else a table by site."""
+    if is_uniform(element_types):
+        return (f"_TM_ITEM = _tm_i64({np.dtype(element_types).itemsize})\n\n\n"
+                "@_tm_njit(inline=\"always\", **_TM_OPTS)\ndef _tm_item(site):\n"
+                "    return _TM_ITEM\n")
+    items = tuple(np.dtype(dtype_of(element_types, site.array)).itemsize
+                  if site.space == "global" else 4 for site in access_sites(plan))
+    return (f"_TM_SITE_ITEM = _tm_np.array({list(items) or [4]}, _tm_np.int64)\n\n\n"
+            "@_tm_njit(inline=\"always\", **_TM_OPTS)\ndef _tm_item(site):\n"
+            "    return _TM_SITE_ITEM[site]\n")
 
 
 def atomic_updates(plan: KernelPlan) -> tuple[str, ...]:

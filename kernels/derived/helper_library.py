@@ -27,11 +27,13 @@ ROLES = ("in", "out", "sh", "lc")
 
 
 def helper_library(target: str, mode: str,
-                   atomics: tuple[str, ...] = RECORDED_ATOMICS) -> str:
+                   atomics: tuple[str, ...] = RECORDED_ATOMICS, races: bool = False) -> str:
     """Source of the helpers for ``target`` ("cuda" or "cpu") and ``mode``
     ("record" or "plain"), with those of the atomic updates ``atomics`` only
     (each is a numba function to create when the module loads: 12 updates x
-    2 ranks x 5 roles cost a warm run ~20 ms)."""
+    2 ranks x 5 roles cost a warm run ~20 ms); ``races``: also the CPU
+    helpers of global arrays checked for races (``_tm_<op><ndim>_<role>r``,
+    transform.race_checked_arrays)."""
     if target == "cuda":
         decorator = '@_tm_cuda.jit(device=True, inline="always")'
     else:
@@ -52,6 +54,8 @@ def helper_library(target: str, mode: str,
     for nd in (1, 2):
         for role in ROLES:
             _record_helpers(emit, target, nd, role, atomics)
+            if races and target == "cpu" and role in ("in", "out"):
+                _record_helpers(emit, target, nd, role, atomics, races=True)
     out.append(_division_helpers(target, decorator))
     return "\n\n".join(out)
 
@@ -261,7 +265,7 @@ def _plain_helpers(emit, target: str, nd: int, atomics: tuple[str, ...]) -> None
     emit(f"""
 def _tm_ld{nd}(x, {idx}):
     if {outside}:
-        return _TM_ZERO
+        return x.dtype.type(0)
     return x[{idx}]
 """)
     emit(f"""
@@ -274,7 +278,7 @@ def _tm_st{nd}(x, {idx}, v):
         emit(f"""
 def _tm_atcas{nd}(x, {idx}, c, v):
     if {outside}:
-        return _TM_ZERO
+        return x.dtype.type(0)
 {_cas_update(target, tup)}    return old
 """)
     for op in atomics:
@@ -283,18 +287,22 @@ def _tm_atcas{nd}(x, {idx}, c, v):
         emit(f"""
 def _tm_at{op}{nd}(x, {idx}, v):
     if {outside}:
-        return _TM_ZERO
+        return x.dtype.type(0)
 {_atomic_update(target, op, tup)}
 """)
 
 
-def _record_helpers(emit, target: str, nd: int, role: str, atomics: tuple[str, ...]) -> None:
-    """Load, store and atomic helpers of one role and rank."""
+def _record_helpers(emit, target: str, nd: int, role: str, atomics: tuple[str, ...],
+                    races: bool = False) -> None:
+    """Load, store and atomic helpers of one role and rank (``races``: of a
+    global array checked for races, named with an ``r``)."""
     idx, tup, outside, j = _index_forms(nd)
     cpu = target == "cpu"
     offset = "i * x.shape[1] + j" if nd == 2 else "i"
     oob = "oob, oobmin, oobt, oobi" + (", req, lane" if cpu else "") + ", g"
     shared = ", shadow, epoch, epoch0, race, uninit, block, ws" if cpu and role == "sh" else ""
+    if races:
+        shared = ", gsh, grg, epoch, epoch0, grace, block, ws"
     # What is noted for the warp request: the element offset (global memory),
     # or offset and lane (shared memory: banks are served per lane group).
     note = ""
@@ -312,6 +320,11 @@ def _record_helpers(emit, target: str, nd: int, role: str, atomics: tuple[str, .
             "at": "    _tm_shared_atomic(shadow, e, lane, epoch, epoch0, uninit, block, ws, sl, "
                   f"site, i, {j})\n",
         }
+    if races:
+        call = ("(gsh, grg, {offset}, lane, epoch, epoch0, grace, block, ws, g, sl, site, i, "
+                f"{j})\n").replace("{offset}", offset)
+        hazard = {"ld": "    _tm_global_read" + call, "st": "    _tm_global_write" + call,
+                  "at": "    _tm_global_atomic" + call}
 
     def miss(direction: int, returned: str) -> str:
         # An out-of-bounds write to the output is also counted where it landed.
@@ -338,25 +351,26 @@ def _record_helpers(emit, target: str, nd: int, role: str, atomics: tuple[str, .
             f"    {_atomic_line(target, 'max', 'maxw', tup, 'g')}\n"
             f"    {_atomic_line(target, 'min', 'itr', tup, 's')}\n")
 
+    suffix = "r" if races else ""
     # On the CPU an input's reads are counted per warp request, when it is
     # flushed (one add per element instead of one per lane).
     reads = "reads, " if role == "in" and not cpu else ""
     bump = f"    {_atomic_line(target, 'add', 'reads', tup, '1')}\n" if reads else ""
     emit(f"""
-def _tm_ld{nd}_{role}(x, {idx}, sl, site, {reads}{oob}{shared}):
-{miss(0, " _TM_ZERO")}{note}{hazard["ld"]}{bump}    return x[{idx}]
+def _tm_ld{nd}_{role}{suffix}(x, {idx}, sl, site, {reads}{oob}{shared}):
+{miss(0, " x.dtype.type(0)")}{note}{hazard["ld"]}{bump}    return x[{idx}]
 """)
     written = "cnt, minw, maxw, itr, stores, mg, " if role == "out" else ""
     emit(f"""
-def _tm_st{nd}_{role}(x, {idx}, v, sl, site, {written}{oob}{shared}):
+def _tm_st{nd}_{role}{suffix}(x, {idx}, v, sl, site, {written}{oob}{shared}):
 {miss(1, "")}{note}{hazard["st"]}    x[{idx}] = v
 {writer("cnt") if role == "out" else ""}
 """)
     written = "atm, minw, maxw, itr, stores, mg, " if role == "out" else ""
     if "cas" in atomics:  # (a failed compare stores nothing: no writer recorded)
         emit(f"""
-def _tm_atcas{nd}_{role}(x, {idx}, c, v, sl, site, {written}{oob}{shared}):
-{miss(1, " _TM_ZERO")}{note}{hazard["at"]}{_cas_update(target, tup)}    if not swapped:
+def _tm_atcas{nd}_{role}{suffix}(x, {idx}, c, v, sl, site, {written}{oob}{shared}):
+{miss(1, " x.dtype.type(0)")}{note}{hazard["at"]}{_cas_update(target, tup)}    if not swapped:
         return old
 {writer("atm") if role == "out" else ""}    return old
 """)
@@ -364,8 +378,8 @@ def _tm_atcas{nd}_{role}(x, {idx}, c, v, sl, site, {written}{oob}{shared}):
         if op == "cas":
             continue
         emit(f"""
-def _tm_at{op}{nd}_{role}(x, {idx}, v, sl, site, {written}{oob}{shared}):
-{miss(1, " _TM_ZERO")}{note}{hazard["at"]}{writer("atm") if role == "out" else ""}{_atomic_update(target, op, tup)}
+def _tm_at{op}{nd}_{role}{suffix}(x, {idx}, v, sl, site, {written}{oob}{shared}):
+{miss(1, " x.dtype.type(0)")}{note}{hazard["at"]}{writer("atm") if role == "out" else ""}{_atomic_update(target, op, tup)}
 """)
 
 
@@ -409,9 +423,10 @@ def _tm_gather(offs, row, req):
 
 
 @_tm_njit(**_TM_OPTS)
-def _tm_sorted_request(a, row, n, counts, count):
-    # a[row, :n], ascending: (distinct elements, distinct 32-byte sectors),
-    # adding each element's lanes to counts[element] when ``count``.
+def _tm_sorted_request(a, row, n, counts, count, item):
+    # a[row, :n], ascending, of elements ``item`` bytes wide: (distinct
+    # elements, distinct 32-byte sectors), adding each element's lanes to
+    # counts[element] when ``count``.
     elements = 0
     sectors = 0
     last_element = -1
@@ -423,7 +438,7 @@ def _tm_sorted_request(a, row, n, counts, count):
         if e != last_element:
             elements += 1
             last_element = e
-            sector = (e * _TM_ITEM) >> 5
+            sector = (e * item) >> 5
             if sector != last_sector:
                 sectors += 1
                 last_sector = sector
@@ -431,7 +446,7 @@ def _tm_sorted_request(a, row, n, counts, count):
 
 
 @_tm_njit(inline="always", **_TM_OPTS)
-def _tm_full_request(offs, row):
+def _tm_full_request(offs, row, item):
     # All 32 lanes of offs[row] at once, without branches (the loop
     # vectorises): whether the elements ascend (then, lane 0 being active,
     # every lane is), the distinct elements and the distinct sectors.
@@ -443,7 +458,7 @@ def _tm_full_request(offs, row):
         d = offs[row, p - 1]
         descents += e < d
         elements += e != d
-        sectors += ((e * _TM_ITEM) >> 5) != ((d * _TM_ITEM) >> 5)
+        sectors += ((e * item) >> 5) != ((d * item) >> 5)
     return descents == 0, elements, sectors
 
 
@@ -469,6 +484,7 @@ def _tm_flush_reads_of(offs, row, req, site, accw, warp, counts):
     # (the usual requests of a matmul) are told apart in one pass without
     # branches.  Else counts are added as runs of lanes end; out of order,
     # those are taken back and the sorted request counted again.
+    item = _tm_item(site)
     first = offs[row, 0]
     if first >= 0:
         spread = _tm_i64(0)
@@ -484,11 +500,11 @@ def _tm_flush_reads_of(offs, row, req, site, accw, warp, counts):
         if step == 0:
             for p in range(32):
                 counts[first + p] += 1
-            sectors = (((first + 31) * _TM_ITEM) >> 5) - ((first * _TM_ITEM) >> 5) + 1
+            sectors = (((first + 31) * item) >> 5) - ((first * item) >> 5) + 1
             _tm_request_done(offs, row, req, site, accw, warp, 32, 32, sectors)
             return
     if offs[row, 0] >= 0:
-        ascending, elements, sectors = _tm_full_request(offs, row)
+        ascending, elements, sectors = _tm_full_request(offs, row, item)
         if ascending:
             first = offs[row, 0]
             if elements == 1:  # a broadcast
@@ -497,7 +513,7 @@ def _tm_flush_reads_of(offs, row, req, site, accw, warp, counts):
                 for p in range(32):
                     counts[offs[row, p]] += 1
             else:
-                _tm_sorted_request(offs, row, 32, counts, True)
+                _tm_sorted_request(offs, row, 32, counts, True, item)
             _tm_request_done(offs, row, req, site, accw, warp, 32, elements, sectors)
             return
     lanes = 0
@@ -527,7 +543,7 @@ def _tm_flush_reads_of(offs, row, req, site, accw, warp, counts):
         run = 1
         elements += 1
         last_element = e
-        sector = (e * _TM_ITEM) >> 5
+        sector = (e * item) >> 5
         if sector != last_sector:
             sectors += 1
             last_sector = sector
@@ -540,7 +556,7 @@ def _tm_flush_reads_of(offs, row, req, site, accw, warp, counts):
         for p in range(added):  # the runs already counted: the first lanes
             counts[req[_TM_SCRATCH, p]] -= 1
         _tm_sort(req, _TM_SCRATCH, lanes)
-        elements, sectors = _tm_sorted_request(req, _TM_SCRATCH, lanes, counts, True)
+        elements, sectors = _tm_sorted_request(req, _TM_SCRATCH, lanes, counts, True, item)
     _tm_request_done(offs, row, req, site, accw, warp, lanes, elements, sectors)
 
 
@@ -564,8 +580,9 @@ def _tm_flush_global_of(offs, row, req, site, accw, warp):
     # warp on ascending elements (the usual case) is counted without
     # branches; else one pass while the elements ascend, or the request is
     # copied to the scratch row, sorted and counted there.
+    item = _tm_item(site)
     if offs[row, 0] >= 0:
-        ascending, elements, sectors = _tm_full_request(offs, row)
+        ascending, elements, sectors = _tm_full_request(offs, row, item)
         if ascending:
             _tm_request_done(offs, row, req, site, accw, warp, 32, elements, sectors)
             return
@@ -587,7 +604,7 @@ def _tm_flush_global_of(offs, row, req, site, accw, warp):
             continue
         elements += 1
         last_element = e
-        sector = (e * _TM_ITEM) >> 5
+        sector = (e * item) >> 5
         if sector != last_sector:
             sectors += 1
             last_sector = sector
@@ -596,7 +613,7 @@ def _tm_flush_global_of(offs, row, req, site, accw, warp):
     if not ordered:
         _tm_gather(offs, row, req)
         _tm_sort(req, _TM_SCRATCH, lanes)
-        elements, sectors = _tm_sorted_request(req, _TM_SCRATCH, lanes, req[0], False)
+        elements, sectors = _tm_sorted_request(req, _TM_SCRATCH, lanes, req[0], False, item)
     _tm_request_done(offs, row, req, site, accw, warp, lanes, elements, sectors)
 
 
@@ -609,7 +626,7 @@ def _tm_request_done(offs, row, req, site, accw, warp, active, elements, sectors
     req[site, 33] += sectors
     if sectors > req[site, 34]:
         req[site, 34] = sectors
-    req[site, 35] += (elements * _TM_ITEM + 31) >> 5
+    req[site, 35] += (elements * _tm_item(site) + 31) >> 5
     req[site, 36] += active
     accw[site, warp, 0] += 1
     accw[site, warp, 1] += sectors
@@ -891,4 +908,107 @@ def _tm_shared_atomic(sh, e, lane, epoch, epoch0, uninit, block, ws, sl, site, i
     sh[e, 2] = site
     if _TM_WARP_SYNC:
         sh[e, 8] = ws[lane]
+
+
+# A global array checked for races (transform.race_checked_arrays).  Between
+# blocks, nothing orders two accesses: per element, the lowest and highest
+# access key (thread * _TM_SCRATCH + site, _TM_SCRATCH being the number of
+# sites) of its plain reads (grg columns 0, 1), plain writes (2, 3) and
+# atomic updates (4, 5) decide it after the run, whatever order the workers
+# met the element in (records.global_races).  Within a block, the shadow
+# (columns as a shared array's) tells accesses of one barrier interval
+# apart; its intervals are numbered (block << 32) + the block's interval, so
+# that no other block's entry (another worker's) ever matches.  A race within
+# a block flags the element (column 6); _tm_grace keeps the pair of the
+# lowest such element (slot, then offset), its first in program order.
+
+@_tm_njit(inline="always", **_TM_OPTS)
+def _tm_global_keys(grg, e, column, key):
+    if key < grg[e, column]:
+        grg[e, column] = key
+    if key > grg[e, column + 1]:
+        grg[e, column + 1] = key
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_global_hit(grace, grg, sl, e, block, other, other_site, lane, site, i, j):
+    grg[e, 6] = 1
+    grace[0] += 1
+    if grace[1] < 0 or sl < grace[1] or (sl == grace[1] and e < grace[2]):
+        grace[1] = sl
+        grace[2] = e
+        grace[3] = block
+        grace[4] = other
+        grace[5] = other_site
+        grace[6] = lane
+        grace[7] = site
+        grace[8] = i
+        grace[9] = j
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_global_read(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, site, i, j):
+    if grg.shape[0] == 0:  # (an array too large to check: records.py)
+        return
+    _tm_global_keys(grg, e, 0, g * _TM_SCRATCH + site)
+    interval = (block << 32) + (epoch - epoch0)
+    w = ws[lane] if _TM_WARP_SYNC else 0
+    if gsh[e, 0] == interval and gsh[e, 1] != lane \
+            and not _tm_synced(gsh[e, 1], gsh[e, 8], lane, w):
+        _tm_global_hit(grace, grg, sl, e, block, gsh[e, 1], gsh[e, 2], lane, site, i, j)
+    if gsh[e, 3] != interval:
+        gsh[e, 3] = interval
+        gsh[e, 4] = lane
+        gsh[e, 5] = site
+        gsh[e, 6] = -1
+        if _TM_WARP_SYNC:
+            gsh[e, 9] = w
+    elif gsh[e, 4] == lane:
+        if _TM_WARP_SYNC:
+            gsh[e, 9] = w
+    elif gsh[e, 6] < 0:
+        gsh[e, 6] = lane
+        gsh[e, 7] = site
+        if _TM_WARP_SYNC:
+            gsh[e, 10] = w
+    elif gsh[e, 6] == lane:
+        if _TM_WARP_SYNC:
+            gsh[e, 10] = w
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_global_write(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, site, i, j):
+    if grg.shape[0] == 0:
+        return
+    _tm_global_keys(grg, e, 2, g * _TM_SCRATCH + site)
+    interval = (block << 32) + (epoch - epoch0)
+    w = ws[lane] if _TM_WARP_SYNC else 0
+    if gsh[e, 0] == interval and gsh[e, 1] != lane \
+            and not _tm_synced(gsh[e, 1], gsh[e, 8], lane, w):
+        _tm_global_hit(grace, grg, sl, e, block, gsh[e, 1], gsh[e, 2], lane, site, i, j)
+    elif gsh[e, 3] == interval and gsh[e, 4] != lane \
+            and not _tm_synced(gsh[e, 4], gsh[e, 9], lane, w):
+        _tm_global_hit(grace, grg, sl, e, block, gsh[e, 4], gsh[e, 5], lane, site, i, j)
+    elif gsh[e, 3] == interval and gsh[e, 6] >= 0 and gsh[e, 6] != lane \
+            and not _tm_synced(gsh[e, 6], gsh[e, 10], lane, w):
+        _tm_global_hit(grace, grg, sl, e, block, gsh[e, 6], gsh[e, 7], lane, site, i, j)
+    gsh[e, 0] = interval
+    gsh[e, 1] = lane
+    gsh[e, 2] = site
+    if _TM_WARP_SYNC:
+        gsh[e, 8] = w
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_global_atomic(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, site, i, j):
+    # As a shared array's atomics: they do not race with each other; a plain
+    # access of another thread in the same interval after one does.
+    if grg.shape[0] == 0:
+        return
+    _tm_global_keys(grg, e, 4, g * _TM_SCRATCH + site)
+    gsh[e, 0] = (block << 32) + (epoch - epoch0)
+    gsh[e, 1] = lane
+    gsh[e, 2] = site
+    if _TM_WARP_SYNC:
+        gsh[e, 8] = ws[lane]
 '''

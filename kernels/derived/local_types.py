@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..element_types import dtype_of
 from ..errors import EmulationUnsupported, KernelCompileError, UnsupportedConstruct
 from ..sources.allow import NUMPY_TYPES, NotConstant, evaluate, numba_type_name
 from ..sources.plan import KernelPlan, cuda_attribute
@@ -207,7 +208,7 @@ def _kernel_types(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]) -
     arg_types = []
     for name in plan.kernel.params:
         if name in plan.arrays:
-            arg_types.append(typeof(np.zeros((1,) * plan.ndim[name], dtype)))
+            arg_types.append(typeof(np.zeros((1,) * plan.ndim[name], dtype_of(dtype, name))))
         else:
             arg_types.append(typeof(np.zeros((), next(scalars))[()]))
     arg_types += [types.int64] * len(COORDINATE_PARAMS)
@@ -329,7 +330,7 @@ def block_array_specs(plan: KernelPlan, dtype: str) -> tuple[BlockArraySpec, ...
     """Shape and element type of each shared and local array, from its
     declaration: the shape through allow.evaluate (literals, module constants,
     arithmetic), the element type one of numba's or numpy's scalar types, or
-    ``A.dtype`` (the run's dtype).  Raises :class:`UnsupportedConstruct` for
+    ``A.dtype`` (that array's dtype in the run's element types).  Raises :class:`UnsupportedConstruct` for
     anything else."""
     if not plan.local_arrays:
         return ()
@@ -380,7 +381,7 @@ def _element_type(plan: KernelPlan, node: ast.expr, dtype: str, fail) -> str:
 
     if isinstance(node, ast.Attribute) and node.attr == "dtype" \
             and isinstance(node.value, ast.Name) and node.value.id in plan.arrays:
-        return dtype
+        return dtype_of(dtype, node.value.id)
     qualified = qualified_name(node, plan.module.aliases) or ""
     name = numba_type_name(qualified)
     if name and name not in ("void", "none"):

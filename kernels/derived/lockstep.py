@@ -46,6 +46,9 @@ from .transform import (
     AccessSite,
     CoordinateRewriter,
     access_sites,
+    global_ranges_param,
+    global_shadow_param,
+    race_checked_arrays,
     shadow_param,
 )
 from .warp_ops import (
@@ -140,6 +143,9 @@ class LockstepLayout:
     #: the kernel calls cuda.syncwarp(): the shared arrays' shadows keep the
     #: syncwarps each access had passed (transform.shadow_columns)
     warp_sync: bool = False
+    #: global arrays checked for races (transform.race_checked_arrays): each
+    #: has a shadow (shared by the workers) and access ranges (each worker's)
+    race_arrays: tuple[str, ...] = ()
 
     @property
     def workspace(self) -> tuple[str, ...]:
@@ -157,6 +163,9 @@ class LockstepLayout:
             names.append(array.param)
             if mode == "record" and array.kind == "shared":
                 names.append(shadow_param(array.name))
+        if mode == "record":
+            for array in self.race_arrays:
+                names += [global_shadow_param(array), global_ranges_param(array)]
         return tuple(names)
 
     def driver_params(self, plan: KernelPlan, mode: str) -> tuple[str, ...]:
@@ -281,9 +290,12 @@ class _Writer:
             variables=tuple(self.variables.values()), rows=self.rows, depth=self.depth,
             loops=self.loops, block_arrays=self.block_arrays, sites=self.sites,
             branches=tuple(self.branches), barriers=tuple(self.barriers),
+            # (a global array checked for races: a block's warps in one worker,
+            # so that its shadow's intervals see them all, in one order)
             warpwise=not self.plan.barrier_lines and not any(
-                a.kind == "shared" for a in self.block_arrays),
-            round_sites=self.round_sites, warp_sync=uses_syncwarp(plan))
+                a.kind == "shared" for a in self.block_arrays) and not race_checked_arrays(plan),
+            round_sites=self.round_sites, warp_sync=uses_syncwarp(plan),
+            race_arrays=race_checked_arrays(plan))
         params = list(plan.kernel.params)
         if self.record:
             params += recording_params(len(plan.inputs))

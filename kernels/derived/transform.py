@@ -76,6 +76,58 @@ def shadow_param(array: str) -> str:
     return f"_tm_shadow_{array}"
 
 
+#: What the CPU emulation's helpers of a global array checked for races also
+#: take (helper_library's _tm_global_*): where in the block the access
+#: happens, and the record of the first race within a block.
+GLOBAL_RACE_ARGS = ("_tm_epoch", "_tm_epoch0", "_tm_grace", "_tm_block", "_tm_ws")
+
+
+def global_shadow_param(array: str) -> str:
+    """The shadow of global array ``array`` checked for races: as a shared
+    array's, its barrier intervals numbered per block (helper_library)."""
+    return f"_tm_gshadow_{array}"
+
+
+def global_ranges_param(array: str) -> str:
+    """Per element of global array ``array``: the lowest and highest access
+    key (thread x sites + site) of its plain reads, plain writes and atomic
+    updates, and whether a race within a block met it (records.py)."""
+    return f"_tm_granges_{array}"
+
+
+def race_checked_arrays(plan: KernelPlan) -> tuple[str, ...]:
+    """The global arrays of a described kernel whose accesses can race (issue
+    22, point 4): stored into and also read, updated atomically, or not the
+    output; or updated atomically and read.  An array only read cannot race;
+    one only updated atomically (a histogram's bins) neither; the output
+    only stored into is checked by its writer maps (two threads storing one
+    element are a collision).  A matmul-convention run keeps its maps only:
+    there C's collisions are the finding."""
+    if plan.matmul:
+        return ()
+    loads: set[str] = set()
+    stores: set[str] = set()
+    atomics: set[str] = set()
+    for node in ast.walk(plan.kernel.node):
+        if isinstance(node, ast.AugAssign):
+            root, _, _ = subscript_chain(node.target) if isinstance(
+                node.target, ast.Subscript) else (None, None, None)
+            if isinstance(root, ast.Name):
+                loads.add(root.id)
+        if isinstance(node, ast.Subscript):
+            root, _, _ = subscript_chain(node)
+            if isinstance(root, ast.Name):
+                (stores if isinstance(node.ctx, ast.Store) else loads).add(root.id)
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
+            what = cuda_attribute(node.func, plan.module.aliases) or ""
+            if what.startswith("atomic."):
+                atomics.add(node.args[0].id)
+    return tuple(name for name in plan.arrays
+                 if (name in stores and (name in loads or name in atomics
+                                         or name != plan.output))
+                 or (name in atomics and name in loads))
+
+
 @dataclass(frozen=True)
 class AccessSite:
     """One place in the source where the kernel reads or writes an array: a
@@ -111,6 +163,9 @@ class ArraySlot:
     input_index: int = -1
     #: A and B name the inputs under the matmul convention; else their names
     matmul: bool = True
+    #: a global array checked for races (race_checked_arrays): its CPU
+    #: helpers keep its shadow and access ranges
+    races: bool = False
 
     @property
     def site_role(self) -> str:
@@ -122,12 +177,13 @@ def array_slots(plan: KernelPlan) -> tuple[ArraySlot, ...]:
     """Parameter arrays first (slots 0..2, as in ``plan.arrays``), then the
     shared / local arrays whose rank is known."""
     slots = []
+    raced = race_checked_arrays(plan)
     for slot, name in enumerate(plan.arrays):
         if name == plan.output:
-            slots.append(ArraySlot(name, slot, plan.ndim[name], "out"))
+            slots.append(ArraySlot(name, slot, plan.ndim[name], "out", races=name in raced))
         else:
             slots.append(ArraySlot(name, slot, plan.ndim[name], "in",
-                                   plan.inputs.index(name), plan.matmul))
+                                   plan.inputs.index(name), plan.matmul, name in raced))
     for local in plan.local_arrays:
         if local.ndim in (1, 2):
             slots.append(ArraySlot(local.name, len(slots), local.ndim,
@@ -324,9 +380,13 @@ class AccessRewriter(ast.NodeTransformer):
         names += OOB_ARGS[self.target]
         if slot.role == "sh" and self.target == "cpu":
             names += (shadow_param(slot.name),) + SHARED_ARGS
+        checked = slot.races and self.target == "cpu"
+        if checked:
+            names += (global_shadow_param(slot.name), global_ranges_param(slot.name)) \
+                + GLOBAL_RACE_ARGS
         # Slot and site are passed as int64, not literals: numba would compile
         # the helper once per literal value (tens of seconds for a kernel).
-        return _call(f"_tm_{op}{slot.ndim}_{slot.role}",
+        return _call(f"_tm_{op}{slot.ndim}_{slot.role}{'r' if checked else ''}",
                      base + [_int64(slot.slot), _int64(site)] + [_name(n) for n in names])
 
     def _load(self, slot: ArraySlot, indices: list[ast.expr], node: ast.AST) -> ast.Call:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ArgumentsNeeded, KernelSourceError, RequestError
-from ..request import MAX_DIMENSION, RunRequest
+from ..request import DESCRIBED_DTYPES, MAX_DIMENSION, RunRequest
 from .loader import DIMENSION_NAMES, load_plan
 from .plan import ParameterUses, parameter_uses
 from .source import ModuleInfo
@@ -497,6 +497,11 @@ def describe_request(request: RunRequest, items: list[str] | tuple[str, ...] = (
         described.pop(name, None)  # (--scalar wins over the file)
     if as_it_is:
         return _as_it_is(request, plan, described, sources, hint if not given else "")
+    if any(isinstance(a, ArrayArgument) and a.dtype not in ("float32", "float64")
+           for a in described.values()):
+        # (an integer array is no matmul's matrix: a histogram, a gather)
+        return _as_it_is(request, load_plan(request, matmul=False), described, sources,
+                         hint if not given else "")
     known = _dimension_scalars(scalars_given, "--scalar")
     for name in described:
         if name not in params:
@@ -597,7 +602,9 @@ def wrapped_shape(length: int) -> tuple[int, int]:
 def _as_it_is(request: RunRequest, plan, described: dict[str, Argument],
               sources: dict[str, str], hint: str) -> RunRequest:
     """A described run: every parameter described, its arrays of 1 or 2
-    dimensions and of one float dtype (the first steps of issue 22)."""
+    dimensions, each of its own dtype (float32, float64 or an integer type:
+    a histogram's int32 bins, CSR's indices); the run's dtype is the
+    output's."""
     ordered = check_arguments(tuple(described.values()),
                               tuple(p for p in plan.kernel.params
                                     if p not in dict(request.scalars)),
@@ -609,13 +616,12 @@ def _as_it_is(request: RunRequest, plan, described: dict[str, Argument],
         if len(argument.shape) > 2:
             raise RequestError(f"{label(argument.name)} {argument}: arrays of 3 dimensions are "
                                "not drawn yet (1 or 2)")
-        if argument.dtype not in ("float32", "float64"):
-            raise RequestError(f"{label(argument.name)} {argument}: ThreadMap runs float32 or "
-                               f"float64 arrays so far, not {argument.dtype}")
-        if argument.dtype != arrays[0].dtype:
-            raise RequestError(f"{label(argument.name)} {argument}: {argument.dtype}, where "
-                               f"{arrays[0]} is {arrays[0].dtype}: the arrays share one dtype "
-                               "so far")
+        if argument.dtype == "float16":
+            raise RequestError(f"{label(argument.name)} {argument}: float16 arrays are not run "
+                               "yet (float32, float64 or an integer type)")
+        if argument.dtype not in DESCRIBED_DTYPES:
+            raise RequestError(f"{label(argument.name)} {argument}: ThreadMap runs arrays of "
+                               f"{', '.join(DESCRIBED_DTYPES)}, not {argument.dtype}")
     output = next(a for a in arrays if a.name == plan.output)
     m, n = output.shape if len(output.shape) == 2 else wrapped_shape(output.shape[0])
     scalars = tuple((a.name, a.value) for a in ordered if isinstance(a, ScalarArgument))
