@@ -836,6 +836,33 @@ def test_a_kernel_outside_the_matmul_convention_runs_as_it_is_on_its_arguments(
     assert not controls.described and controls.m_spin.isVisibleTo(window)
 
 
+def test_a_saved_threadmap_args_is_followed_but_typed_arguments_are_kept(window, tmp_path):
+    """Follow the file: a run on the file's THREADMAP_ARGS runs again on them as
+    saved; a run on Arguments typed in the app keeps those."""
+    text = (ROOT / "examples" / "vector_add.py").read_text()
+    path = tmp_path / "vector_add.py"
+    path.write_text(text)
+    controls = window.controls
+    assert window.controller.open_kernel_file(str(path))
+    controls.reference_edit.clear()
+    controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    assert window.session.current.request.shape_label.startswith("x=float32[4096]")
+    path.write_text(text.replace("4096", "1000"))
+    window.controller._look_at_the_file()
+    assert window.session.current.request.shape_label == \
+        "x=float32[1000], y=float32[1000], out=float32[1000]"
+    assert window.results_view.results.rowCount() == 2
+    # typed in the app: a save runs them again as typed
+    controls.arguments_edit.setText("x=float32[64] y=float32[64] out=float32[64]")
+    window.run_action.trigger()
+    path.write_text(text.replace("4096", "2000"))
+    window.controller._look_at_the_file()
+    assert window.results_view.results.rowCount() == 4
+    assert window.session.current.request.shape_label == \
+        "x=float32[64], y=float32[64], out=float32[64]"
+
+
 def test_without_a_reference_a_kernel_run_as_it_is_has_maps_and_checks_only(window):
     controls = window.controls
     assert window.controller.open_kernel_file(str(ROOT / "examples" / "vector_add.py"))

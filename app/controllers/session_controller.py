@@ -69,6 +69,9 @@ class SessionController(QtCore.QObject):
         self.follow = True
         self._watcher: FileWatcher | None = None
         self._watched_request: RunRequest | None = None
+        #: the arguments the watched file's THREADMAP_ARGS gave when it was
+        #: first shown (a run on them follows their edits)
+        self._file_arguments: tuple | None = None
         self._saved_while_busy = False
         self._follow_timer = QtCore.QTimer(self)
         self._follow_timer.setInterval(FOLLOW_INTERVAL_MS)
@@ -224,6 +227,8 @@ class SessionController(QtCore.QObject):
             return
         self._watcher = FileWatcher(request.kernel_file)
         self._watched_request = request
+        on_file = _file_described(request)
+        self._file_arguments = on_file.arguments if on_file is not None else None
 
     def _look_at_the_file(self) -> None:
         if self._watcher is None or not self._watcher.changed():
@@ -242,7 +247,16 @@ class SessionController(QtCore.QObject):
         request = self._watched_request
         if request is None or self.busy:
             return
-        self.session.tell(f"{request.kernel_label} was saved: running it again", 0)
+        said = "running it again"
+        # A run on the file's THREADMAP_ARGS follows an edit of them too (one
+        # on arguments typed in the app keeps those).
+        if request.arguments and request.arguments == self._file_arguments:
+            now = _file_described(request)
+            if now is not None and now.arguments != request.arguments:
+                request = self._watched_request = now
+                said = f"running it again on its new THREADMAP_ARGS: {now.shape_label}"
+            self._file_arguments = None if now is None else now.arguments
+        self.session.tell(f"{request.kernel_label} was saved: {said}", 0)
         self.run(request)
 
     # -- kernels, results ------------------------------------------------------------------
@@ -334,3 +348,19 @@ class SessionController(QtCore.QObject):
             self.session.add_result(cell.result)
         else:
             self.session.show(cell.result)
+
+
+def _file_described(request: RunRequest):
+    """``request`` (a described run) on its kernel file's own THREADMAP_ARGS
+    as they read now, the launch and the rest kept; None when the file
+    describes none, or they do not parse."""
+    if not request.arguments:
+        return None
+    described = {a.name for a in request.arguments}
+    base = request.with_(arguments=(), scalars=tuple(
+        (name, value) for name, value in request.scalars if name not in described))
+    try:
+        found = describe_request(base, as_it_is_unless_matmul=True)
+    except ThreadMapError:
+        return None
+    return found if found.arguments else None
