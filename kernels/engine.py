@@ -45,7 +45,7 @@ from .errors import (
     UnsupportedConstruct,
 )
 from .estimate import ANALYSIS_SECONDS_LIMIT, emulation_seconds
-from .inputs import described_arrays, make_inputs
+from .inputs import described_arrays, make_inputs, poison_value
 from .records import RACE_CHECK_ELEMENTS, read_back
 from .request import RunRequest, check_request, format_bytes
 from .result import KernelSnapshot, RunResult, Timing, make_verdict
@@ -296,8 +296,9 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
                      f"values {made}, not NaN, and a reference gets them; the write counts "
                      f"still show elements it never wrote")
     elif request.given_inputs:
-        notes.append(f"the given {plan.output} was replaced by NaN before the run (the kernel "
-                     f"only stores into it), so that an element it never writes shows")
+        poison = "NaN" if np.dtype(c.dtype).kind == "f" else f"{poison_value(c.dtype):,}"
+        notes.append(f"the given {plan.output} was replaced by {poison} before the run (the "
+                     f"kernel only stores into it), so that an element it never writes shows")
     elif plan.reads_output:
         notes.append(f"{plan.name} reads or accumulates into its output, so C started "
                      "zeroed (as its author's host code would do) instead of NaN; the write "
@@ -307,7 +308,7 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
     if analysis is not None and analysis.global_races.unchecked:
         notes.append(f"races in global memory were not checked in "
                      f"{', '.join(analysis.global_races.unchecked)}: past "
-                     f"{RACE_CHECK_ELEMENTS:,} elements, the check's records (~120 bytes an "
+                     f"{RACE_CHECK_ELEMENTS:,} elements, the check's records (~190 bytes an "
                      "element) would outweigh the run")
     earlier = plan.module.redefined.get(plan.name)
     if earlier:
@@ -327,7 +328,9 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         request=request, kernel_name=plan.name, backend_note=backend_note,
         c=c, c_source="plain kernel" if output.c_plain is not None else "instrumented kernel",
         reference=ref_c, maps=maps, verdict=verdict, timings=tuple(timings),
-        notes=tuple(notes), output_init="zeros" if plan.reads_output else "nan", slots=slots,
+        notes=tuple(notes), output_init="zeros" if plan.reads_output else (
+            "nan" if np.dtype(c.dtype).kind == "f" else "lowest" if np.dtype(c.dtype).kind == "i"
+            else "highest"), slots=slots,
         analysis=analysis, analysis_note=analysis_note, output=plan.output,
         output_reason=plan.output_reason,
         kernel=_snapshot(plan),

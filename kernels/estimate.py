@@ -128,15 +128,27 @@ def compile_seconds(plan) -> float:
     return COMPILE_SECONDS_WITH_BARRIERS if plan.barrier_lines else COMPILE_SECONDS
 
 
+#: How much slower the instant tier's steps are on a kernel whose global
+#: arrays are checked for races (measured once, above).
+RACE_CHECK_FACTOR = 3.0
+
+
 def instant_seconds(request: RunRequest, plan) -> float:
     """Rough time of the instant tier (a correct matmul's work, M x N x K
     multiply-adds): vector steps, each lane's share of them."""
+    from .derived.transform import race_checked_arrays
+
     work = request.m * request.n * request.k
     tpb = request.threads_per_block
     per_step = INSTANT_SECONDS_PER_VECTOR_STEP
-    if plan.barrier_lines or plan.local_arrays:
+    if plan.barrier_lines or plan.local_arrays or race_checked_arrays(plan):
         lanes = tpb  # block after block
         per_step = INSTANT_SECONDS_PER_BLOCK_STEP
+        if race_checked_arrays(plan):
+            # each access also keeps the array's shadow and access ranges: an
+            # in-place SAXPY of 2^20 took 3x its time before the check (124 s
+            # against 41.7 s, warp after warp then)
+            per_step *= RACE_CHECK_FACTOR
     elif plan.reads_output or set(plan.stored_arrays) - {plan.output}:
         lanes = min(tpb, 32)  # warp after warp
     else:

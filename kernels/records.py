@@ -350,9 +350,9 @@ RANGE_COLUMNS = ("read_min", "read_max", "write_min", "write_max", "atomic_min",
                  "raced")
 RANGE_MERGE = ("min", "max", "min", "max", "min", "max", "max")
 #: Past this many elements a global array is not checked for races: its
-#: shadow and ranges (~120 bytes an element, the ranges once per worker)
+#: shadow and ranges (~190 bytes an element, the ranges once per worker)
 #: would outweigh the run.  The result says so.
-RACE_CHECK_ELEMENTS = 1 << 21
+RACE_CHECK_ELEMENTS = 1 << 20
 
 
 def allocate_global_ranges(elements: int) -> np.ndarray:

@@ -71,6 +71,22 @@ def block_sums(x, sums, out):
         sums[cuda.blockIdx.x] = x[i]
 '''
 
+# Thread 0 zeroes the total, then every thread adds to it: nothing orders the
+# zeroing before the other threads' atomic updates.
+ZERO_THEN_ADD = '''from numba import cuda
+
+THREADMAP_ARGS = {"x": "float32[256]", "total": "float32[1]", "out": "float32[256]"}
+
+
+@cuda.jit
+def zero_then_add(x, total, out):
+    i = cuda.grid(1)
+    if i == 0:
+        total[0] = 0.0
+    cuda.atomic.add(total, 0, x[i])
+    out[i] = x[i]
+'''
+
 HISTOGRAM = '''from numba import cuda
 
 THREADMAP_ARGS = {"x": "float32[512]", "bins": "int32[16]"}
@@ -89,7 +105,7 @@ def histogram(x, bins):
 def files(tmp_path):
     for name, text in (("shift.py", SHIFT), ("synced.py", SHIFT_SYNCED),
                        ("counter.py", COUNTER), ("sums.py", BLOCK_SUMS),
-                       ("histogram.py", HISTOGRAM)):
+                       ("histogram.py", HISTOGRAM), ("zero_then_add.py", ZERO_THEN_ADD)):
         (tmp_path / name).write_text(text)
     (tmp_path / "sums_wrong.py").write_text(
         BLOCK_SUMS.replace("sums[cuda.blockIdx.x] = x[i]", "sums[0] = x[i]"))
@@ -155,6 +171,27 @@ def test_one_slot_per_block_is_no_race_and_one_slot_for_all_is(files, tier):
     assert (wrong.count, wrong.between_blocks, wrong.array, wrong.index) == \
         (1, 1, "sums", (0,))
     assert pair(wrong) == ((0, "store", 11), (192, "store", 11))
+
+
+@pytest.mark.parametrize("tier", ["compiled", "instant"])
+def test_a_plain_write_before_other_threads_atomic_updates_races(files, tier):
+    # one block: thread 0's store, then thread 1's atomic add in the same interval
+    _, races = races_of(files / "zero_then_add.py", tier, grid=(1,), block=(256,))
+    assert (races.count, races.between_blocks, races.array, races.kind) == \
+        (1, 0, "total", "within a block")
+    assert pair(races) == ((0, "store", 10), (1, "atomic", 11))
+    # the atomic updates do not race with each other, and a read after a
+    # barrier is ordered after them (total is checked: updated and read)
+    (files / "adds_only.py").write_text(ZERO_THEN_ADD.replace(
+        "    if i == 0:\n        total[0] = 0.0\n", "").replace(
+        "    out[i] = x[i]\n", "    cuda.syncthreads()\n    out[i] = total[0]\n"))
+    _, alone = races_of(files / "adds_only.py", tier, grid=(1,), block=(256,))
+    assert alone.count == 0
+    # and without the barrier, the reads race with the other threads' updates
+    (files / "no_barrier.py").write_text((files / "adds_only.py").read_text().replace(
+        "    cuda.syncthreads()\n", ""))
+    _, raced = races_of(files / "no_barrier.py", tier, grid=(1,), block=(256,))
+    assert (raced.count, raced.array) == (1, "total")
 
 
 def test_what_is_checked_and_what_is_not(files):

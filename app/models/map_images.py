@@ -313,6 +313,13 @@ def make_map(result: RunResult, name: str, writer_kind: str = "thread",
             raise ThreadMapError(f"no reference to compare with: "
                                  f"{result.verdict.reference_note or 'none given'}")
         error = np.abs(result.c.astype(np.float64) - result.reference)
+        if result.c.dtype.kind in "iu":
+            # an integer output cannot hold NaN: its never-written elements
+            # hold the poison, blank here as a float's NaN is
+            written = result.maps.count.reshape(error.shape) > 0
+            if result.maps.atomics.size == error.size:
+                written |= result.maps.atomics.reshape(error.shape) > 0
+            error[~written] = np.nan
         top = float(np.nanmax(error, initial=0)) if np.isfinite(error).any() else 1.0
         return MapImage(name, "|C - reference|", error, Colouring("sequential", top),
                         "colour = absolute error; blank = not a number (never written)",

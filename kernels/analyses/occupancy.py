@@ -274,9 +274,17 @@ def static_shared_bytes(plan, dtype: str) -> int:
     """Static shared memory per block, from the kernel's cuda.shared.array shapes."""
     import ast
 
+    import numpy as np
+
+    from ..derived.local_types import block_array_specs
     from ..sources.plan import cuda_attribute
 
-    item = 4 if dtype == "float32" else 8
+    try:  # (each shared array's own element type: an int32 array is 4 bytes)
+        items = {spec.line: np.dtype(spec.dtype).itemsize
+                 for spec in block_array_specs(plan, dtype) if spec.kind == "shared"}
+    except Exception:  # noqa: BLE001 (a declaration the specs refuse: the run says why)
+        items = {}
+    default = 4 if dtype == "float32" else 8
     total = 0
     for node in ast.walk(plan.kernel.node):
         if not (isinstance(node, ast.Call)
@@ -287,6 +295,7 @@ def static_shared_bytes(plan, dtype: str) -> int:
         dims = _int_value(shape, plan)
         if dims is None:
             continue  # a shape that is not a literal: unknown
+        item = items.get(node.lineno, default)
         total += item * (math.prod(dims) if isinstance(dims, tuple) else dims)
     return total
 

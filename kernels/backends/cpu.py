@@ -37,6 +37,7 @@ from ..derived.codegen import (
 from ..derived.local_types import kernel_types
 from ..derived.lockstep import ROUNDS, LockstepLayout, lockstep_code
 from ..derived.transform import (
+    GLOBAL_SHADOW_COLUMNS,
     global_ranges_param,
     global_shadow_param,
     shadow_columns,
@@ -289,7 +290,7 @@ def _lockstep_records(layout: LockstepLayout, job: KernelJob,
     fresh = allocate_lockstep_records(len(layout.sites), len(layout.branches),
                                       len(layout.barriers), warps if shared is None else 0)
     sizes = job.array_elements()
-    columns = shadow_columns(layout.warp_sync)
+    columns = GLOBAL_SHADOW_COLUMNS
     for name in layout.race_arrays:
         checked = sizes[name] if sizes[name] <= RACE_CHECK_ELEMENTS else 0
         fresh[global_ranges_param(name)] = allocate_global_ranges(checked)

@@ -38,7 +38,12 @@ from typing import ClassVar
 import numpy as np
 
 from ..derived.local_types import kernel_types
-from ..derived.transform import SHADOW_COLUMNS, array_slots, global_ranges_param
+from ..derived.transform import (
+    GLOBAL_SHADOW_COLUMNS,
+    SHADOW_COLUMNS,
+    array_slots,
+    global_ranges_param,
+)
 from ..derived.vector import VectorCode, vector_code
 from ..derived.warp_ops import MATCH, SHUFFLES
 from ..element_types import dtype_of
@@ -154,7 +159,7 @@ class VectorRuntime:
         #: records, as the compiled tier's) and shadows
         self.granges = {name: lockstep[global_ranges_param(name)]
                         for name in self.layout.race_arrays}
-        self.gshadows = {name: np.full((max(len(r), 1), SHADOW_COLUMNS), -1, np.int64)
+        self.gshadows = {name: np.full((max(len(r), 1), GLOBAL_SHADOW_COLUMNS), -1, np.int64)
                          for name, r in self.granges.items()}
         self.grace = lockstep["_tm_grace"]
         self.keys_per_thread = max(len(self.layout.sites), 1)
@@ -687,6 +692,7 @@ class VectorRuntime:
         def hit(where, other_lanes, other_sites) -> None:
             # each element raced on flagged; the lowest (slot, offset) kept
             # with its first pair (the lowest lane among this call's)
+            self._hit_now.update(int(p) for p in where)
             ranges[e[where], 6] = 1
             self.grace[0] += len(where)
             low = int(e[where].min())
@@ -697,17 +703,38 @@ class VectorRuntime:
                 grace[1:] = (slot, low, self.block, int(other_lanes[q]), int(other_sites[q]),
                              int(self.LANE[lanes[p]]), site, int(i[p]), int(j[p]))
 
+        self._hit_now = set()
         if op == "ld":
             self._shared_read(shadow, e, lanes, site, slot, i, j, interval, hit)
         elif op == "st":
             self._shared_write(shadow, e, lanes, site, slot, i, j, interval, hit)
         else:
+            # lane after lane, as the compiled tier's _tm_global_atomic
             lane_ids = self.LANE[lanes]
-            for p in range(len(e)):  # (as _shared_atomic: no race among atomics)
-                shadow[e[p], 0] = interval
-                shadow[e[p], 1] = lane_ids[p]
-                shadow[e[p], 2] = site
-                shadow[e[p], 8] = self.WS[lanes[p]]
+            for p in range(len(e)):
+                row, lane, w = shadow[e[p]], int(lane_ids[p]), int(self.WS[lanes[p]])
+                for live, who, where, synced in ((row[0] == interval, 1, 2, 8),
+                                                 (row[3] == interval, 4, 5, 9),
+                                                 (row[3] == interval, 6, 7, 10)):
+                    if live and row[who] >= 0 and row[who] != lane and not (
+                            row[who] // WARP == lane // WARP and row[synced] != w):
+                        hit(np.array([p]), np.array([row[who]]), np.array([row[where]]))
+                        break
+                if row[12] != interval:
+                    row[12], row[13], row[14], row[15] = interval, lane, site, -1
+                elif row[13] != lane and row[15] < 0:
+                    row[15], row[16] = lane, site
+            return
+        # a plain access meeting another thread's atomic update of the interval
+        # (where no plain access was met first, as the compiled tier's order)
+        lane_ids = self.LANE[lanes]
+        other = np.where(shadow[e, 13] != lane_ids, shadow[e, 13], shadow[e, 15])
+        other_site = np.where(shadow[e, 13] != lane_ids, shadow[e, 14], shadow[e, 16])
+        met = (shadow[e, 12] == interval) & (other >= 0)
+        met[list(self._hit_now)] = False
+        if met.any():
+            where = np.flatnonzero(met)
+            hit(where, other[where], other_site[where])
 
     def _shared_atomic(self, sh, e, lanes, site, slot, i, j) -> None:
         for p in range(len(e)):

@@ -946,6 +946,17 @@ def _tm_global_hit(grace, grg, sl, e, block, other, other_site, lane, site, i, j
         grace[9] = j
 
 
+@_tm_njit(inline="always", **_TM_OPTS)
+def _tm_global_atomics_met(gsh, e, lane, interval):
+    # Another thread's atomic update of the element in this interval (its
+    # lane and site, or -1): the first, or a second, different one.
+    if gsh[e, 12] != interval:
+        return _tm_i64(-1), _tm_i64(-1)
+    if gsh[e, 13] != lane:
+        return gsh[e, 13], gsh[e, 14]
+    return gsh[e, 15], gsh[e, 16]
+
+
 @_tm_njit(**_TM_OPTS)
 def _tm_global_read(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, site, i, j):
     if grg.shape[0] == 0:  # (an array too large to check: records.py)
@@ -953,9 +964,12 @@ def _tm_global_read(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, s
     _tm_global_keys(grg, e, 0, g * _TM_SCRATCH + site)
     interval = (block << 32) + (epoch - epoch0)
     w = ws[lane] if _TM_WARP_SYNC else 0
+    other, other_site = _tm_global_atomics_met(gsh, e, lane, interval)
     if gsh[e, 0] == interval and gsh[e, 1] != lane \
             and not _tm_synced(gsh[e, 1], gsh[e, 8], lane, w):
         _tm_global_hit(grace, grg, sl, e, block, gsh[e, 1], gsh[e, 2], lane, site, i, j)
+    elif other >= 0:
+        _tm_global_hit(grace, grg, sl, e, block, other, other_site, lane, site, i, j)
     if gsh[e, 3] != interval:
         gsh[e, 3] = interval
         gsh[e, 4] = lane
@@ -977,12 +991,9 @@ def _tm_global_read(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, s
 
 
 @_tm_njit(**_TM_OPTS)
-def _tm_global_write(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, site, i, j):
-    if grg.shape[0] == 0:
-        return
-    _tm_global_keys(grg, e, 2, g * _TM_SCRATCH + site)
-    interval = (block << 32) + (epoch - epoch0)
-    w = ws[lane] if _TM_WARP_SYNC else 0
+def _tm_global_plain_met(gsh, grg, e, lane, interval, w, grace, block, sl, site, i, j):
+    # A write or an atomic update meeting another thread's plain write, or a
+    # plain read, of this interval: a race (True when one was met).
     if gsh[e, 0] == interval and gsh[e, 1] != lane \
             and not _tm_synced(gsh[e, 1], gsh[e, 8], lane, w):
         _tm_global_hit(grace, grg, sl, e, block, gsh[e, 1], gsh[e, 2], lane, site, i, j)
@@ -992,6 +1003,22 @@ def _tm_global_write(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, 
     elif gsh[e, 3] == interval and gsh[e, 6] >= 0 and gsh[e, 6] != lane \
             and not _tm_synced(gsh[e, 6], gsh[e, 10], lane, w):
         _tm_global_hit(grace, grg, sl, e, block, gsh[e, 6], gsh[e, 7], lane, site, i, j)
+    else:
+        return False
+    return True
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_global_write(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, site, i, j):
+    if grg.shape[0] == 0:
+        return
+    _tm_global_keys(grg, e, 2, g * _TM_SCRATCH + site)
+    interval = (block << 32) + (epoch - epoch0)
+    w = ws[lane] if _TM_WARP_SYNC else 0
+    if not _tm_global_plain_met(gsh, grg, e, lane, interval, w, grace, block, sl, site, i, j):
+        other, other_site = _tm_global_atomics_met(gsh, e, lane, interval)
+        if other >= 0:
+            _tm_global_hit(grace, grg, sl, e, block, other, other_site, lane, site, i, j)
     gsh[e, 0] = interval
     gsh[e, 1] = lane
     gsh[e, 2] = site
@@ -1001,14 +1028,21 @@ def _tm_global_write(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, 
 
 @_tm_njit(**_TM_OPTS)
 def _tm_global_atomic(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, site, i, j):
-    # As a shared array's atomics: they do not race with each other; a plain
-    # access of another thread in the same interval after one does.
+    # Atomics do not race with each other; with another thread's plain write
+    # or read of the interval, before or after, they do.  They are noted apart
+    # (columns 12-16: interval, the first atomic lane and site, a second).
     if grg.shape[0] == 0:
         return
     _tm_global_keys(grg, e, 4, g * _TM_SCRATCH + site)
-    gsh[e, 0] = (block << 32) + (epoch - epoch0)
-    gsh[e, 1] = lane
-    gsh[e, 2] = site
-    if _TM_WARP_SYNC:
-        gsh[e, 8] = ws[lane]
+    interval = (block << 32) + (epoch - epoch0)
+    w = ws[lane] if _TM_WARP_SYNC else 0
+    _tm_global_plain_met(gsh, grg, e, lane, interval, w, grace, block, sl, site, i, j)
+    if gsh[e, 12] != interval:
+        gsh[e, 12] = interval
+        gsh[e, 13] = lane
+        gsh[e, 14] = site
+        gsh[e, 15] = -1
+    elif gsh[e, 13] != lane and gsh[e, 15] < 0:
+        gsh[e, 15] = lane
+        gsh[e, 16] = site
 '''

@@ -82,6 +82,12 @@ def shadow_param(array: str) -> str:
 GLOBAL_RACE_ARGS = ("_tm_epoch", "_tm_epoch0", "_tm_grace", "_tm_block", "_tm_ws")
 
 
+#: Columns of a global array's shadow: a shared array's 11, one unused, and
+#: its atomic updates apart (interval, two lanes and their sites): atomics do
+#: not race with each other, but do with plain accesses.
+GLOBAL_SHADOW_COLUMNS = 17
+
+
 def global_shadow_param(array: str) -> str:
     """The shadow of global array ``array`` checked for races: as a shared
     array's, its barrier intervals numbered per block (helper_library)."""
