@@ -96,6 +96,17 @@ class SharedAccess:
                 f"at line {self.access.line}")
 
 
+def pair_summary(first: tuple[SharedAccess, SharedAccess] | None, array: str | None,
+                 index: tuple[int, ...] | None) -> dict | None:
+    """A racing pair for result.json: both threads, the element, both lines."""
+    if first is None:
+        return None
+    a, b = first
+    return {"threads": [a.thread, b.thread], "array": array, "index": list(index),
+            "lines": [a.access.line, b.access.line],
+            "accesses": [f"{a.access.kind} {a.access.text}", f"{b.access.kind} {b.access.text}"]}
+
+
 @dataclass(frozen=True)
 class SharedRaces:
     """Accesses to shared elements that raced with an earlier access by another
@@ -108,14 +119,7 @@ class SharedRaces:
     first: tuple[SharedAccess, SharedAccess] | None = None
 
     def summary(self) -> dict:
-        first = None
-        if self.first is not None:
-            a, b = self.first
-            first = {"threads": [a.thread, b.thread], "array": self.array,
-                     "index": list(self.index), "lines": [a.access.line, b.access.line],
-                     "accesses": [f"{a.access.kind} {a.access.text}",
-                                  f"{b.access.kind} {b.access.text}"]}
-        return {"count": self.count, "first": first}
+        return {"count": self.count, "first": pair_summary(self.first, self.array, self.index)}
 
     def describe(self) -> str:
         a, b = self.first
@@ -291,13 +295,9 @@ class GlobalRaces:
     unchecked: tuple[str, ...] = ()
 
     def summary(self) -> dict:
-        first = None
-        if self.first is not None:
-            a, b = self.first
-            first = {"threads": [a.thread, b.thread], "array": self.array,
-                     "index": list(self.index), "lines": [a.access.line, b.access.line],
-                     "accesses": [f"{a.access.kind} {a.access.text}",
-                                  f"{b.access.kind} {b.access.text}"], "kind": self.kind}
+        first = pair_summary(self.first, self.array, self.index)
+        if first is not None:
+            first["kind"] = self.kind
         return {"elements": self.count, "between_blocks": self.between_blocks, "first": first,
                 "unchecked": list(self.unchecked)}
 

@@ -851,13 +851,11 @@ def _tm_synced(a, wa, b, wb):
 # (_TM_WARP_SYNC, the module's constant, is False for a kernel without a
 # syncwarp: numba then drops the syncwarp figures, and the shadow keeps 8.)
 
-@_tm_njit(**_TM_OPTS)
-def _tm_shared_read(sh, e, lane, epoch, epoch0, race, uninit, block, ws, sl, site, i, j):
-    w = ws[lane] if _TM_WARP_SYNC else 0
-    if sh[e, 0] < epoch0:
-        _tm_uninit_hit(uninit, block, lane, sl, site, i, j)
-    elif sh[e, 0] == epoch and sh[e, 1] != lane and not _tm_synced(sh[e, 1], sh[e, 8], lane, w):
-        _tm_race_hit(race, block, sh[e, 1], sh[e, 2], lane, site, sl, i, j)
+@_tm_njit(inline="always", **_TM_OPTS)
+def _tm_note_reader(sh, e, lane, epoch, site, w):
+    # A read noted in a shadow (a shared array's, or a global one's): the
+    # first reader of the interval, or a second, different one, each with the
+    # syncwarps it had passed.
     if sh[e, 3] != epoch:
         sh[e, 3] = epoch
         sh[e, 4] = lane
@@ -876,6 +874,16 @@ def _tm_shared_read(sh, e, lane, epoch, epoch0, race, uninit, block, ws, sl, sit
     elif sh[e, 6] == lane:
         if _TM_WARP_SYNC:
             sh[e, 10] = w
+
+
+@_tm_njit(**_TM_OPTS)
+def _tm_shared_read(sh, e, lane, epoch, epoch0, race, uninit, block, ws, sl, site, i, j):
+    w = ws[lane] if _TM_WARP_SYNC else 0
+    if sh[e, 0] < epoch0:
+        _tm_uninit_hit(uninit, block, lane, sl, site, i, j)
+    elif sh[e, 0] == epoch and sh[e, 1] != lane and not _tm_synced(sh[e, 1], sh[e, 8], lane, w):
+        _tm_race_hit(race, block, sh[e, 1], sh[e, 2], lane, site, sl, i, j)
+    _tm_note_reader(sh, e, lane, epoch, site, w)
 
 
 @_tm_njit(**_TM_OPTS)
@@ -970,24 +978,7 @@ def _tm_global_read(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, s
         _tm_global_hit(grace, grg, sl, e, block, gsh[e, 1], gsh[e, 2], lane, site, i, j)
     elif other >= 0:
         _tm_global_hit(grace, grg, sl, e, block, other, other_site, lane, site, i, j)
-    if gsh[e, 3] != interval:
-        gsh[e, 3] = interval
-        gsh[e, 4] = lane
-        gsh[e, 5] = site
-        gsh[e, 6] = -1
-        if _TM_WARP_SYNC:
-            gsh[e, 9] = w
-    elif gsh[e, 4] == lane:
-        if _TM_WARP_SYNC:
-            gsh[e, 9] = w
-    elif gsh[e, 6] < 0:
-        gsh[e, 6] = lane
-        gsh[e, 7] = site
-        if _TM_WARP_SYNC:
-            gsh[e, 10] = w
-    elif gsh[e, 6] == lane:
-        if _TM_WARP_SYNC:
-            gsh[e, 10] = w
+    _tm_note_reader(gsh, e, lane, interval, site, w)
 
 
 @_tm_njit(**_TM_OPTS)
