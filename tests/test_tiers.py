@@ -267,10 +267,14 @@ def test_the_compiled_tier_s_estimate_is_within_2x_of_its_run(kernel, shape, gri
     run(req.with_(m=8, k=8, n=8))  # compiled (or loaded): the estimate is of a ready tier
     resolved, plan, _ = prepare(req)
     estimate = tier_seconds(resolved, plan, compiled_ready=True)["compiled"]
-    began = time.perf_counter()
-    run(req)
-    measured = time.perf_counter() - began
-    assert 0.5 <= estimate / measured <= 2.0, (estimate, measured)
+    # the median of three: one run of 0.2 s took 0.19 to 0.33 s on one VM
+    times = []
+    for _ in range(3):
+        began = time.perf_counter()
+        run(req)
+        times.append(time.perf_counter() - began)
+    measured = sorted(times)[1]
+    assert 0.5 <= estimate / measured <= 2.0, (estimate, times)
 
 
 def test_a_sweep_runs_every_configuration_on_the_compiled_tier(tmp_path, monkeypatch):
