@@ -23,7 +23,13 @@ from kernels import (
     write_atomically,
 )
 
-from .models.map_images import MAP_CHOICES, MapImage, make_map, replay_map
+from .models.map_images import (
+    MAP_CHOICES,
+    MapImage,
+    make_map,
+    replay_map,
+    written_map_names,
+)
 from .qt import QtCore, QtGui, QtWidgets, pg
 from .views.colors import colour_map
 from .views.heatmap import HeatmapPlot, MapTile, colour_bar_ticks
@@ -162,7 +168,8 @@ class HeatmapExporter:
               rgba: np.ndarray | None = None) -> Path:
         """Write map ``map_name`` of ``result`` (or a ready ``image``, with its
         colours when they were made ahead: views/map_painter.py) to ``path``."""
-        if image is None and map_name not in MAP_CHOICES:
+        if image is None and map_name not in MAP_CHOICES \
+                and map_name not in written_map_names(result):
             raise ValueError(f"unknown map {map_name!r}; maps: {', '.join(MAP_CHOICES)}")
         width, height = self.size
         self.title.setText(run_title(result, html=True), size="11pt")

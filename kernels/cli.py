@@ -122,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--png", help="also export the write-count heatmap to this PNG")
     run_parser.add_argument("--svg", help="also export the write-count heatmap to this SVG")
     run_parser.add_argument("--map", default="count",
-                            help="which map --png/--svg draw (count, writer, iteration, ...)")
+                            help="which map --png/--svg draw (count, writer, iteration, ...; "
+                                 "count:<array> for another array the kernel stores into)")
     run_parser.add_argument("--size", default="1200x900",
                             help="exported image size in pixels, WxH (default 1200x900)")
     sweep_parser = commands.add_parser(
@@ -548,9 +549,27 @@ IMAGE_MAPS = ("count", "writer", "iteration", "error", "oob", "stores", "reads_a
 DESCRIBED_IMAGE_MAPS = ("count", "writer", "iteration", "oob", "stores")
 
 
+#: The maps of an array the kernel stores into besides its output: --map
+#: count:<array> and the like (a described run's).
+WRITTEN_IMAGE_MAPS = ("count", "writer", "iteration")
+
+
 def check_described_map(request: RunRequest, name: str) -> None:
     """A described run's image of another map (error, reads) is refused
-    before the run: those images assume C = A @ B (its reads are in maps.npz)."""
+    before the run: those images assume C = A @ B (its reads are in maps.npz).
+    A map of another written array (``count:<array>``) must name one the
+    kernel stores into."""
+    base, _, array = name.partition(":")
+    if array:
+        from .derived.transform import written_arrays
+        from .sources.loader import load_plan
+
+        written = written_arrays(load_plan(request)) if request.arguments else ()
+        if array not in written:
+            also = f" (it also stores into {', '.join(written)})" if written else ""
+            raise ThreadMapError(f"--map {name}: the kernel stores into no array {array!r} "
+                                 f"besides its output{also}")
+        return
     if request.arguments and name not in DESCRIBED_IMAGE_MAPS:
         raise ThreadMapError(f"--map {name}: a kernel run as it is is drawn as "
                              f"{', '.join(DESCRIBED_IMAGE_MAPS)} so far (its read counts are "
@@ -559,8 +578,11 @@ def check_described_map(request: RunRequest, name: str) -> None:
 
 def check_image_options(args: argparse.Namespace) -> tuple[int, int]:
     """Refuse bad --map / --png / --svg / --size before anything runs."""
-    if args.map not in IMAGE_MAPS:
-        raise ThreadMapError(f"--map must be one of {', '.join(IMAGE_MAPS)}, not {args.map!r}")
+    base, colon, array = args.map.partition(":")
+    if (base not in IMAGE_MAPS if not colon else base not in WRITTEN_IMAGE_MAPS or not array):
+        raise ThreadMapError(f"--map must be one of {', '.join(IMAGE_MAPS)}, or "
+                             f"{'/'.join(WRITTEN_IMAGE_MAPS)}:<array> for another array the "
+                             f"kernel stores into, not {args.map!r}")
     for option, path, suffix in (("--png", getattr(args, "png", None), ".png"),
                                  ("--svg", getattr(args, "svg", None), ".svg")):
         if path and not path.lower().endswith(suffix):

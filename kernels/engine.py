@@ -274,7 +274,8 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
     else:
         analysis, analysis_note = _analysis_run(job, slots, progress)
     maps = read_back(output.raw_records, (*(x.shape for x in job.inputs), (m, n)), slots,
-                     tuple((line, text) for line, _, text in division_sites(plan)))
+                     tuple((line, text) for line, _, text in division_sites(plan)),
+                     job.written_shapes())
     c = output.c_plain if output.c_plain is not None else output.c_record
     inputs_key = (request.pattern, request.m, request.k, request.n, request.dtype, request.seed)
     if described:  # (its reference, if any, is the user's: run by the command, see run())

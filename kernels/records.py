@@ -130,6 +130,38 @@ LOCKSTEP_SHARED = ("_tm_accw", "_tm_brw")
 NO_LANES = np.iinfo(np.int64).max
 
 
+#: The records each array the kernel stores into keeps (its write maps, its
+#: threads' store numbers and the margin of its out-of-bounds writes): the
+#: output's are the first of ``RECORD_PARAMS``; every other written array of
+#: a described kernel (``transform.written_arrays``) has its own, after the
+#: read counts, named by ``written_param``.
+WRITE_RECORDS = (COUNT, ATOMICS, MIN_WRITER, MAX_WRITER, ITERATION, STORES, MARGIN)
+
+
+def written_param(index: int, record: int) -> str:
+    """Name of record ``record`` (``COUNT``, ...) of written array ``index``
+    (0: the output, whose names are ``RECORD_PARAMS``')."""
+    name = RECORD_PARAMS[record]
+    return name if index == 0 else f"{name}_w{index}"
+
+
+def record_names(inputs: int, written: int = 0) -> list[str]:
+    """The names of a run's recording arrays in the order ``allocate_records``
+    lays them out: ``inputs`` read counts, then the records of ``written``
+    written arrays besides the output."""
+    return list(RECORD_PARAMS) + [reads_param(i) for i in range(inputs)] + [
+        written_param(w, r) for w in range(1, written + 1) for r in WRITE_RECORDS]
+
+
+def written_records(records: list[np.ndarray], inputs: int, index: int) -> dict[int, np.ndarray]:
+    """Written array ``index``'s records (0: the output's), by ``WRITE_RECORDS``
+    index, out of a run's ``records`` with ``inputs`` read counts."""
+    if index == 0:
+        return {r: records[r] for r in WRITE_RECORDS}
+    start = READS + inputs + (index - 1) * len(WRITE_RECORDS)
+    return dict(zip(WRITE_RECORDS, records[start:start + len(WRITE_RECORDS)]))
+
+
 def reads_param(input_index: int) -> str:
     """Name of the read-count array of input ``input_index`` (0 = A, 1 = B)."""
     return f"_tm_reads_{input_index}"
@@ -208,12 +240,26 @@ def empty_margin(shape_c: tuple[int, int]) -> tuple[np.ndarray, ...]:
             np.zeros((m, w), np.int32), np.zeros((m, w), np.int32))
 
 
+@dataclass(frozen=True)
+class WrittenShape:
+    """An array the kernel stores into besides its output: its shape as the
+    kernel sees it (1-D when flattened), the shape its maps are drawn in (a
+    1-D array wrapped into rows), and whether it is updated atomically."""
+
+    name: str
+    shape: tuple[int, ...]
+    drawn: tuple[int, int]
+    atomics: bool
+
+
 def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[int, ...], ...],
                      n_slots: int, n_threads: int, *,
                      writers: np.dtype | None = None, atomics: bool = True,
                      encoded: bool = False,
-                     shape_c: tuple[int, int] | None = None) -> list[np.ndarray]:
-    """Fresh recording arrays, initialised, in ``RECORD_PARAMS`` order + reads.
+                     shape_c: tuple[int, int] | None = None,
+                     written: tuple[WrittenShape, ...] = ()) -> list[np.ndarray]:
+    """Fresh recording arrays, initialised, in ``RECORD_PARAMS`` order + reads
+    + the records of each other ``written`` array (``record_names``).
 
     ``shape_c``: the output's M x N, for the out-of-bounds margin record
     (``margin_record_shape``); by default ``output_shape``, which a flat
@@ -237,28 +283,41 @@ def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[in
     writers = writer_dtype(n_threads) if writers is None else writers
     if shape_c is None:
         shape_c = tuple(output_shape) if len(output_shape) == 2 else (1, int(output_shape[0]))
-    if encoded:
-        min_writer, max_writer = np.zeros(output_shape, writers), np.zeros(output_shape, writers)
-        iteration = np.zeros(output_shape, np.int32)
-    else:
-        min_writer = np.full(output_shape, np.iinfo(writers).max, writers)
-        max_writer = np.full(output_shape, -1, writers)
-        iteration = np.full(output_shape, INT32_MAX, np.int32)
-    return [
-        np.zeros(output_shape, np.int32),                # count
-        np.zeros(output_shape if atomics else (1,) * len(output_shape), np.int32),  # atomics
-        min_writer,
-        max_writer,
-        iteration,
-        np.zeros(n_threads, np.int32),                   # stores
+    maps = _write_maps(output_shape, shape_c, n_threads, writers, atomics, encoded)
+    records = maps[:STORES + 1] + [
         np.zeros((n_slots, 2), np.int64),                # oob
         np.full((n_slots, 2), INT64_MAX, np.int64),      # oob_min_thread
         np.zeros(n_threads, np.int64),                   # oob_thread
         np.zeros((n_slots, 2, 2), np.int64),             # oob_index
         np.zeros(DIVISION_SITES, np.int64),              # divz
         np.full(DIVISION_SITES, INT64_MAX, np.int64),    # divz_thread
-        np.zeros(margin_record_shape(shape_c), np.int32),  # oob_margin
+        maps[-1],                                        # oob_margin
     ] + [np.zeros(shape, np.int64) for shape in input_shapes]
+    for other in written:
+        records += _write_maps(other.shape, other.drawn, n_threads, writers, other.atomics,
+                               encoded)
+    return records
+
+
+def _write_maps(shape: tuple[int, ...], drawn: tuple[int, int], n_threads: int,
+                writers: np.dtype, atomics: bool, encoded: bool) -> list[np.ndarray]:
+    """One written array's records, in ``WRITE_RECORDS`` order."""
+    if encoded:
+        min_writer, max_writer = np.zeros(shape, writers), np.zeros(shape, writers)
+        iteration = np.zeros(shape, np.int32)
+    else:
+        min_writer = np.full(shape, np.iinfo(writers).max, writers)
+        max_writer = np.full(shape, -1, writers)
+        iteration = np.full(shape, INT32_MAX, np.int32)
+    return [
+        np.zeros(shape, np.int32),                                  # count
+        np.zeros(shape if atomics else (1,) * len(shape), np.int32),  # atomics
+        min_writer,
+        max_writer,
+        iteration,
+        np.zeros(n_threads, np.int32),                              # stores
+        np.zeros(margin_record_shape(drawn), np.int32),             # oob_margin
+    ]
 
 
 def merge_oob_index(into: list[np.ndarray], other: list[np.ndarray]) -> None:
@@ -269,13 +328,17 @@ def merge_oob_index(into: list[np.ndarray], other: list[np.ndarray]) -> None:
     into[OOB_INDEX][lower] = other[OOB_INDEX][lower]
 
 
-def decode_writers(records: list[np.ndarray]) -> None:
+def decode_writers(records: list[np.ndarray], inputs: int = 0, written: int = 0) -> None:
     """The writer maps of ``allocate_records(..., encoded=True)`` as the
-    other backends record them (unwritten: the sentinels), in place."""
-    min_writer, max_writer, iteration = (records[i] for i in ENCODED_WRITERS)
-    np.subtract(np.iinfo(min_writer.dtype).max, min_writer, out=min_writer)
-    max_writer -= 1
-    np.subtract(INT32_MAX, iteration, out=iteration)
+    other backends record them (unwritten: the sentinels), in place: the
+    output's and those of ``written`` other written arrays (after ``inputs``
+    read counts)."""
+    for index in range(written + 1):
+        own = written_records(records, inputs, index)
+        min_writer, max_writer, iteration = (own[i] for i in ENCODED_WRITERS)
+        np.subtract(np.iinfo(min_writer.dtype).max, min_writer, out=min_writer)
+        max_writer -= 1
+        np.subtract(INT32_MAX, iteration, out=iteration)
 
 
 def allocate_lockstep_records(n_sites: int, n_branches: int, n_barriers: int,
@@ -455,46 +518,13 @@ class _Broadcast:
     shape: tuple[int, ...]
 
 
-@dataclass(frozen=True, eq=False)
-class AccessMaps:
-    """Everything the recording kernel found, in the shape of C."""
-
-    count: np.ndarray
-    atomics: np.ndarray
-    min_writer: np.ndarray
-    max_writer: np.ndarray
-    iteration: np.ndarray
-    stores_per_thread: np.ndarray
-    oob_per_thread: np.ndarray
-    #: read counts of each input, in the order of the plan's inputs (A, B)
-    reads: tuple[np.ndarray, ...]
-    out_of_bounds: tuple[OutOfBounds, ...]
-    divisions_by_zero: tuple[DivisionByZero, ...] = ()
-    #: where the out-of-bounds writes to C landed, in a band ``OOB_MARGIN``
-    #: wide around it: (top, bottom, left, right), int32, shaped (W, N + 2W),
-    #: (W, N + 2W), (M, W), (M, W) (see the module's conventions and
-    #: ``margin_frame``); zeros where not recorded
-    oob_margin: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = field(default=None)
-    #: grid-stride iterations recorded (the highest iteration index + 1),
-    #: found where the maps are made, off the GUI thread: the replay's
-    #: slider needs it each time a result is shown, and a 4096 x 4096 map
-    #: takes a busy machine tens of milliseconds to scan.  (-1: count them;
-    #: ``dataclasses.replace`` carries the count over, so a stowed result's
-    #: placeholder maps keep it.)
-    iterations: int = -1
-
-    def __post_init__(self) -> None:
-        if self.oob_margin is None:
-            shape = self.count.shape if self.count.ndim == 2 else (1, self.count.size)
-            object.__setattr__(self, "oob_margin", empty_margin(shape))
-        if self.iterations < 0:
-            object.__setattr__(self, "iterations",
-                               int(self.iteration.max()) + 1 if self.iteration.size else 0)
+class _WriteFigures:
+    """What a written array's maps tell (the output's in ``AccessMaps``, any
+    other's in ``WriteMaps``), and how they travel: a map that is one value
+    broadcast (atomics where the kernel makes no atomic update) is pickled as
+    that value, not whole (67 MB of zeros at 4096 x 4096)."""
 
     def __getstate__(self) -> dict:
-        # A map that is one value broadcast (atomics where the kernel makes
-        # no atomic update) is sent as that value: numpy pickles a
-        # broadcast array whole (67 MB of zeros at 4096 x 4096).
         return {name: _Broadcast(value.flat[0:1].copy(), value.shape)
                 if isinstance(value, np.ndarray) and value.size > 1 and not any(value.strides)
                 else value for name, value in self.__dict__.items()}
@@ -511,19 +541,6 @@ class AccessMaps:
                     raise ValueError(f"a one-value map {name} that does not fit the maps")
                 state[name] = np.broadcast_to(value.value.reshape(()), count.shape)
         self.__dict__.update(state)
-
-    @property
-    def reads_a(self) -> np.ndarray:
-        return self.reads[0]
-
-    @property
-    def reads_b(self) -> np.ndarray:
-        return self.reads[1]
-
-    @property
-    def oob_margin_total(self) -> int:
-        """Out-of-bounds writes to C, all of them counted in the margin."""
-        return sum(int(strip.sum()) for strip in self.oob_margin)
 
     @property
     def writes(self) -> np.ndarray:
@@ -555,6 +572,82 @@ class AccessMaps:
         return int(np.count_nonzero(self.collision_mask))
 
     @property
+    def oob_margin_total(self) -> int:
+        """Out-of-bounds writes to the array, all of them counted in the margin."""
+        return sum(int(strip.sum()) for strip in self.oob_margin)
+
+
+@dataclass(frozen=True, eq=False)
+class WriteMaps(_WriteFigures):
+    """The write maps of an array a described kernel stores into besides its
+    output, as the output's are kept (see the module's conventions), in the
+    shape the array is drawn in (a 1-D array wrapped into rows: ``drawn``)."""
+
+    name: str
+    count: np.ndarray
+    atomics: np.ndarray
+    min_writer: np.ndarray
+    max_writer: np.ndarray
+    iteration: np.ndarray
+    #: the array's stores by each thread (its iteration numbers count these)
+    stores_per_thread: np.ndarray
+    oob_margin: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    iterations: int = -1
+
+    def __post_init__(self) -> None:
+        if self.iterations < 0:
+            object.__setattr__(self, "iterations",
+                               int(self.iteration.max()) + 1 if self.iteration.size else 0)
+
+
+@dataclass(frozen=True, eq=False)
+class AccessMaps(_WriteFigures):
+    """Everything the recording kernel found, in the shape of C."""
+
+    count: np.ndarray
+    atomics: np.ndarray
+    min_writer: np.ndarray
+    max_writer: np.ndarray
+    iteration: np.ndarray
+    stores_per_thread: np.ndarray
+    oob_per_thread: np.ndarray
+    #: read counts of each input, in the order of the plan's inputs (A, B)
+    reads: tuple[np.ndarray, ...]
+    out_of_bounds: tuple[OutOfBounds, ...]
+    divisions_by_zero: tuple[DivisionByZero, ...] = ()
+    #: where the out-of-bounds writes to C landed, in a band ``OOB_MARGIN``
+    #: wide around it: (top, bottom, left, right), int32, shaped (W, N + 2W),
+    #: (W, N + 2W), (M, W), (M, W) (see the module's conventions and
+    #: ``margin_frame``); zeros where not recorded
+    oob_margin: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = field(default=None)
+    #: grid-stride iterations recorded (the highest iteration index + 1),
+    #: found where the maps are made, off the GUI thread: the replay's
+    #: slider needs it each time a result is shown, and a 4096 x 4096 map
+    #: takes a busy machine tens of milliseconds to scan.  (-1: count them;
+    #: ``dataclasses.replace`` carries the count over, so a stowed result's
+    #: placeholder maps keep it.)
+    iterations: int = -1
+    #: the write maps of every other array the kernel stores into (a
+    #: described kernel's), in parameter order
+    written: tuple[WriteMaps, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.oob_margin is None:
+            shape = self.count.shape if self.count.ndim == 2 else (1, self.count.size)
+            object.__setattr__(self, "oob_margin", empty_margin(shape))
+        if self.iterations < 0:
+            object.__setattr__(self, "iterations",
+                               int(self.iteration.max()) + 1 if self.iteration.size else 0)
+
+    @property
+    def reads_a(self) -> np.ndarray:
+        return self.reads[0]
+
+    @property
+    def reads_b(self) -> np.ndarray:
+        return self.reads[1]
+
+    @property
     def oob_total(self) -> int:
         return sum(o.count for o in self.out_of_bounds)
 
@@ -565,12 +658,14 @@ class AccessMaps:
 
 def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, ...], ...],
               slots: tuple[tuple[str, str, int], ...],
-              division_sites: tuple[tuple[int, str], ...] = ()) -> AccessMaps:
+              division_sites: tuple[tuple[int, str], ...] = (),
+              written: tuple[WrittenShape, ...] = ()) -> AccessMaps:
     """Turn raw recording arrays into :class:`AccessMaps`.
 
     ``matrix_shapes`` are the shapes of the inputs (A and B), then of the
     output C (rows, cols); flattened (1-D) arrays are reshaped to them.  ``slots`` gives (name, role, ndim) per slot;
-    ``division_sites`` (line, text) per division site.
+    ``division_sites`` (line, text) per division site; ``written`` the
+    other arrays the kernel stores into, whose records follow the reads.
     """
     count, atomics, min_w, max_w, iteration, stores, oob, oob_min, oob_thread, oob_index = raw[:10]
     divisions = tuple(
@@ -585,6 +680,8 @@ def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, ...], ...],
     min_w, max_w, iteration = (x.reshape(shape_c) for x in (min_w, max_w, iteration))
     if atomics.size != count.size:  # not recorded: zero everywhere, without the memory
         atomics = np.broadcast_to(np.zeros((), atomics.dtype), count.shape)
+    others = tuple(_read_back_written(written_records(raw, len(input_shapes), index), other)
+                   for index, other in enumerate(written, start=1))
     summaries = []
     for slot, (name, role, ndim) in enumerate(slots):
         for direction in (READ, WRITE):
@@ -599,7 +696,22 @@ def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, ...], ...],
         count=count.reshape(shape_c), atomics=atomics.reshape(shape_c), min_writer=min_w,
         max_writer=max_w, iteration=iteration, stores_per_thread=stores,
         oob_per_thread=oob_thread, reads=reads, out_of_bounds=tuple(summaries),
-        divisions_by_zero=divisions, oob_margin=margin_strips(raw[MARGIN], shape_c))
+        divisions_by_zero=divisions, oob_margin=margin_strips(raw[MARGIN], shape_c),
+        written=others)
+
+
+def _read_back_written(own: dict[int, np.ndarray], shape: WrittenShape) -> WriteMaps:
+    """A written array's records (by ``WRITE_RECORDS`` index) as its maps."""
+    min_w, iteration = own[MIN_WRITER], own[ITERATION]
+    min_w[min_w == np.iinfo(min_w.dtype).max] = -1
+    iteration[iteration == INT32_MAX] = -1
+    count = own[COUNT].reshape(shape.drawn)
+    atomics = own[ATOMICS]
+    atomics = atomics.reshape(shape.drawn) if atomics.size == count.size \
+        else np.broadcast_to(np.zeros((), atomics.dtype), shape.drawn)
+    return WriteMaps(shape.name, count, atomics, min_w.reshape(shape.drawn),
+                     own[MAX_WRITER].reshape(shape.drawn), iteration.reshape(shape.drawn),
+                     own[STORES], margin_strips(own[MARGIN], shape.drawn))
 
 
 def margin_frame(maps: AccessMaps, shape_c: tuple[int, int]) -> np.ndarray:

@@ -8,7 +8,7 @@ import numpy as np
 from .analyses.bank_conflicts import MODEL as BANK_MODEL
 from .analyses.correctness import ErrorFigures
 from .analyses.lockstep_analysis import LockstepAnalysis
-from .records import AccessMaps
+from .records import AccessMaps, WriteMaps
 from .request import RunRequest
 from .words import counted
 
@@ -340,6 +340,8 @@ class RunResult:
                 "threads": int(self.maps.stores_per_thread.size),
                 "idle_threads": self.maps.idle_threads,
             },
+            **({"written_arrays": {w.name: written_counts(w) for w in self.maps.written}}
+               if self.maps.written else {}),
             "out_of_bounds": [asdict(o) for o in self.maps.out_of_bounds],
             "divisions_by_zero": [asdict(d) for d in self.maps.divisions_by_zero],
             **self._analysis_summary(),
@@ -394,7 +396,10 @@ class RunResult:
         n), ``ways_site<n>`` (mean passes at shared access site n),
         ``active_lanes_branch<n>`` (mean lanes taking branch n).
         ``oob_margin_top`` / ``_bottom`` / ``_left`` / ``_right``: where the
-        out-of-bounds writes to C landed (``AccessMaps.oob_margin``)."""
+        out-of-bounds writes to C landed (``AccessMaps.oob_margin``).  Every
+        other array a described kernel stores into has the same maps under
+        names ending in ``_<array>`` (``count_sums``, ``oob_margin_top_sums``;
+        ``written_maps``)."""
         if self.stowed is not None:
             raise RuntimeError("this result's maps are stowed on disk: unstow it first")
         m = self.maps
@@ -414,7 +419,35 @@ class RunResult:
                 arrays[f"ways_site{site.site.site}"] = site.per_warp
             for branch in self.analysis.divergence:
                 arrays[f"active_lanes_branch{branch.branch.site}"] = branch.per_warp
+        for written in m.written:
+            arrays.update(written_maps(written))
         return arrays
+
+
+#: A written array's maps, by the name ``written_maps`` gives them before ``_<array>``.
+WRITTEN_MAP_FIELDS = ("count", "atomics", "min_writer", "max_writer", "iteration",
+                      "stores_per_thread")
+
+
+def written_counts(written: WriteMaps) -> dict:
+    """``result.json``'s figures of an array stored into besides the output
+    (its elements never written are not a failure: a kernel may fill part
+    of such an array, as a reduction fills one slot a block)."""
+    return {"elements": int(written.count.size), "unwritten": written.unwritten,
+            "collided": written.collided, "stores": int(written.count.sum()),
+            "atomic_updates": int(written.atomics.sum()),
+            "out_of_bounds_writes": written.oob_margin_total,
+            "iterations": written.iterations}
+
+
+def written_maps(written: WriteMaps) -> dict[str, np.ndarray]:
+    """The maps of an array a kernel stores into besides its output, named
+    as the output's with ``_<array>`` after them (in the shape it is drawn
+    in: a 1-D array wrapped into rows)."""
+    arrays = {f"{field}_{written.name}": getattr(written, field) for field in WRITTEN_MAP_FIELDS}
+    for side, strip in zip(MARGIN_SIDES, written.oob_margin):
+        arrays[f"oob_margin_{side}_{written.name}"] = strip
+    return arrays
 
 
 def load_balance(stores_per_thread: np.ndarray, bins: int = 16) -> dict:

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .maps_file import load_maps, save_maps
-from .result import RunResult
+from .result import WRITTEN_MAP_FIELDS, RunResult, written_maps
 
 #: maps of ``AccessMaps``, by their name in ``RunResult.maps_arrays``
 _MAP_FIELDS = ("count", "atomics", "min_writer", "max_writer", "iteration",
@@ -57,6 +57,7 @@ def held_arrays(result: RunResult) -> dict[int, np.ndarray]:
     m = result.maps
     arrays = [getattr(m, name) for name in _MAP_FIELDS] + list(m.reads) + [result.c,
                                                                          result.reference]
+    arrays += [array for written in m.written for array in written_maps(written).values()]
     return {id(a): a for a in arrays if a.size}
 
 
@@ -90,11 +91,17 @@ class Stowage:
         arrays = {name: getattr(result.maps, name) for name in _MAP_FIELDS}
         arrays.update({f"reads_{i}": reads for i, reads in enumerate(result.maps.reads)})
         arrays["C"] = result.c
+        for index, written in enumerate(result.maps.written):
+            arrays.update({f"written{index}_{field}": getattr(written, field)
+                           for field in WRITTEN_MAP_FIELDS})
         path = self.folder / f"result{number}.npz"
         layout = save_maps(path, arrays, result.request.dtype)
         stowed = Stowed(path, layout, self._reference_file(result.reference, number), nbytes)
         maps = dataclasses.replace(result.maps, reads=tuple(
-            _placeholder(reads) for reads in result.maps.reads), **{
+            _placeholder(reads) for reads in result.maps.reads), written=tuple(
+            dataclasses.replace(written, **{field: _placeholder(getattr(written, field))
+                                            for field in WRITTEN_MAP_FIELDS})
+            for written in result.maps.written), **{
             name: _placeholder(getattr(result.maps, name)) for name in _MAP_FIELDS})
         return dataclasses.replace(result, maps=maps, c=_placeholder(result.c),
                                    reference=_placeholder(result.reference), stowed=stowed)
@@ -106,7 +113,10 @@ class Stowage:
             return result
         arrays = load_maps(stowed.maps, stowed.layout)
         reads = tuple(arrays[f"reads_{i}"] for i in range(len(result.maps.reads)))
-        maps = dataclasses.replace(result.maps, reads=reads,
+        written = tuple(dataclasses.replace(w, **{field: arrays[f"written{index}_{field}"]
+                                                  for field in WRITTEN_MAP_FIELDS})
+                        for index, w in enumerate(result.maps.written))
+        maps = dataclasses.replace(result.maps, reads=reads, written=written,
                                    **{name: arrays[name] for name in _MAP_FIELDS})
         return dataclasses.replace(result, maps=maps, c=arrays["C"],
                                    reference=self._read_reference(stowed.reference),

@@ -836,6 +836,41 @@ def test_a_kernel_outside_the_matmul_convention_runs_as_it_is_on_its_arguments(
     assert not controls.described and controls.m_spin.isVisibleTo(window)
 
 
+def test_every_array_the_kernel_stores_into_has_its_maps_in_the_menu(window, tmp_path):
+    """A kernel that stores into an array besides its output: that array's write count,
+    writer and iteration maps are listed by its name, drawn from its own maps, and gone
+    (the map back to the output's count) once a run without it is shown."""
+    from tests.test_written_maps import SPLIT
+    path = tmp_path / "split.py"
+    path.write_text(SPLIT)
+    assert window.controller.open_kernel_file(str(path))
+    window.controls.backend_combo.setCurrentText("cpu")
+    window.controls.grid_edit.setText("4")
+    window.controls.block_edit.setText("64")
+    window.run_action.trigger()
+    result = window.session.current
+    assert result.output == "out" and [w.name for w in result.maps.written] == ["sums"]
+    combo = window.maps_view.map_combo
+    labels = [combo.itemText(i) for i in range(combo.count())]
+    for label in ("Write count of sums", "Writer of sums", "Grid-stride iteration of sums"):
+        assert label in labels
+    combo.setCurrentIndex(combo.findData("writer:sums"))
+    assert window.maps_view.writer_combo.isVisibleTo(window)
+    image = window.session.current_image()
+    assert image.domain == "written" and image.title.startswith("Writer of sums")
+    combo.setCurrentIndex(combo.findData("count:sums"))
+    image = window.session.current_image()
+    inner = image.data[image.margin:image.data.shape[0] - image.margin,
+                       image.margin:image.data.shape[1] - image.margin]
+    assert inner.shape == (2, 2) and inner[0, 1] == 0  # sums[1]: never written
+    # a run that stores into nothing else: its entries go, the map is its output's count
+    window.controls.select_kernel("builtin", "grid-stride")
+    window.run_action.trigger()
+    labels = [combo.itemText(i) for i in range(combo.count())]
+    assert not any("of sums" in label for label in labels)
+    assert window.session.map_name == "count"
+
+
 def test_a_saved_threadmap_args_is_followed_but_typed_arguments_are_kept(window, tmp_path):
     """Follow the file: a run on the file's THREADMAP_ARGS runs again on them as
     saved; a run on Arguments typed in the app keeps those."""

@@ -69,7 +69,9 @@ class MapImage:
     legend: str
     x_label: str
     y_label: str
-    #: "C", "A", "B", "threads", "warps" or "diff": what a pixel is
+    #: "C", an input's name (its reads), "written" (another array the
+    #: kernel stores into: ``context`` holds its maps), "threads", "warps" or
+    #: "diff": what a pixel is
     domain: str
     #: what hover needs beyond the result (the site, the other run of a diff)
     context: object = None
@@ -104,6 +106,39 @@ MAP_CHOICES = {
     "reads_b": ("Reads of B", "how many times each element of B was read"),
 }
 WRITER_KINDS = ("thread", "block", "warp")
+#: The maps each array a kernel stores into besides its output has too, named
+#: "<map>:<array>" (``written_map_name``), with their menu labels.
+WRITTEN_MAPS = {"count": "Write count of {}", "writer": "Writer of {}",
+                "iteration": "Grid-stride iteration of {}"}
+
+
+def written_map_name(map_name: str, array: str) -> str:
+    """The name of map ``map_name`` of written array ``array``."""
+    return f"{map_name}:{array}"
+
+
+def written_map_names(result: RunResult) -> list[str]:
+    """The maps of the arrays ``result``'s kernel stores into besides its output."""
+    return [written_map_name(map_name, written.name) for written in result.maps.written
+            for map_name in WRITTEN_MAPS]
+
+
+def written_of(result: RunResult, array: str):
+    """The write maps of array ``array`` (not the output) of ``result``."""
+    for written in result.maps.written:
+        if written.name == array:
+            return written
+    raise ThreadMapError(f"this run stores into no array {array!r} besides its output")
+
+
+def map_label(map_name: str) -> str:
+    """The menu label of a map of the run (not of its analysis)."""
+    base, _, array = map_name.partition(":")
+    if array:
+        return WRITTEN_MAPS[base].format(array)
+    if map_name.startswith("reads_"):
+        return f"Reads of {read_array_name(map_name)}"
+    return MAP_CHOICES[map_name][0]
 #: Maps that need more than a run (shown from the analysis panel).
 ANALYSIS_MAPS = {
     "sectors": "Sectors per warp request",
@@ -213,11 +248,12 @@ OUTSIDE_LEGEND = ("; magenta, around C = writes outside C landed there (the marg
                   "holds {m} rows and columns a side; farther ones count at its edge)")
 
 
-def with_margin(result: RunResult, data: np.ndarray) -> tuple[np.ndarray, int]:
-    """``data`` (a map of C) framed by the margin where writes outside C
-    landed: its cells OUTSIDE where some did, NaN (blank) elsewhere.  The map
-    as it is, margin 0, when no write left C."""
-    maps = result.maps
+def with_margin(result: RunResult, data: np.ndarray, maps=None) -> tuple[np.ndarray, int]:
+    """``data`` (a map of C, or of the written array whose ``maps`` are
+    given) framed by the margin where writes outside it landed: its cells
+    OUTSIDE where some did, NaN (blank) elsewhere.  The map as it is, margin
+    0, when no write left it."""
+    maps = result.maps if maps is None else maps
     strips = getattr(maps, "oob_margin", None)
     if strips is None or not any(np.any(strip) for strip in strips):
         return data, 0
@@ -229,9 +265,10 @@ def with_margin(result: RunResult, data: np.ndarray) -> tuple[np.ndarray, int]:
     return framed, m
 
 
-def repeated_by_one_thread(result: RunResult) -> np.ndarray:
-    """Elements stored more than once, all of the stores by one thread."""
-    maps = result.maps
+def repeated_by_one_thread(result: RunResult, maps=None) -> np.ndarray:
+    """Elements stored more than once, all of the stores by one thread (of C,
+    or of the written array whose ``maps`` are given)."""
+    maps = result.maps if maps is None else maps
     return (maps.writes >= 2) & (maps.min_writer == maps.max_writer) & (maps.min_writer >= 0)
 
 
@@ -242,18 +279,21 @@ def count_of_scale(position: float, top: float) -> float:
     return 2 * (top / 2) ** (position - 2)
 
 
-def output_labels(result: RunResult) -> tuple[str, str]:
-    """The map's axes: C's columns and rows, or a described run's output by
-    its name (a 1-D output drawn wrapped: its index is row x width + column)."""
+def output_labels(result: RunResult, array: str | None = None,
+                  width: int | None = None) -> tuple[str, str]:
+    """The map's axes: C's columns and rows, or a described run's output (or
+    its written ``array``, drawn ``width`` a row) by its name (a 1-D array
+    drawn wrapped: its index is row x width + column)."""
     if not result.request.arguments:
         return ("column of C", "row of C")
-    width = result.c.shape[1]
+    array = result.output if array is None else array
+    width = result.c.shape[1] if width is None else width
     shape = next((a.shape for a in result.request.arguments
-                  if getattr(a, "name", None) == result.output), ())
+                  if getattr(a, "name", None) == array), ())
     if len(shape) == 1:
-        return (f"{result.output}[row x {width} + column]: column",
-                f"row (of {width} elements of {result.output})")
-    return (f"column of {result.output}", f"row of {result.output}")
+        return (f"{array}[row x {width} + column]: column",
+                f"row (of {width} elements of {array})")
+    return (f"column of {array}", f"row of {array}")
 
 
 def make_map(result: RunResult, name: str, writer_kind: str = "thread",
@@ -262,6 +302,9 @@ def make_map(result: RunResult, name: str, writer_kind: str = "thread",
     maps (a sweep) on one colour scale."""
     maps = result.maps
     c_labels = output_labels(result)
+    base, _, array = name.partition(":")
+    if array:
+        return _written_map(result, base, array, writer_kind, shared_top)
     if name == "count":
         top = float(shared_top if shared_top is not None else max(int(maps.writes.max()), 1))
         data = count_scale(maps.writes, top)
@@ -346,6 +389,78 @@ def make_map(result: RunResult, name: str, writer_kind: str = "thread",
                         Colouring("zero", top), f"black = never read; colour = reads{wrapped}",
                         *axes, which)
     raise ValueError(f"unknown map {name!r}")
+
+
+def _written_map(result: RunResult, base: str, array: str, writer_kind: str,
+                 shared_top: float | None) -> MapImage:
+    """Map ``base`` (count, writer or iteration) of ``array``, an array the
+    kernel stores into besides its output: drawn as the output's are."""
+    if base not in WRITTEN_MAPS:
+        raise ValueError(f"unknown map {base}:{array}; an array's maps: "
+                         f"{', '.join(WRITTEN_MAPS)}")
+    maps = written_of(result, array)
+    name = written_map_name(base, array)
+    title = WRITTEN_MAPS[base].format(array)
+    labels = output_labels(result, array, maps.count.shape[1])
+    width = maps.count.shape[1]
+    flat = next((len(a.shape) == 1 for a in result.request.arguments
+                 if getattr(a, "name", None) == array), False)
+    drawn = f" ({maps.count.size:,} elements drawn {width:,} a row)" if flat else ""
+    if base == "count":
+        top = float(shared_top if shared_top is not None else max(int(maps.writes.max()), 1))
+        data = count_scale(maps.writes, top)
+        data[repeated_by_one_thread(result, maps)] = REPEATED
+        data, margin = with_margin(result, data, maps)
+        legend = ("black = never written, green = written once, blue = stored more than once "
+                  "by one thread, orange to dark red = written by several threads (a race: "
+                  "the value depends on which came last)")
+        return MapImage(name, title, data, Colouring("count", top),
+                        legend + drawn + (OUTSIDE_LEGEND.format(m=margin).replace(
+                            "outside C", f"outside {array}").replace("around C", f"around {array}")
+                            if margin else ""),
+                        *labels, "written", context=maps, margin=margin)
+    if base == "writer":
+        ids = writer_ids(result, writer_kind, maps.min_writer)
+        data = np.where(ids >= 0, ids % len(PALETTE), -1).astype(np.float64)
+        data, margin = with_margin(result, data, maps)
+        return MapImage(name, f"{title} ({writer_kind} id, lowest writer)", data,
+                        Colouring("categorical", len(PALETTE) - 1),
+                        f"colour = {writer_kind} id mod {len(PALETTE)}; black = never written"
+                        + drawn, *labels, "written", context=maps, margin=margin)
+    data = np.where(maps.iteration >= 0, maps.iteration, np.nan).astype(np.float64)
+    top = float(shared_top if shared_top is not None else np.nanmax(data, initial=0))
+    return MapImage(name, title, data, Colouring("sequential", top),
+                    f"colour = how many stores to {array} the writing thread had made before; "
+                    f"blank = never written" + drawn, *labels, "written", context=maps)
+
+
+def _written_hover(result: RunResult, image: MapImage, row: int, col: int) -> str:
+    """Hover text of a written array's map (``image.context``: its maps)."""
+    maps = image.context
+    rows, width = maps.count.shape
+    flat = next((len(a.shape) == 1 for a in result.request.arguments
+                 if getattr(a, "name", None) == maps.name), False)
+    if not (0 <= row < rows and 0 <= col < width):
+        landed = margin_at(maps, maps.count.shape, row, col)
+        return (f"outside {maps.name}: {counted(landed, 'out-of-bounds write')} landed here"
+                if landed else f"outside {maps.name}: no write landed here")
+    element = f"{maps.name}[{row * width + col}]" if flat else f"{maps.name}[{row}, {col}]"
+    count = int(maps.count[row, col])
+    atomic = int(maps.atomics[row, col])
+    lines = [f"{element}: stored {count} time{'s' if count != 1 else ''}"
+             + (f" (+{atomic} atomic)" if atomic else "")]
+    if count + atomic:
+        low = decode_thread(result, int(maps.min_writer[row, col]))
+        high = decode_thread(result, int(maps.max_writer[row, col]))
+        if low.gtid == high.gtid:
+            lines.append(f"writer: {low.describe()}")
+        else:
+            lines.append(f"writers: lowest {low.describe()}")
+            lines.append(f"         highest {high.describe()}")
+        lines.append(f"iteration: {int(maps.iteration[row, col])}")
+    else:
+        lines.append("never written")
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -438,6 +553,8 @@ def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | 
     if not (-m <= row < image.data.shape[0] - m and -m <= col < image.data.shape[1] - m):
         return None
     maps = result.maps
+    if image.domain == "written":
+        return _written_hover(result, image, row, col)
     if image.domain == "C" and m and not (0 <= row < maps.count.shape[0]
                                           and 0 <= col < maps.count.shape[1]):
         landed = margin_at(maps, maps.count.shape, row, col)

@@ -32,6 +32,7 @@ from .map_images import (
     make_map,
     replay_map,
     warp_map,
+    written_map_names,
 )
 
 #: the per-warp maps and the analysis table each one draws a row of
@@ -135,7 +136,8 @@ class Session(QtCore.QObject):
         self.diff_pair = None
         self.replay_iteration = 0
         if self.map_name in ANALYSIS_MAPS or (self.map_name.startswith("reads_")
-                                              and self.map_name not in result.read_maps()):
+                                              and self.map_name not in result.read_maps()) \
+                or (":" in self.map_name and self.map_name not in written_map_names(result)):
             self.map_name = "count"  # (its figures, or its array, were the previous result's)
         self.current_changed.emit(result)
         self.keep_within_budget()

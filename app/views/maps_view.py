@@ -11,7 +11,14 @@ import html
 from kernels import KERNEL_OUTPUT_LINES, RunResult, ThreadMapError, format_dims
 
 from ..export import run_title
-from ..models.map_images import ANALYSIS_MAPS, MAP_CHOICES, WRITER_KINDS, read_array_name
+from ..models.map_images import (
+    ANALYSIS_MAPS,
+    MAP_CHOICES,
+    WRITER_KINDS,
+    map_label,
+    read_array_name,
+    written_map_names,
+)
 from ..models.session import Session
 from ..qt import QtCore, QtGui, QtWidgets
 from .analysis import AnalysisPanel
@@ -242,8 +249,9 @@ class MapsView(QtWidgets.QWidget):
 
     def _on_map_chosen(self, _index=None) -> None:
         name = self.map_combo.currentData()
-        self.writer_combo.setVisible(name == "writer")
-        self.writer_label.setVisible(name == "writer")
+        writer = str(name).partition(":")[0] == "writer"
+        self.writer_combo.setVisible(writer)
+        self.writer_label.setVisible(writer)
         if name is not None:
             self.session.set_map(name, self.writer_combo.currentText())
 
@@ -271,23 +279,26 @@ class MapsView(QtWidgets.QWidget):
         self._show_map(reset_view=reset)
 
     def _list_read_maps(self, result: RunResult) -> None:
-        """One "Reads of" entry per array the run reads: A and B for a matmul,
-        each input by its name for a kernel run as it is."""
+        """One "Reads of" entry per array the run reads (A and B for a matmul,
+        each input by its name for a kernel run as it is), and the write maps
+        of every array it stores into besides its output."""
         combo = self.map_combo
-        names = list(result.read_maps())
+        names = list(result.read_maps()) + written_map_names(result)
         listed = [combo.itemData(i) for i in range(combo.count())
-                  if str(combo.itemData(i)).startswith("reads_")]
+                  if _per_array(combo.itemData(i))]
         if listed == names:
             return
         blocked = combo.blockSignals(True)
         for index in reversed(range(combo.count())):
-            if str(combo.itemData(index)).startswith("reads_"):
+            if _per_array(combo.itemData(index)):
                 combo.removeItem(index)
         at = combo.findData("stores") + 1
         for offset, name in enumerate(names):
-            which = read_array_name(name)
-            combo.insertItem(at + offset, f"Reads of {which}", name)
-            combo.setItemData(at + offset, f"how many times each element of {which} was read",
+            combo.insertItem(at + offset, map_label(name), name)
+            which = read_array_name(name) if name.startswith("reads_") else None
+            combo.setItemData(at + offset,
+                              f"how many times each element of {which} was read" if which
+                              else f"{map_label(name)}, as the output's map shows it",
                               QtCore.Qt.ItemDataRole.ToolTipRole)
         combo.blockSignals(blocked)
 
@@ -350,3 +361,9 @@ class MapsView(QtWidgets.QWidget):
         """Above the map; whatever was shown stays."""
         self.error_label.setText(message)
         self.error_label.show()
+
+
+def _per_array(map_name) -> bool:
+    """A map entry listed per result: an array's reads, or another written
+    array's maps."""
+    return str(map_name).startswith("reads_") or ":" in str(map_name)

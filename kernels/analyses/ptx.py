@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..derived.transform import array_slots
+from ..derived.transform import array_slots, written_arrays
 from ..element_types import dtype_of
-from ..records import allocate_records
+from ..records import WrittenShape, allocate_records
 from ..sources.plan import KernelPlan
 
 
@@ -21,8 +21,10 @@ def signature(plan: KernelPlan, dtype: str, recording: bool, n_threads: int = 10
             for name in plan.kernel.params]
     if recording:
         shape = lambda name: (1,) * plan.ndim[name]  # noqa: E731
+        written = tuple(WrittenShape(name, shape(name), (1, 1), True)
+                        for name in written_arrays(plan))
         records = allocate_records(shape(plan.output), tuple(shape(a) for a in plan.inputs),
-                                   len(array_slots(plan)), n_threads)
+                                   len(array_slots(plan)), n_threads, written=written)
         args += [typeof(r) for r in records]
     return tuple(args)
 

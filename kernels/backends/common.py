@@ -115,7 +115,25 @@ class KernelJob:
         return allocate_records(output_shape, input_shapes, len(self.slots),
                                 self.request.total_threads,
                                 atomics=updates_output_atomically(self.plan), encoded=encoded,
-                                shape_c=(m, n))
+                                shape_c=(m, n), written=self.written_shapes())
+
+    def written_shapes(self) -> tuple:
+        """``records.WrittenShape`` of each array besides the output that the
+        kernel stores into (``transform.written_arrays``: a described
+        kernel's), in parameter order."""
+        from ..derived.transform import written_arrays
+        from ..records import WrittenShape
+        from ..sources.arguments import wrapped_shape
+
+        found = []
+        arrays = dict(zip(self.plan.inputs, self.inputs))
+        for name in written_arrays(self.plan):
+            whole = arrays[name].shape
+            one_d = self.plan.ndim[name] == 1
+            shape = (int(np.prod(whole)),) if one_d else tuple(whole)
+            drawn = wrapped_shape(shape[0]) if one_d else shape
+            found.append(WrittenShape(name, shape, drawn, updates_atomically(self.plan, name)))
+        return tuple(found)
 
     def record_shapes(self) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
         """Shapes of the output maps and of the read maps (one per input), as
@@ -140,11 +158,16 @@ class KernelJob:
 def updates_output_atomically(plan) -> bool:
     """Whether the kernel makes atomic updates of its output (only then is
     the full-size atomics map recorded)."""
+    return updates_atomically(plan, plan.output)
+
+
+def updates_atomically(plan, array: str) -> bool:
+    """Whether the kernel makes atomic updates of ``array``."""
     from ..sources.plan import cuda_attribute
 
     for node in ast.walk(plan.kernel.node):
         if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) \
-                and node.args[0].id == plan.output:
+                and node.args[0].id == array:
             what = cuda_attribute(node.func, plan.module.aliases)
             if what and what.startswith("atomic."):
                 return True

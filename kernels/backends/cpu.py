@@ -53,7 +53,6 @@ from ..records import (
     PRIVATE_RECORDS,
     RACE_CHECK_ELEMENTS,
     READS,
-    RECORD_PARAMS,
     SHARED_RECORDS,
     allocate_global_ranges,
     allocate_lockstep_records,
@@ -63,7 +62,7 @@ from ..records import (
     merge_oob_index,
     raced_in_global_memory,
     reads_flat_param,
-    reads_param,
+    record_names,
 )
 from ..inputs import poison_value
 from ..request import RunRequest, available_memory
@@ -317,8 +316,8 @@ def _make_worker(gen: GeneratedModule, job: KernelJob, control: np.ndarray, reco
     arguments = dict(zip(job.plan.kernel.params, job.arguments(c)))
     if record:
         inputs = len(job.plan.inputs)
-        names = list(RECORD_PARAMS) + [reads_param(i) for i in range(inputs)]
-        arguments.update(zip(names, records))
+        names = record_names(inputs, len(job.written_shapes()))
+        arguments.update(zip(names, records, strict=True))
         for i in range(inputs):
             arguments[reads_flat_param(i)] = records[READS + i].reshape(-1)
         arguments.update(lockstep)
@@ -417,7 +416,9 @@ def _merge(records: list[np.ndarray], private: list[list[np.ndarray]]) -> None:
                 np.minimum(records[index], copy[index], out=records[index])
             elif how == "max":
                 np.maximum(records[index], copy[index], out=records[index])
-        for index in range(READS, len(records)):  # read counts
+        # (the read counts: a kernel that writes arrays besides its output
+        # runs on one worker, so no other written array's maps are merged)
+        for index in range(READS, len(records)):
             records[index] += copy[index]
 
 
@@ -533,7 +534,7 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
     written = [_written(copy) for copy in private]
     _take_later_writes(c_record, [w.c for w in workers[1:]], written)
     _merge(records, private)
-    decode_writers(records)
+    decode_writers(records, len(job.plan.inputs), len(job.written_shapes()))
     merge_lockstep_records(lockstep, private_lockstep)
     spare_outputs = [w.c for w in workers[1:]]
     del private, workers

@@ -71,6 +71,7 @@ from ..records import (
     decode_writers,
     margin_cells,
     raced_in_global_memory,
+    written_records,
 )
 from ..result import Timing
 from .common import BackendOutput, KernelJob
@@ -127,6 +128,8 @@ class _Slot:
     name: str
     role: str  # "in", "out", "sh", "lc"
     ndim: int
+    #: the written array whose records its writes fill (0: the output; -1: none)
+    write_index: int = -1
 
 
 class VectorRuntime:
@@ -137,8 +140,15 @@ class VectorRuntime:
         self.job = job
         self.layout = code.layout
         self.records = records
-        self.flat = {index: r.reshape(-1) for index, r in enumerate(records)
-                     if index in (COUNT, ATOMICS, MIN_WRITER, MAX_WRITER, ITERATION)}
+        written = job.written_shapes()
+        #: each written array's records (0: the output's), the maps seen flat
+        self.written = [written_records(records, len(job.plan.inputs), index)
+                        for index in range(len(written) + 1)]
+        self.flat = [{r: own[r].reshape(-1) for r in (COUNT, ATOMICS, MIN_WRITER, MAX_WRITER,
+                                                      ITERATION)} for own in self.written]
+        m, _, n = job.request.shape
+        #: the shape each written array's margin is counted around
+        self.drawn = [(m, n)] + [w.drawn for w in written]
         self.reads = [records[READS + i].reshape(-1) for i in range(len(job.plan.inputs))]
         self.inputs = job.plan.inputs
         self.req = lockstep["_tm_req"]
@@ -148,7 +158,8 @@ class VectorRuntime:
         self.bar = lockstep["_tm_bar"]
         self.race = lockstep["_tm_race"]
         self.uninit = lockstep["_tm_uninit"]
-        self.slots = [_Slot(s.name, s.role, s.ndim) for s in array_slots(job.plan)]
+        self.slots = [_Slot(s.name, s.role, s.ndim, s.write_index)
+                      for s in array_slots(job.plan)]
         self.sites = self.layout.sites
         self.item = {a.name: np.dtype(a.dtype).itemsize for a in self.layout.block_arrays}
         self.global_item = {name: np.dtype(dtype_of(job.request.element_types, name)).itemsize
@@ -347,8 +358,9 @@ class VectorRuntime:
         if outside.any():
             self._oob(slot, direction, lanes[outside],
                       idx[0][outside], idx[1][outside] if info.ndim == 2 else None)
-            if info.role == "out" and direction == 1:
-                self._margin(idx[0][outside], idx[1][outside] if info.ndim == 2 else None)
+            if info.write_index >= 0 and direction == 1:
+                self._margin(info.write_index, idx[0][outside],
+                             idx[1][outside] if info.ndim == 2 else None)
             inside = ~outside
             lanes_in, offsets_in = lanes[inside], offsets[inside]
         else:
@@ -389,8 +401,9 @@ class VectorRuntime:
                              inside)
         values = np.broadcast_to(np.asarray(value), (count,))
         values_in = values if inside is None else values[inside]
-        if info.role == "out" and len(lanes_in):
-            self._writers(COUNT if op == "st" else ATOMICS, lanes_in, offsets_in)
+        if info.write_index >= 0 and len(lanes_in):
+            self._writers(info.write_index, COUNT if op == "st" else ATOMICS, lanes_in,
+                          offsets_in)
         if op == "st":
             if self.keyed and info.role == "out":
                 self._store_keyed(lanes_in, offsets_flat, values_in)
@@ -412,8 +425,8 @@ class VectorRuntime:
             if got[p] == compared[p]:
                 flat[offsets[p]] = new[p]
                 swapped[p] = True
-        if info.role == "out" and swapped.any():
-            self._writers(ATOMICS, lanes[swapped], element_offsets[swapped])
+        if info.write_index >= 0 and swapped.any():
+            self._writers(info.write_index, ATOMICS, lanes[swapped], element_offsets[swapped])
         if inside is None:
             return got
         old = np.zeros(count, flat.dtype)
@@ -458,18 +471,18 @@ class VectorRuntime:
         self.output_flat[offsets[later]] = np.asarray(values)[chosen][later]
         self.output_key[offsets[later]] = keys[later]
 
-    def _writers(self, which: int, lanes, offsets) -> None:
+    def _writers(self, index: int, which: int, lanes, offsets) -> None:
+        """Writes by ``lanes`` to written array ``index`` (0: the output)."""
         g = self.G[lanes]
-        np.add.at(self.flat[which], offsets, 1)
-        stores = self.records[STORES]
+        flat = self.flat[index]
+        np.add.at(flat[which], offsets, 1)
+        stores = self.written[index][STORES]
         s = stores[g]
         stores[g] = s + 1
-        minw = self.flat[MIN_WRITER]
+        minw = flat[MIN_WRITER]
         np.maximum.at(minw, offsets, (self.writer_max - g).astype(minw.dtype))
-        np.maximum.at(self.flat[MAX_WRITER], offsets,
-                      (g + 1).astype(self.flat[MAX_WRITER].dtype))
-        np.maximum.at(self.flat[ITERATION], offsets,
-                      (INT32_MAX - s).astype(self.flat[ITERATION].dtype))
+        np.maximum.at(flat[MAX_WRITER], offsets, (g + 1).astype(flat[MAX_WRITER].dtype))
+        np.maximum.at(flat[ITERATION], offsets, (INT32_MAX - s).astype(flat[ITERATION].dtype))
 
     def _oob(self, slot: int, direction: int, lanes, i, j) -> None:
         g = self.G[lanes]
@@ -485,14 +498,15 @@ class VectorRuntime:
             self.records[OOB_INDEX][slot, direction] = (i[at], j[at] if j is not None else 0)
         self.records[OOB_THREAD][g] += 1
 
-    def _margin(self, i, j) -> None:
-        """Out-of-bounds writes to the output, counted where they landed in
-        the margin around C (helper_library's _tm_margin<nd>): at (i, j), or
-        at flat index i (row i // N, column i % N)."""
-        m, _, n = self.job.request.shape
+    def _margin(self, index: int, i, j) -> None:
+        """Out-of-bounds writes to written array ``index`` (0: the output),
+        counted where they landed in the margin around it (helper_library's
+        _tm_margin<nd>): at (i, j), or at flat index i (row i // N, column
+        i % N)."""
+        m, n = self.drawn[index]
         if j is None:
             i, j = np.floor_divide(i, n), np.remainder(i, n)
-        margin = self.records[MARGIN]
+        margin = self.written[index][MARGIN]
         np.add.at(margin, margin_cells(margin.shape, m, i, j), 1)
 
     # -- warp-level operations (see lockstep._Writer._warp) -------------------------------
@@ -991,7 +1005,7 @@ def run_instant(job: KernelJob, hand_over_after: float | None = None) -> Backend
                 job.progress(0.05 + 0.9 * (number + 1) / len(units),
                              f"instant tier: {b1:,} of {blocks:,} blocks")
     spent = time.perf_counter() - start
-    decode_writers(records)
+    decode_writers(records, len(job.plan.inputs), len(job.written_shapes()))
     timings = [
         Timing("derive", "cpu-instant", derive_seconds,
                "writing the instant tier's numpy form of the kernel (no compile)"),

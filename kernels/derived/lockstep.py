@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import EmulationUnsupported
-from ..records import LOCKSTEP_RECORDS, RECORD_PARAMS, reads_flat_param, reads_param
+from ..records import LOCKSTEP_RECORDS, reads_flat_param, record_names
 from ..sources.plan import KernelPlan, cuda_attribute
 from .local_types import NO_OP_CALLS, VALUE_BARRIERS, KernelTypes
 from .transform import (
@@ -50,6 +50,7 @@ from .transform import (
     global_shadow_param,
     race_checked_arrays,
     shadow_param,
+    written_arrays,
 )
 from .warp_ops import (
     MATCH,
@@ -172,7 +173,7 @@ class LockstepLayout:
         """Parameters of ``_tm_run_<mode>``, in order."""
         names = list(plan.kernel.params)
         if mode == "record":
-            names += recording_params(len(plan.inputs))
+            names += recording_params(len(plan.inputs), len(written_arrays(plan)))
         names += list(self.workspace) + list(self.array_params(mode))
         names += [a.flat_param for a in self.block_arrays]
         return tuple(names) + ("_tm_gdx", "_tm_gdy", "_tm_bdx", "_tm_bdy", "_tm_u0", "_tm_u1",
@@ -183,11 +184,13 @@ class LockstepLayout:
         return blocks * (-(-threads_per_block // 32) if self.warpwise else 1)
 
 
-def recording_params(inputs: int) -> list[str]:
+def recording_params(inputs: int, written: int = 0) -> list[str]:
     """What the recording functions take after the kernel's own arguments
-    (``inputs``: how many input arrays it has, each with its read counts)."""
-    return (list(RECORD_PARAMS) + [reads_param(i) for i in range(inputs)]
-            + [reads_flat_param(i) for i in range(inputs)] + list(LOCKSTEP_RECORDS))
+    (``inputs``: how many input arrays it has, each with its read counts;
+    ``written``: how many of them it also stores into, each with its write
+    maps)."""
+    return (record_names(inputs, written) + [reads_flat_param(i) for i in range(inputs)]
+            + list(LOCKSTEP_RECORDS))
 
 
 @dataclass(frozen=True)
@@ -298,7 +301,7 @@ class _Writer:
             race_arrays=race_checked_arrays(plan))
         params = list(plan.kernel.params)
         if self.record:
-            params += recording_params(len(plan.inputs))
+            params += recording_params(len(plan.inputs), len(written_arrays(plan)))
         params += list(layout.workspace) + list(layout.array_params(self.mode))
         block_name = f"{plan.name}__tm_block_{self.mode}"
         returned = "_tm_epoch" if self.record else "0"

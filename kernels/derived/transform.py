@@ -23,7 +23,19 @@ import functools
 from dataclasses import dataclass
 
 from ..errors import UnsupportedConstruct
-from ..records import DIVISION_SITES, RECORD_PARAMS, reads_param
+from ..records import (
+    ATOMICS,
+    COUNT,
+    DIVISION_SITES,
+    ITERATION,
+    MARGIN,
+    MAX_WRITER,
+    MIN_WRITER,
+    STORES,
+    reads_param,
+    record_names,
+    written_param,
+)
 from ..sources.plan import CALLED_ATOMICS, KernelPlan, cuda_attribute, subscript_chain
 
 #: Explicit thread coordinates of an emulated thread.
@@ -44,10 +56,11 @@ OOB_ARGS = {
     "cpu": ("_tm_oob", "_tm_oob_min_thread", "_tm_oob_thread", "_tm_oob_index",
             "_tm_req", "_tm_l", "_tm_gtid"),
 }
-#: What the output's store and atomic helpers also take: the writer maps, the
-#: store numbers, and the margin where its out-of-bounds writes land.
-_WRITER_ARGS = ("_tm_min_writer", "_tm_max_writer", "_tm_iteration", "_tm_stores",
-                "_tm_oob_margin")
+#: What a written array's store and atomic helpers also take (after its count
+#: or atomics map): the writer maps, the store numbers, and the margin where
+#: its out-of-bounds writes land; the output's are ``RECORD_PARAMS``', another
+#: written array's its own (``records.written_param``).
+_WRITER_RECORDS = (MIN_WRITER, MAX_WRITER, ITERATION, STORES, MARGIN)
 #: What the CPU emulation's shared-memory helpers also take: the array's
 #: shadow (who wrote / read each element in which barrier interval) and where
 #: in the block the access happens.
@@ -134,6 +147,17 @@ def race_checked_arrays(plan: KernelPlan) -> tuple[str, ...]:
                  or (name in atomics and name in loads))
 
 
+def written_arrays(plan: KernelPlan) -> tuple[str, ...]:
+    """The arrays besides the output that a described kernel stores into or
+    updates atomically, in parameter order: each keeps write maps of its own
+    (``records.WRITE_RECORDS``).  Under the matmul convention, none: C's are
+    the maps, as they always were."""
+    if plan.matmul:
+        return ()
+    return tuple(name for name in plan.arrays
+                 if name in plan.stored_arrays and name != plan.output)
+
+
 @dataclass(frozen=True)
 class AccessSite:
     """One place in the source where the kernel reads or writes an array: a
@@ -172,6 +196,15 @@ class ArraySlot:
     #: a global array checked for races (race_checked_arrays): its CPU
     #: helpers keep its shadow and access ranges
     races: bool = False
+    #: which written array's records its stores and atomic updates fill (0:
+    #: the output's; 1 on: ``written_arrays``; -1: it is not written)
+    write_index: int = -1
+
+    def helper_role(self, op: str) -> str:
+        """The role of the helper of access ``op`` ("ld", "st", "at..."): an
+        input that is also written reads as an input (its reads counted) and
+        writes as an output (its writes recorded)."""
+        return "out" if op != "ld" and self.write_index > 0 else self.role
 
     @property
     def site_role(self) -> str:
@@ -184,12 +217,15 @@ def array_slots(plan: KernelPlan) -> tuple[ArraySlot, ...]:
     shared / local arrays whose rank is known."""
     slots = []
     raced = race_checked_arrays(plan)
+    written = written_arrays(plan)
     for slot, name in enumerate(plan.arrays):
         if name == plan.output:
-            slots.append(ArraySlot(name, slot, plan.ndim[name], "out", races=name in raced))
+            slots.append(ArraySlot(name, slot, plan.ndim[name], "out", races=name in raced,
+                                   write_index=0))
         else:
             slots.append(ArraySlot(name, slot, plan.ndim[name], "in",
-                                   plan.inputs.index(name), plan.matmul, name in raced))
+                                   plan.inputs.index(name), plan.matmul, name in raced,
+                                   written.index(name) + 1 if name in written else -1))
     for local in plan.local_arrays:
         if local.ndim in (1, 2):
             slots.append(ArraySlot(local.name, len(slots), local.ndim,
@@ -271,8 +307,8 @@ def derive_cuda_record(plan: KernelPlan) -> ast.FunctionDef:
     rewriter = AccessRewriter(plan, "record", "cuda")
     func.body = rewriter.rewrite_body(func.body)
     func.body.insert(0, ast.parse(_CUDA_GTID).body[0])
-    params = list(plan.kernel.params) + list(RECORD_PARAMS) + [
-        reads_param(i) for i in range(len(plan.inputs))]
+    params = list(plan.kernel.params) + record_names(len(plan.inputs),
+                                                     len(written_arrays(plan)))
     func.name = f"{plan.name}__tm_record"
     func.args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params],
                               kwonlyargs=[], kw_defaults=[], defaults=[])
@@ -376,13 +412,13 @@ class AccessRewriter(ast.NodeTransformer):
             return _call(f"_tm_{op}{slot.ndim}", base)
         site = self._site(slot, kind, node, self._text(slot, indices, node))
         names: tuple[str, ...] = ()
-        if slot.role == "in" and op == "ld" and self.target == "cuda":
+        role = slot.helper_role(op)
+        if role == "in" and op == "ld" and self.target == "cuda":
             # (the CPU emulation counts reads per warp request instead)
             names = (reads_param(slot.input_index),)
-        elif slot.role == "out" and op == "st":
-            names = ("_tm_count",) + _WRITER_ARGS
-        elif slot.role == "out" and op.startswith("at"):
-            names = ("_tm_atomics",) + _WRITER_ARGS
+        elif role == "out" and op != "ld":
+            names = tuple(written_param(slot.write_index, record) for record in (
+                (COUNT if op == "st" else ATOMICS),) + _WRITER_RECORDS)
         names += OOB_ARGS[self.target]
         if slot.role == "sh" and self.target == "cpu":
             names += (shadow_param(slot.name),) + SHARED_ARGS
@@ -392,7 +428,7 @@ class AccessRewriter(ast.NodeTransformer):
                 + GLOBAL_RACE_ARGS
         # Slot and site are passed as int64, not literals: numba would compile
         # the helper once per literal value (tens of seconds for a kernel).
-        return _call(f"_tm_{op}{slot.ndim}_{slot.role}{'r' if checked else ''}",
+        return _call(f"_tm_{op}{slot.ndim}_{role}{'r' if checked else ''}",
                      base + [_int64(slot.slot), _int64(site)] + [_name(n) for n in names])
 
     def _load(self, slot: ArraySlot, indices: list[ast.expr], node: ast.AST) -> ast.Call:
