@@ -171,6 +171,16 @@ def build_parser() -> argparse.ArgumentParser:
     hunt_parser.add_argument("--seed", type=int, default=0)
     hunt_parser.add_argument("--scalar", action="append", default=[], metavar="NAME=VALUE",
                              help="value of a kernel's scalar parameter (repeatable)")
+    hunt_parser.add_argument("--arg", action="append", default=[], metavar="NAME=SPEC",
+                             help="describe a kernel parameter, as for run (repeatable; a "
+                                  "file's THREADMAP_ARGS too): a kernel that is not C = A @ B "
+                                  "is hunted on its arrays, each distinct dimension given "
+                                  "small, prime and uneven sizes (an integer scalar equal to "
+                                  "a dimension follows it), and on launches around them")
+    hunt_parser.add_argument("--reference", default=None, metavar="FILE.py:FUNCTION",
+                             help="YOUR host code, as for run, that every case is held to; "
+                                  "without it a kernel run as it is fails a case only on the "
+                                  "checks (elements never written, out of bounds, races)")
     check_parser = commands.add_parser(
         "check", help="check many kernel files on many shapes and launches; write a report")
     check_parser.add_argument("paths", nargs="+", metavar="FILE_OR_DIR",
@@ -696,11 +706,20 @@ def _cmd_hunt(args: argparse.Namespace) -> int:
 
     check_numbers(args)
     check_output_path("--out", args.out, folder=True)
+    if args.reference is not None:
+        from .reference_code import parse_reference
+
+        parse_reference(args.reference)
     base = RunRequest(kernel=args.kernel, kernel_file=args.kernel_file, dtype=args.dtype,
                       seed=args.seed, backend=args.backend, scalars=parse_scalars(args.scalar),
-                      tier=args.tier)
+                      tier=args.tier, reference=args.reference)
+    from .sources.arguments import describe_request
     from .sources.loader import load_plan
 
+    # (its arguments as described: a kernel that is not C = A @ B is hunted
+    # on its own arrays; the file's that do describe a matmul give nothing
+    # the shapes searched would not change)
+    base = describe_request(base, args.arg, as_it_is_unless_matmul=True)
     base = base.with_(kernel=load_plan(base).name)  # a file that does not parse stops here
 
     def progress(fraction: float, message: str) -> None:

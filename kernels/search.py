@@ -20,6 +20,7 @@ limit, so a kernel that hangs is a failed case, never a hung search.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -123,6 +124,37 @@ def kernel_block(plan) -> tuple[int, ...] | None:
     return None
 
 
+def described_sizes(arguments: tuple) -> tuple[int, ...]:
+    """The distinct dimensions of a described run's arrays, in order of first
+    appearance: a hunt gives each a size of its own (``resized``)."""
+    found: list[int] = []
+    for argument in arguments:
+        for dim in getattr(argument, "shape", ()):
+            if dim not in found:
+                found.append(int(dim))
+    return tuple(found)
+
+
+def resized(arguments: tuple, sizes: dict[int, int]) -> tuple:
+    """A described run's arguments with each dimension ``d`` made
+    ``sizes[d]``: arrays that were as long stay as long as each other (x, y
+    and out of a vector add), and an integer scalar equal to a dimension (its
+    ``n``) follows it."""
+    from .sources.arguments import ArrayArgument, ScalarArgument
+
+    changed = []
+    for argument in arguments:
+        if isinstance(argument, ArrayArgument):
+            changed.append(ArrayArgument(argument.name, argument.dtype,
+                                         tuple(sizes.get(d, d) for d in argument.shape)))
+        elif isinstance(argument, ScalarArgument) and argument.is_integer \
+                and argument.value in sizes:
+            changed.append(ScalarArgument(argument.name, sizes[argument.value], argument.dtype))
+        else:
+            changed.append(argument)
+    return tuple(changed)
+
+
 @dataclass
 class Case:
     """One (shape, launch) tried, and what it gave."""
@@ -134,6 +166,9 @@ class Case:
     verdict: str = ""  # "PASS", "FAIL", or "skipped"
     reasons: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: a kernel run as it is: its arguments for this case (``shape`` is then
+    #: its output's as drawn, rows x 1 x columns: a 1-D output wrapped)
+    arguments: tuple = ()
 
     @property
     def threads(self) -> int:
@@ -142,15 +177,31 @@ class Case:
             total *= d
         return total
 
+    @property
+    def size_label(self) -> str:
+        """The case's shapes: M x K x N, or a described run's arrays."""
+        if self.arguments:
+            return ", ".join(str(a) for a in self.arguments if hasattr(a, "shape"))
+        return "x".join(map(str, self.shape))
+
+    @property
+    def elements(self) -> int:
+        """Elements of every array of the case (what "smallest" orders by)."""
+        if self.arguments:
+            return sum(math.prod(a.shape) for a in self.arguments if hasattr(a, "shape"))
+        return math.prod(self.shape)
+
     def label(self) -> str:
-        m, k, n = self.shape
-        return (f"{m}x{k}x{n}, grid {'x'.join(map(str, self.grid))} x block "
+        return (f"{self.size_label}, grid {'x'.join(map(str, self.grid))} x block "
                 f"{'x'.join(map(str, self.block))} ({self.why})")
 
     def row(self) -> dict:
-        return {"shape": list(self.shape), "grid": list(self.grid), "block": list(self.block),
-                "why": self.why, "verdict": self.verdict, "reasons": self.reasons,
-                "seconds": round(self.seconds, 3)}
+        row = {"shape": list(self.shape), "grid": list(self.grid), "block": list(self.block),
+               "why": self.why, "verdict": self.verdict, "reasons": self.reasons,
+               "seconds": round(self.seconds, 3)}
+        if self.arguments:
+            row["arguments"] = [str(a) for a in self.arguments]
+        return row
 
 
 @dataclass
@@ -178,7 +229,7 @@ class HuntReport:
         if "fewer threads than elements" in failing.why and verdict.unwritten and \
                 not (verdict.collided or verdict.out_of_bounds):
             return ("the kernel computes one element per thread, so it needs a launch that "
-                    "covers C; a grid-stride loop removes that need")
+                    f"covers {self.result.output}; a grid-stride loop removes that need")
         return ""
 
     def summary(self) -> str:
@@ -213,26 +264,56 @@ def hunt_cases(base: RunRequest, grid: tuple[int, ...] | None = None,
     """Every case of the search for ``base``'s kernel, smallest first; with
     ``grid`` and ``block`` pinned, only the shapes vary; with ``block`` alone
     (or the kernel's own block), the grids."""
+    from .sources.arguments import wrapped_shape
     from .sources.loader import load_plan
 
     plan = load_plan(base)
     block = block or kernel_block(plan)
     cases = []
-    for m, k, n in SHAPES:
+    sizes = described_sizes(base.arguments)
+    for shape in SHAPES:
+        m, k, n = shape
+        arguments = ()
+        if base.arguments:
+            # Each distinct dimension of the arrays its own size: M, N, then K
+            # of the shape (a transpose's rows and columns differ, as M and N
+            # do); a fourth and later keep their sizes.  Arrays all 1-D: the
+            # first dimension M x N (1 to 12,513 elements, as C's are, so that
+            # one block is fewer threads than elements), then K, then M.
+            one_d = all(len(a.shape) == 1 for a in base.arguments if hasattr(a, "shape"))
+            arguments = resized(base.arguments, dict(zip(
+                sizes, (m * n, k, m) if one_d else (m, n, k))))
+            output = next(a for a in arguments if a.name == plan.output)
+            m, n = output.shape if len(output.shape) == 2 else wrapped_shape(output.shape[0])
+            shape = (m, 1, n)
         if grid is not None and block is not None:
-            cases.append(Case((m, k, n), grid, block,
-                              f"the launch given: {_relation(grid, block, m, n)}"))
+            cases.append(Case(shape, grid, block,
+                              f"the launch given: {_relation(grid, block, m, n)}",
+                              arguments=arguments))
             continue
         for why, grid_, block_ in launches(m, n, plan.launch_dims, plan.x_indexes == "rows",
                                            block):
-            cases.append(Case((m, k, n), grid_, block_, why))
+            if base.arguments:  # (the output by its own name)
+                why = why.replace("covering C", f"covering {plan.output}")
+            cases.append(Case(shape, grid_, block_, why, arguments=arguments))
     seen, unique = set(), []
-    for case in sorted(cases, key=lambda c: (c.shape[0] * c.shape[1] * c.shape[2], c.threads)):
-        key = (case.shape, case.grid, case.block)
+    for case in sorted(cases, key=lambda c: (c.elements, c.threads)):
+        key = (case.shape, case.arguments, case.grid, case.block)
         if key not in seen:
             seen.add(key)
             unique.append(case)
     return unique
+
+
+def case_request(base: RunRequest, case: Case) -> RunRequest:
+    """``base`` on ``case``'s shapes and launch."""
+    launch = dict(grid=case.grid, block=case.block, launch_source=f"the hunt: {case.why}")
+    m, k, n = case.shape
+    if not case.arguments:
+        return base.with_(m=m, k=k, n=n, **launch)
+    values = {a.name: a.value for a in case.arguments if not hasattr(a, "shape")}
+    return base.with_(arguments=case.arguments, m=m, k=1, n=n, scalars=tuple(
+        (name, values.get(name, value)) for name, value in base.scalars), **launch)
 
 
 def hunt(base: RunRequest, budget: float = 60.0,
@@ -260,9 +341,7 @@ def hunt(base: RunRequest, budget: float = 60.0,
         if cancel():
             raise RunCancelled("hunt cancelled")
         progress(index / len(cases), f"case {index + 1} of {len(cases)}: {case.label()}")
-        m, k, n = case.shape
-        request = base.with_(m=m, k=k, n=n, grid=case.grid, block=case.block,
-                             launch_source=f"the hunt: {case.why}")
+        request = case_request(base, case)
         tried.append(case)
         began = time.monotonic()
         try:
@@ -310,8 +389,8 @@ def write_hunt(report: HuntReport, out: Path, folder=None) -> None:
     """``hunt.json`` into ``out``, and the failing case's ``result.json`` and
     ``maps.npz`` when there is one with maps: all together or none
     (outputs.py); into ``folder`` (an OutputFolder the command holds) when given."""
-    from .run_files import stage_outputs
     from .outputs import OutputFolder
+    from .run_files import stage_outputs
 
     if folder is None:
         with OutputFolder(out) as own:

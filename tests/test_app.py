@@ -916,9 +916,17 @@ def test_without_a_reference_a_kernel_run_as_it_is_has_maps_and_checks_only(wind
              for i in range(window.maps_view.map_combo.count())]
     window.maps_view.map_combo.setCurrentIndex(names.index("error"))
     assert "no reference to compare with" in window.maps_view.legend_label.text()
-    # and Find a failing case says it does not search such a kernel yet
+    # Find a failing case searches it on its arguments resized: one element per
+    # thread, so one block of its 256 threads leaves most of 527 elements unwritten
+    told = []
+    window.session.told.connect(lambda message, _ms: told.append(message))
     window.hunt_action.trigger()
-    assert "is not searched yet" in window.maps_view.error_label.text()
+    failing = window.controller.last_hunt.failing
+    assert failing is not None and failing.arguments
+    assert failing.size_label == "x=float32[527], y=float32[527], out=float32[527]"
+    assert failing.grid == (1,) and "fewer threads than elements" in failing.why
+    assert window.session.current.request.arguments == failing.arguments
+    assert any("smallest failing case" in m and "covers out" in m for m in told)
 
 
 def test_a_kernel_with_nothing_to_describe_it_asks_for_its_arguments(window, tmp_path):

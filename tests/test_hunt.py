@@ -139,3 +139,82 @@ def test_hunt_labels_are_true_respect_the_kernel_s_block_and_can_be_pinned():
     pinned = hunt_cases(RunRequest(kernel="naive-2d"), (2, 3), (8, 4))
     assert {(case.grid, case.block) for case in pinned} == {((2, 3), (8, 4))}
     assert len(pinned) == len({case.shape for case in pinned}) > 5
+
+
+# A kernel run as it is (issue 22): hunted on its own arrays, resized.
+GRID_STRIDE_ADD = '''from numba import cuda
+
+THREADMAP_ARGS = {"x": "float32[4096]", "y": "float32[4096]", "out": "float32[4096]",
+                  "n": 4096}
+
+
+@cuda.jit
+def add(x, y, out, n):
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        out[i] = x[i] + y[i]
+'''
+
+
+def test_a_kernel_run_as_it_is_is_hunted_on_its_arrays_resized(tmp_path):
+    from kernels import wrapped_shape
+    from kernels.search import hunt_cases
+    from kernels.sources.arguments import describe_request
+
+    kernel = tmp_path / "add.py"
+    kernel.write_text(GRID_STRIDE_ADD)
+    base = describe_request(RunRequest(kernel=None, kernel_file=str(kernel), backend="cpu"),
+                            as_it_is_unless_matmul=True)
+    cases = hunt_cases(base)
+    lengths = sorted({case.arguments[0].shape[0] for case in cases})
+    # one distinct length, 1-D: C's element counts of the matmul shapes, 1 to 12,513
+    assert lengths[0] == 1 and lengths[-1] == 129 * 97 and 527 in lengths
+    for case in cases:
+        x, y, out, n = case.arguments
+        assert x.shape == y.shape == out.shape and n.value == x.shape[0]  # n follows
+        rows, width = wrapped_shape(x.shape[0])  # (the output as drawn)
+        assert case.shape == (rows, 1, width)
+    # smallest first
+    assert [c.elements for c in cases] == sorted(c.elements for c in cases)
+
+
+def test_a_guarded_and_a_grid_stride_kernel_run_as_they_are(tmp_path, capsys):
+    add = tmp_path / "add.py"
+    add.write_text(GRID_STRIDE_ADD)
+    reference = tmp_path / "ref.py"
+    reference.write_text("def add(x, y, n):\n    return x + y\n")
+    out = tmp_path / "out"
+    assert threadmap("hunt", "--kernel-file", str(add), "--reference", f"{reference}:add",
+                     "--backend", "cpu", "--budget", "300", "--out", str(out)) == 0
+    report = json.loads((out / "hunt.json").read_text())
+    assert report["failing"] is None and not report["stopped"]
+    assert all(case["verdict"] == "PASS" for case in report["cases"])
+    assert report["cases"][0]["arguments"] == ["x=float32[1]", "y=float32[1]",
+                                               "out=float32[1]", "n=1"]
+    # without its loop and its guard: the extra threads of the smallest case step out
+    broken = tmp_path / "broken.py"
+    broken.write_text(GRID_STRIDE_ADD.replace(
+        "    for i in range(cuda.grid(1), n, cuda.gridsize(1)):\n        out[i]",
+        "    i = cuda.grid(1)\n    out[i]"))
+    out = tmp_path / "out2"
+    assert threadmap("hunt", "--kernel-file", str(broken), "--reference", f"{reference}:add",
+                     "--backend", "cpu", "--out", str(out)) == 0
+    failing = json.loads((out / "hunt.json").read_text())["failing"]
+    assert failing["arguments"][0] == "x=float32[1]"
+    assert any("out-of-bounds writes of out" in reason for reason in failing["reasons"])
+    assert (out / "maps.npz").exists()
+
+
+def test_a_transposes_two_dimensions_get_two_sizes(tmp_path):
+    from kernels.search import hunt_cases
+    from kernels.sources.arguments import describe_request
+
+    kernel = tmp_path / "t.py"
+    kernel.write_text((ROOT / "examples" / "transpose_naive.py").read_text().replace(
+        '"float32[64, 64]", "out": "float32[64, 64]"',
+        '"float32[32, 64]", "out": "float32[64, 32]"'))
+    base = describe_request(RunRequest(kernel=None, kernel_file=str(kernel), backend="cpu"),
+                            as_it_is_unless_matmul=True)
+    for case in hunt_cases(base):
+        a, out = case.arguments
+        assert out.shape == a.shape[::-1]  # rows and columns stay linked
+    assert any(a.shape[0] != a.shape[1] for a, _ in (c.arguments for c in hunt_cases(base)))

@@ -124,14 +124,10 @@ class SessionController(QtCore.QObject):
 
     def hunt(self, base: RunRequest, budget: float = 60.0) -> bool:
         """Search, off the GUI thread, for the smallest shape and launch where
-        ``base``'s kernel fails; the failing case is shown when found."""
+        ``base``'s kernel fails; the failing case is shown when found.  A
+        kernel run as it is is searched on its Arguments, resized
+        (search.hunt_cases), and held to its Reference if it has one."""
         if self.busy:
-            return False
-        if base.arguments:
-            self.session.raise_error(
-                "Find a failing case tries shapes and launches of C = A @ B; a kernel run as "
-                "it is, on its Arguments, is not searched yet: change its Arguments or its "
-                "launch and run it again")
             return False
         # (auto would pick the simulator for some kernels: the hunt runs many cases)
         base = base.with_(backend="cpu" if base.backend == "auto" else base.backend)
