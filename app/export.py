@@ -15,6 +15,7 @@ from kernels import (
     BACKEND_SHORT,
     RunResult,
     SweepCell,
+    ThreadMapError,
     dims_heading,
     dims_order,
     encode_png,
@@ -27,8 +28,10 @@ from .models.map_images import (
     MAP_CHOICES,
     MapImage,
     make_map,
+    map_label,
     replay_map,
     written_map_names,
+    written_of,
 )
 from .qt import QtCore, QtGui, QtWidgets, pg
 from .views.colors import colour_map
@@ -267,7 +270,7 @@ def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str
         ok = [c for c in cells if c.result is not None]
         top = shared_top(ok, map_name)
         first = ok[0].result.request if ok else None
-        title = (f"{first.kernel_label} {first.shape_label}: {MAP_CHOICES[map_name][0]}"
+        title = (f"{first.kernel_label} {first.shape_label}: {map_label(map_name)}"
                  " (grids down, blocks across)") if first else "sweep"
         widget.ci.addLabel(_wrapped(title, size[0] - 40, 11), row=0, col=0,
                            colspan=len(threads) + 2, size="11pt")
@@ -395,10 +398,18 @@ def shared_top(cells: list[SweepCell], map_name: str) -> float | None:
     cells = [c for c in cells if c.result is not None]
     if not cells:
         return None
-    if map_name == "count":
-        return float(max(max(int(c.result.maps.writes.max()), 1) for c in cells))
-    if map_name == "iteration":
-        return float(max(c.result.maps.iterations - 1 for c in cells))
+    base, _, array = map_name.partition(":")
+    if array:  # (another array the kernel stores into: its maps, cell by cell)
+        try:
+            maps = [written_of(c.result, array) for c in cells]
+        except ThreadMapError:
+            return None
+    else:
+        maps = [c.result.maps for c in cells]
+    if base == "count":
+        return float(max(max(int(m.writes.max()), 1) for m in maps))
+    if base == "iteration":
+        return float(max(m.iterations - 1 for m in maps))
     if map_name in ("oob", "stores"):
         attr = "oob_per_thread" if map_name == "oob" else "stores_per_thread"
         return float(max(int(getattr(c.result.maps, attr).max(initial=0)) for c in cells))

@@ -222,3 +222,18 @@ def test_the_command_line_refuses_an_array_it_does_not_write(files, tmp_path):
     with pytest.raises(ThreadMapError, match="stores into no array 'x' besides its output "
                                              r"\(it also stores into sums\)"):
         check_described_map(request, "count:x")
+
+
+def test_a_sweeps_images_of_a_written_array_share_one_scale(files, tmp_path):
+    from app.export import export_contact_sheet, shared_top
+    from kernels.sweep import SweepCell
+
+    cells = []
+    for grid in ((2,), (4,)):
+        result = run_file(files / "split.py", grid=grid)
+        cells.append(SweepCell(grid, (64,), result.request, result))
+    # sums[0]: stored by each block's thread 0, 2 and then 4 times
+    assert shared_top(cells, "count:sums") == 4.0
+    assert shared_top(cells, "iteration:sums") == 1.0
+    path = export_contact_sheet(cells, tmp_path / "sheet.png", "count:sums", cell_size=120)
+    assert path.read_bytes().startswith(b"\x89PNG")

@@ -318,8 +318,9 @@ class MapsView(QtWidgets.QWidget):
             blocked = self.map_combo.blockSignals(True)
             self.map_combo.setCurrentIndex(index)
             self.map_combo.blockSignals(blocked)
-            self.writer_combo.setVisible(session.map_name == "writer")
-            self.writer_label.setVisible(session.map_name == "writer")
+            writer = session.map_name.partition(":")[0] == "writer"  # (an array's too)
+            self.writer_combo.setVisible(writer)
+            self.writer_label.setVisible(writer)
         if session.current is None:
             return
         shown = session.shown_result()

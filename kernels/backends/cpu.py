@@ -519,6 +519,9 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
     private, private_lockstep = [], []
     ready = [(arrays.private, arrays.c_private)] if arrays.private is not None else []
     arrays.private = arrays.c_private = None
+    # (a kernel that stores into arrays besides its output runs on one worker,
+    # worker_count: the private copies and _merge know the output's maps only)
+    assert len(ranges) == 1 or not job.written_shapes(), "written arrays on several workers"
     for _ in ranges[1:]:
         copy, c = ready.pop() if ready else (
             _private_copy(records, input_shapes, output_shape), _spare_output(job))
