@@ -167,7 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     hunt_parser.add_argument("--block", help="pin the block (N or NxM; default: the kernel's "
                              "own, when its file launches it or its shared tile fixes it)")
     add_tier_option(hunt_parser)
-    hunt_parser.add_argument("--dtype", choices=DTYPES, default="float32")
+    hunt_parser.add_argument("--dtype", choices=DTYPES, default=None,
+                             help="float32 (the default) or float64: the matrices', or every "
+                                  "described array's")
     hunt_parser.add_argument("--seed", type=int, default=0)
     hunt_parser.add_argument("--scalar", action="append", default=[], metavar="NAME=VALUE",
                              help="value of a kernel's scalar parameter (repeatable)")
@@ -710,16 +712,21 @@ def _cmd_hunt(args: argparse.Namespace) -> int:
         from .reference_code import parse_reference
 
         parse_reference(args.reference)
-    base = RunRequest(kernel=args.kernel, kernel_file=args.kernel_file, dtype=args.dtype,
-                      seed=args.seed, backend=args.backend, scalars=parse_scalars(args.scalar),
-                      tier=args.tier, reference=args.reference)
+    base = RunRequest(kernel=args.kernel, kernel_file=args.kernel_file,
+                      dtype=args.dtype or "float32", seed=args.seed, backend=args.backend,
+                      scalars=parse_scalars(args.scalar), tier=args.tier,
+                      reference=args.reference)
     from .sources.arguments import describe_request
     from .sources.loader import load_plan
 
-    # (its arguments as described: a kernel that is not C = A @ B is hunted
-    # on its own arrays; the file's that do describe a matmul give nothing
-    # the shapes searched would not change)
-    base = describe_request(base, args.arg, as_it_is_unless_matmul=True)
+    # A kernel that is not C = A @ B is hunted on its own arrays, as
+    # described.  A matmul's description gives nothing the shapes searched
+    # would not change, and its dimension scalars (m, k, n) would pin the
+    # sizes every case changes: its hunt starts from the bare request.
+    described = describe_request(base, args.arg, dtype_given=args.dtype,
+                                 as_it_is_unless_matmul=True)
+    if described.arguments:
+        base = described
     base = base.with_(kernel=load_plan(base).name)  # a file that does not parse stops here
 
     def progress(fraction: float, message: str) -> None:

@@ -126,11 +126,13 @@ def kernel_block(plan) -> tuple[int, ...] | None:
 
 def described_sizes(arguments: tuple) -> tuple[int, ...]:
     """The distinct dimensions of a described run's arrays, in order of first
-    appearance: a hunt gives each a size of its own (``resized``)."""
+    appearance: a hunt gives each a size of its own (``resized``).  A
+    dimension of 1 is not one: a total of one element (``total[0]``) stays
+    one, and a scalar equal to 1 (a step) stays as it is."""
     found: list[int] = []
     for argument in arguments:
         for dim in getattr(argument, "shape", ()):
-            if dim not in found:
+            if dim != 1 and dim not in found:
                 found.append(int(dim))
     return tuple(found)
 
@@ -167,8 +169,10 @@ class Case:
     reasons: list[str] = field(default_factory=list)
     seconds: float = 0.0
     #: a kernel run as it is: its arguments for this case (``shape`` is then
-    #: its output's as drawn, rows x 1 x columns: a 1-D output wrapped)
+    #: its output's as drawn, rows x 1 x columns: a 1-D output wrapped), and
+    #: each of its dimensions resized, (from, to)
     arguments: tuple = ()
+    sizes: tuple[tuple[int, int], ...] = ()
 
     @property
     def threads(self) -> int:
@@ -267,13 +271,17 @@ def hunt_cases(base: RunRequest, grid: tuple[int, ...] | None = None,
     from .sources.arguments import wrapped_shape
     from .sources.loader import load_plan
 
+    if base.given_inputs:
+        raise RequestError("a hunt resizes the arrays it runs on: it cannot resize the "
+                           "caller's own arrays (args=...); describe them instead (their "
+                           "dtypes and shapes)")
     plan = load_plan(base)
     block = block or kernel_block(plan)
     cases = []
     sizes = described_sizes(base.arguments)
     for shape in SHAPES:
         m, k, n = shape
-        arguments = ()
+        arguments, mapping = (), {}
         if base.arguments:
             # Each distinct dimension of the arrays its own size: M, N, then K
             # of the shape (a transpose's rows and columns differ, as M and N
@@ -281,21 +289,22 @@ def hunt_cases(base: RunRequest, grid: tuple[int, ...] | None = None,
             # first dimension M x N (1 to 12,513 elements, as C's are, so that
             # one block is fewer threads than elements), then K, then M.
             one_d = all(len(a.shape) == 1 for a in base.arguments if hasattr(a, "shape"))
-            arguments = resized(base.arguments, dict(zip(
-                sizes, (m * n, k, m) if one_d else (m, n, k))))
+            mapping = dict(zip(sizes, (m * n, k, m) if one_d else (m, n, k)))
+            arguments = resized(base.arguments, mapping)
             output = next(a for a in arguments if a.name == plan.output)
             m, n = output.shape if len(output.shape) == 2 else wrapped_shape(output.shape[0])
             shape = (m, 1, n)
         if grid is not None and block is not None:
             cases.append(Case(shape, grid, block,
                               f"the launch given: {_relation(grid, block, m, n)}",
-                              arguments=arguments))
+                              arguments=arguments, sizes=tuple(mapping.items())))
             continue
         for why, grid_, block_ in launches(m, n, plan.launch_dims, plan.x_indexes == "rows",
                                            block):
             if base.arguments:  # (the output by its own name)
                 why = why.replace("covering C", f"covering {plan.output}")
-            cases.append(Case(shape, grid_, block_, why, arguments=arguments))
+            cases.append(Case(shape, grid_, block_, why, arguments=arguments,
+                              sizes=tuple(mapping.items())))
     seen, unique = set(), []
     for case in sorted(cases, key=lambda c: (c.elements, c.threads)):
         key = (case.shape, case.arguments, case.grid, case.block)
@@ -312,8 +321,19 @@ def case_request(base: RunRequest, case: Case) -> RunRequest:
     if not case.arguments:
         return base.with_(m=m, k=k, n=n, **launch)
     values = {a.name: a.value for a in case.arguments if not hasattr(a, "shape")}
+    sizes = dict(case.sizes)
+
+    def follows(name: str, value):
+        # a described scalar as resized; one given apart (--scalar n=4096, the
+        # app's Scalars) follows a dimension it equals, as a described one does
+        if name in values:
+            return values[name]
+        if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+            return type(value)(sizes.get(int(value), value))
+        return value
+
     return base.with_(arguments=case.arguments, m=m, k=1, n=n, scalars=tuple(
-        (name, values.get(name, value)) for name, value in base.scalars), **launch)
+        (name, follows(name, value)) for name, value in base.scalars), **launch)
 
 
 def hunt(base: RunRequest, budget: float = 60.0,

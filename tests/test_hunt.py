@@ -218,3 +218,57 @@ def test_a_transposes_two_dimensions_get_two_sizes(tmp_path):
         a, out = case.arguments
         assert out.shape == a.shape[::-1]  # rows and columns stay linked
     assert any(a.shape[0] != a.shape[1] for a, _ in (c.arguments for c in hunt_cases(base)))
+
+
+def test_what_a_hunt_resizes_and_what_it_leaves(tmp_path):
+    """A scalar given apart follows the dimension it equals; a dimension of 1 (a
+    total) and a scalar equal to 1 (a step) stay; a matmul's dimension scalars never
+    pin the sizes its cases change; the caller's own arrays are never resized."""
+    from kernels.errors import RequestError
+    from kernels.search import case_request, hunt_cases
+    from kernels.sources.arguments import describe_request
+
+    kernel = tmp_path / "total.py"
+    kernel.write_text('''from numba import cuda
+
+THREADMAP_ARGS = {"x": "float32[4096]", "total": "float32[1]", "step": 1}
+
+
+@cuda.jit
+def total(x, total, n, step):
+    for i in range(cuda.grid(1), n, cuda.gridsize(1) * step):
+        cuda.atomic.add(total, 0, x[i])
+''')
+    base = describe_request(RunRequest(kernel=None, kernel_file=str(kernel), backend="cpu",
+                                       scalars=(("n", 4096),)), as_it_is_unless_matmul=True)
+    for case in hunt_cases(base):
+        request = case_request(base, case)
+        x, total = (a for a in request.arguments if hasattr(a, "shape"))
+        scalars = dict(request.scalars)
+        assert total.shape == (1,) and scalars["step"] == 1
+        assert scalars["n"] == x.shape[0]  # (given with --scalar, not described)
+    with pytest.raises(RequestError, match="cannot resize the caller's own arrays"):
+        hunt_cases(base.with_(given_inputs="/nonexistent.npz"))
+    # a flattened matmul described with m, k and n: the hunt's cases set them
+    matmul = tmp_path / "flat.py"
+    matmul.write_text('''from numba import cuda
+
+THREADMAP_ARGS = {"A": "float64[2048]", "B": "float64[1536]", "C": "float64[3072]",
+                  "m": 64, "k": 32, "n": 48}
+
+
+@cuda.jit
+def flat(A, B, C, m, k, n):
+    for i in range(cuda.grid(1), m * n, cuda.gridsize(1)):
+        r, c = i // n, i % n
+        s = 0.0
+        for p in range(k):
+            s += A[r * k + p] * B[p * n + c]
+        C[i] = s
+''')
+    out = tmp_path / "out"
+    assert threadmap("hunt", "--kernel-file", str(matmul), "--backend", "cpu",
+                     "--dtype", "float32", "--budget", "120", "--out", str(out)) == 0
+    report = json.loads((out / "hunt.json").read_text())
+    assert report["failing"] is None, report["failing"]
+    assert report["cases"][0]["shape"] == [1, 1, 1] and "arguments" not in report["cases"][0]
