@@ -82,7 +82,7 @@ def requests_seconds(requests: list[RunRequest], plan, backend: str,
         instant += seconds.get("instant", math.inf)
         compiled += seconds.get("compiled", math.inf)
     if not compiled_ready and math.isfinite(compiled):
-        compiled += compile_seconds(plan) * compiled_factor()
+        compiled += compile_seconds(plan) * machine_factor()
     return min(instant, compiled)
 
 
@@ -98,7 +98,7 @@ def tier_seconds(request: RunRequest, plan, compiled_ready: bool = False) -> dic
         run = COMPILED_RUN_SECONDS + COMPILED_RUN_FACTOR * emulation_seconds(request) / max(
             1, min(cores, request.blocks))
         seconds["compiled"] = (run + (0.0 if compiled_ready else compile_seconds(plan))) \
-            * compiled_factor()
+            * machine_factor()
     return seconds
 
 
@@ -187,22 +187,16 @@ def machine_factor() -> float:
                 np.add.at(values, offsets[lanes][order], 1.0)
                 np.bincount(warps[lanes], weights=gathered)
             best = min(best, time.perf_counter() - began)
-        _FACTOR = min(10.0, max(0.25, best / CALIBRATION_REFERENCE_SECONDS))
+        # Never below 1: a machine is not taken for faster than the reference.
+        # Its numpy work can be (one ran this in half the reference's time)
+        # while the tiers are not: the compiled tier's loops are scalar, the
+        # instant tier's steps are Python, and there both ran at the
+        # reference's speed, so estimates halved by it were 2.2x to 3.2x short.
+        _FACTOR = min(10.0, max(1.0, best / CALIBRATION_REFERENCE_SECONDS))
     return _FACTOR
 
 
 _FACTOR: float | None = None
-
-
-def compiled_factor() -> float:
-    """``machine_factor`` for the compiled tier and numba's compile: never
-    below 1.  The calibration is numpy's vector work, the instant tier's
-    kind; the compiled tier runs scalar loops, which a faster vector unit
-    does not speed up.  (Measured on a machine whose calibration ran in half
-    the reference's time: the compiled runs of naive-2d, tiled and
-    grid-stride took the reference's time, 1.3x to 1.6x of the fitted model,
-    so estimates halved by the calibration were 2.2x to 3.2x short.)"""
-    return max(1.0, machine_factor())
 
 
 def describe_seconds(seconds: float) -> str:

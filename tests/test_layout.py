@@ -175,6 +175,19 @@ def test_every_page_is_readable(qapp, tmp_path, size):
         maps.map_combo.setCurrentIndex(maps.map_combo.findData("reads_x"))
         wait_idle(window)
         tour.look("described_saxpy_reads_x")
+        # an array stored into besides the output: its own write maps, in the menu
+        from tests.test_written_maps import SPLIT
+        split = tmp_path / "split.py"
+        split.write_text(SPLIT)
+        window.controller.open_kernel_file(str(split))
+        controls.grid_edit.setText("4")
+        controls.block_edit.setText("64")
+        window.run_action.trigger()
+        wait_idle(window)
+        maps.map_combo.setCurrentIndex(maps.map_combo.findData("count:sums"))
+        wait_idle(window)
+        assert window.session.current_image().domain == "written"
+        tour.look("described_split_count_sums")
         assert not tour.problems, "\n".join(
             f"{page}: {line}" for page, lines in tour.problems.items() for line in lines)
     finally:
