@@ -30,7 +30,6 @@ from .live import ThreadMapResult, threadmap
 from .outputs import OutputError, OutputFolder, write_atomically
 from .presets import PRESETS, default_launch
 from .records import OOB_MARGIN, margin_at, margin_frame
-from .sources.arguments import describe_request, split_argument_text, wrapped_shape
 from .request import (
     BACKENDS,
     DTYPES,
@@ -51,6 +50,12 @@ from .result import (
     load_balance,
 )
 from .search import HuntReport, hunt
+from .sources.arguments import (
+    describe_request,
+    drawn_shape,
+    split_argument_text,
+    wrapped_shape,
+)
 from .sources.catalogue import CATALOGUE
 from .sources.source import format_dims, kernel_names
 from .stow import Stowage, bytes_in_memory
@@ -244,5 +249,5 @@ __all__ = [
     "compile_ahead",
     "SLOW_SIMULATOR_SECONDS", "stop_child_processes", "store_lines", "Stowage",
     "split_argument_text", "sweep_defaults", "sweep_requests", "SweepCell", "threadmap", "ThreadMapError", "ThreadMapResult",
-    "UnsupportedConstruct", "with_occupancy", "wrapped_shape", "write_atomically", "write_sweep", "__version__",
+    "UnsupportedConstruct", "with_occupancy", "wrapped_shape", "drawn_shape", "write_atomically", "write_sweep", "__version__",
 ]

@@ -243,6 +243,15 @@ def _known_types(plan: KernelPlan, request: RunRequest):
                        scalar_types(scalar_arguments(plan, request)))
 
 
+def _naming_the_output(note: str, plan) -> str:
+    """A backend's note as it reads for this kernel: the backends call the
+    output C, which a described kernel's is not (its ``out``)."""
+    if plan.matmul or plan.output == "C":
+        return note
+    return note.replace("C shown", f"{plan.output} shown").replace("so C depends",
+                                                                   f"so {plan.output} depends")
+
+
 def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback = _no_progress,
              cancel: CancelCallback = _never, diagnosed: bool = True) -> RunResult:
     """Run in this process, on ``request.backend`` (already resolved); with
@@ -290,7 +299,7 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         ref_c = ref.c
         errors = compare(c, ref)
         verdict = make_verdict(maps, errors, analysis, plan.output)
-    notes = list(output.notes)
+    notes = [_naming_the_output(note, plan) for note in output.notes]
     if initial is not None:
         made = "given for it" if request.given_inputs else "made as the inputs' are (--pattern)"
         notes.append(f"{plan.name} reads its output, {plan.output}, so it started with the "

@@ -24,7 +24,7 @@ Conventions (also in the README):
   are counted per array and direction and skipped; an out-of-bounds read
   yields 0.  Per array and direction, ``oob_min_thread`` holds the lowest
   global thread id that made one and ``oob_index`` that thread's first such
-  index (i, j; j = 0 for a 1-D array): per array, not per thread, so a thread
+  index (i, j, k; 0 where the array has fewer dimensions): per array, not per thread, so a thread
   whose first out-of-bounds access was of another array still has its index
   here.
 * ``oob_margin``: where the out-of-bounds writes (stores and atomic updates)
@@ -288,7 +288,7 @@ def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[in
         np.zeros((n_slots, 2), np.int64),                # oob
         np.full((n_slots, 2), INT64_MAX, np.int64),      # oob_min_thread
         np.zeros(n_threads, np.int64),                   # oob_thread
-        np.zeros((n_slots, 2, 2), np.int64),             # oob_index
+        np.zeros((n_slots, 2, 3), np.int64),             # oob_index: (i, j, k)
         np.zeros(DIVISION_SITES, np.int64),              # divz
         np.full(DIVISION_SITES, INT64_MAX, np.int64),    # divz_thread
         maps[-1],                                        # oob_margin
@@ -689,8 +689,7 @@ def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, ...], ...],
             if n == 0:
                 continue
             thread = int(oob_min[slot, direction])
-            i, j = (int(x) for x in oob_index[slot, direction])
-            index = (i, j) if ndim == 2 else (i,)
+            index = tuple(int(x) for x in oob_index[slot, direction][:ndim])
             summaries.append(OutOfBounds(name, role, DIRECTIONS[direction], n, thread, index))
     return AccessMaps(
         count=count.reshape(shape_c), atomics=atomics.reshape(shape_c), min_writer=min_w,

@@ -268,7 +268,7 @@ def hunt_cases(base: RunRequest, grid: tuple[int, ...] | None = None,
     """Every case of the search for ``base``'s kernel, smallest first; with
     ``grid`` and ``block`` pinned, only the shapes vary; with ``block`` alone
     (or the kernel's own block), the grids."""
-    from .sources.arguments import wrapped_shape
+    from .sources.arguments import drawn_shape
     from .sources.loader import load_plan
 
     if base.given_inputs:
@@ -292,7 +292,7 @@ def hunt_cases(base: RunRequest, grid: tuple[int, ...] | None = None,
             mapping = dict(zip(sizes, (m * n, k, m) if one_d else (m, n, k)))
             arguments = resized(base.arguments, mapping)
             output = next(a for a in arguments if a.name == plan.output)
-            m, n = output.shape if len(output.shape) == 2 else wrapped_shape(output.shape[0])
+            m, n = drawn_shape(output.shape)
             shape = (m, 1, n)
         if grid is not None and block is not None:
             cases.append(Case(shape, grid, block,

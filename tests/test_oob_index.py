@@ -123,14 +123,14 @@ def test_merging_takes_the_index_of_the_lower_thread():
         raw[OOB_INDEX][2, 1] = index
         return raw
 
-    low, high = records(5, (7, 1)), records(40, (9, 3))
-    into = records(40, (9, 3))
+    low, high = records(5, (7, 1, 0)), records(40, (9, 3, 0))
+    into = records(40, (9, 3, 0))
     merge_oob_index(into, low)
-    assert tuple(into[OOB_INDEX][2, 1]) == (7, 1)
+    assert tuple(into[OOB_INDEX][2, 1]) == (7, 1, 0)
     merge_oob_index(low, high)
-    assert tuple(low[OOB_INDEX][2, 1]) == (7, 1)
+    assert tuple(low[OOB_INDEX][2, 1]) == (7, 1, 0)
     # No offender of slot 0 anywhere: nothing taken from a fresh record.
-    assert tuple(into[OOB_INDEX][0, 0]) == (0, 0)
+    assert tuple(into[OOB_INDEX][0, 0]) == (0, 0, 0)
 
 
 def test_read_back_gives_each_arrays_own_index():
@@ -138,8 +138,8 @@ def test_read_back_gives_each_arrays_own_index():
     raw = allocate_records((4, 4), ((4, 4), (4, 4)), 3, 8)
     raw[OOB][0, 0] = raw[OOB][2, 1] = 1
     raw[OOB_MIN_THREAD][0, 0] = raw[OOB_MIN_THREAD][2, 1] = 3
-    raw[OOB_INDEX][0, 0] = (4, 1)
-    raw[OOB_INDEX][2, 1] = (-1, 2)
+    raw[OOB_INDEX][0, 0] = (4, 1, 0)
+    raw[OOB_INDEX][2, 1] = (-1, 2, 0)
     slots = (("A", "A", 2), ("B", "B", 2), ("C", "C", 2))
     maps = read_back(raw, ((4, 4), (4, 4), (4, 4)), slots)
     assert maps.out_of_bounds == (OutOfBounds("A", "A", "read", 1, 3, (4, 1)),

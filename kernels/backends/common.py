@@ -92,15 +92,15 @@ class KernelJob:
 
     def arguments(self, c: np.ndarray) -> list:
         """The kernel's own arguments in parameter order; flattened arrays
-        (indexed with one index) get 1-D views."""
+        (indexed with one index) get 1-D views, a 3-D output (held as its
+        drawn matrix) its own shape."""
         arrays = dict(zip(self.plan.inputs, self.inputs))
         arrays[self.plan.output] = c
         scalars = dict(zip(self.plan.scalars, self.scalars))
         args = []
         for name in self.plan.kernel.params:
             if name in arrays:
-                array = arrays[name]
-                args.append(array.reshape(-1) if self.plan.ndim[name] == 1 else array)
+                args.append(arrays[name].reshape(self.kernel_shape(name, arrays[name].shape)))
             else:
                 args.append(scalars[name])
         return args
@@ -123,24 +123,30 @@ class KernelJob:
         kernel's), in parameter order."""
         from ..derived.transform import written_arrays
         from ..records import WrittenShape
-        from ..sources.arguments import wrapped_shape
+        from ..sources.arguments import drawn_shape
 
         found = []
         arrays = dict(zip(self.plan.inputs, self.inputs))
         for name in written_arrays(self.plan):
-            whole = arrays[name].shape
-            one_d = self.plan.ndim[name] == 1
-            shape = (int(np.prod(whole)),) if one_d else tuple(whole)
-            drawn = wrapped_shape(shape[0]) if one_d else shape
-            found.append(WrittenShape(name, shape, drawn, updates_atomically(self.plan, name)))
+            shape = self.kernel_shape(name, arrays[name].shape)
+            found.append(WrittenShape(name, shape, drawn_shape(shape),
+                                      updates_atomically(self.plan, name)))
         return tuple(found)
+
+    def kernel_shape(self, name: str, whole: tuple[int, ...]) -> tuple[int, ...]:
+        """The shape the kernel indexes array ``name`` with, held as ``whole``:
+        flat when it takes one index; the output's own (3-D: its argument's)
+        where the engine holds it as the matrix it is drawn as."""
+        if self.plan.ndim[name] == 1:
+            return (int(np.prod(whole)),)
+        if self.plan.ndim[name] == 3 and len(whole) != 3:
+            return next(tuple(a.shape) for a in self.request.arguments if a.name == name)
+        return tuple(whole)
 
     def record_shapes(self) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
         """Shapes of the output maps and of the read maps (one per input), as
         the kernel sees the arrays (1-D when flattened)."""
-        def shape(name: str, whole: tuple[int, ...]) -> tuple[int, ...]:
-            return (int(np.prod(whole)),) if self.plan.ndim[name] == 1 else tuple(whole)
-
+        shape = self.kernel_shape
         m, _, n = self.request.shape
         inputs = tuple(shape(name, array.shape)
                        for name, array in zip(self.plan.inputs, self.inputs))

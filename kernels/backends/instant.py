@@ -351,16 +351,16 @@ class VectorRuntime:
                for i in indices]
         shape = array.shape[1:] if info.role == "lc" else array.shape
         outside = (idx[0] < 0) | (idx[0] >= shape[0])
-        if info.ndim == 2:
-            outside |= (idx[1] < 0) | (idx[1] >= shape[1])
-        offsets = idx[0] * shape[1] + idx[1] if info.ndim == 2 else idx[0].copy()
+        offsets = idx[0].copy()
+        for d in range(1, info.ndim):  # (row-major, as the helpers' offsets)
+            outside |= (idx[d] < 0) | (idx[d] >= shape[d])
+            offsets = offsets * shape[d] + idx[d]
         direction = 0 if op == "ld" else 1
         if outside.any():
-            self._oob(slot, direction, lanes[outside],
-                      idx[0][outside], idx[1][outside] if info.ndim == 2 else None)
+            missed = [x[outside] for x in idx]
+            self._oob(slot, direction, lanes[outside], missed)
             if info.write_index >= 0 and direction == 1:
-                self._margin(info.write_index, idx[0][outside],
-                             idx[1][outside] if info.ndim == 2 else None)
+                self._margin(info.write_index, missed, shape)
             inside = ~outside
             lanes_in, offsets_in = lanes[inside], offsets[inside]
         else:
@@ -484,7 +484,7 @@ class VectorRuntime:
         np.maximum.at(flat[MAX_WRITER], offsets, (g + 1).astype(flat[MAX_WRITER].dtype))
         np.maximum.at(flat[ITERATION], offsets, (INT32_MAX - s).astype(flat[ITERATION].dtype))
 
-    def _oob(self, slot: int, direction: int, lanes, i, j) -> None:
+    def _oob(self, slot: int, direction: int, lanes, index: list) -> None:
         g = self.G[lanes]
         oob = self.records[OOB]
         oob[slot, direction] += len(g)
@@ -495,17 +495,25 @@ class VectorRuntime:
         lowest = int(g[at])
         if lowest < self.records[OOB_MIN_THREAD][slot, direction]:
             self.records[OOB_MIN_THREAD][slot, direction] = lowest
-            self.records[OOB_INDEX][slot, direction] = (i[at], j[at] if j is not None else 0)
+            found = [int(x[at]) for x in index]
+            self.records[OOB_INDEX][slot, direction] = found + [0] * (3 - len(found))
         self.records[OOB_THREAD][g] += 1
 
-    def _margin(self, index: int, i, j) -> None:
-        """Out-of-bounds writes to written array ``index`` (0: the output),
-        counted where they landed in the margin around it (helper_library's
-        _tm_margin<nd>): at (i, j), or at flat index i (row i // N, column
-        i % N)."""
+    def _margin(self, index: int, indices: list, shape: tuple[int, ...]) -> None:
+        """Out-of-bounds writes to written array ``index`` (0: the output) at
+        ``indices`` of an array of ``shape``, counted where they landed in
+        the margin around it (helper_library's _tm_margin<nd>): at (i, j), at
+        flat index i (row i // N, column i % N), or at (i, j, k) (row i * d1
+        + j, column k; none where j is outside d1)."""
         m, n = self.drawn[index]
-        if j is None:
-            i, j = np.floor_divide(i, n), np.remainder(i, n)
+        if len(indices) == 1:
+            i, j = np.floor_divide(indices[0], n), np.remainder(indices[0], n)
+        elif len(indices) == 3:
+            i, j, k = indices
+            drawn = (j >= 0) & (j < shape[1])
+            i, j = i[drawn] * shape[1] + j[drawn], k[drawn]
+        else:
+            i, j = indices
         margin = self.written[index][MARGIN]
         np.add.at(margin, margin_cells(margin.shape, m, i, j), 1)
 

@@ -149,7 +149,7 @@ def module_text(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
         # The value allow.evaluate gave, rebuilt: never the file's own text.
         text.add(f"{name} = {constant_source(module.values[name])}")
     if target == "cuda":
-        text.add(helper_library("cuda", "record", atomic_updates(plan)))
+        text.add(helper_library("cuda", "record", atomic_updates(plan), ranks=helper_ranks(plan)))
         original = copy.deepcopy(plan.kernel.node)
         original.decorator_list = []
         # Annotations would be evaluated when the module is imported: dropped.
@@ -170,7 +170,7 @@ def module_text(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
     layout = None
     for mode in ("record", "plain"):
         text.add(helper_library("cpu", mode, atomic_updates(plan),
-                                races=bool(race_checked_arrays(plan))))
+                                races=bool(race_checked_arrays(plan)), ranks=helper_ranks(plan)))
         code = lockstep_code(plan, types, mode)
         layout = layout or code.layout
         text.add_lines(code.lines)
@@ -198,6 +198,12 @@ def _item_function(plan: KernelPlan, element_types: str) -> str:
     return (f"_TM_SITE_ITEM = _tm_np.array({list(items) or [4]}, _tm_np.int64)\n\n\n"
             "@_tm_njit(inline=\"always\", **_TM_OPTS)\ndef _tm_item(site):\n"
             "    return _TM_SITE_ITEM[site]\n")
+
+
+def helper_ranks(plan: KernelPlan) -> tuple[int, ...]:
+    """The ranks of the access helpers the derived module defines: 1 and 2
+    always (shared and local arrays), 3 when a parameter array has 3."""
+    return (1, 2, 3) if 3 in plan.ndim.values() else (1, 2)
 
 
 def atomic_updates(plan: KernelPlan) -> tuple[str, ...]:

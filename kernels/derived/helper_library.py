@@ -27,13 +27,16 @@ ROLES = ("in", "out", "sh", "lc")
 
 
 def helper_library(target: str, mode: str,
-                   atomics: tuple[str, ...] = RECORDED_ATOMICS, races: bool = False) -> str:
+                   atomics: tuple[str, ...] = RECORDED_ATOMICS, races: bool = False,
+                   ranks: tuple[int, ...] = (1, 2)) -> str:
     """Source of the helpers for ``target`` ("cuda" or "cpu") and ``mode``
     ("record" or "plain"), with those of the atomic updates ``atomics`` only
     (each is a numba function to create when the module loads: 12 updates x
     2 ranks x 5 roles cost a warm run ~20 ms); ``races``: also the CPU
     helpers of global arrays checked for races (``_tm_<op><ndim>_<role>r``,
-    transform.race_checked_arrays)."""
+    transform.race_checked_arrays); ``ranks``: the numbers of indices they
+    take (3 only for a kernel with a 3-D array, rare: each rank's helpers
+    are ~80 functions to create)."""
     if target == "cuda":
         decorator = '@_tm_cuda.jit(device=True, inline="always")'
     else:
@@ -44,14 +47,14 @@ def helper_library(target: str, mode: str,
         out.append(decorator + "\n" + text.strip("\n") + "\n")
 
     if mode == "plain":
-        for nd in (1, 2):
+        for nd in ranks:
             _plain_helpers(emit, target, nd, atomics)
         return "\n\n".join(out)
     out.append(_oob_hit(target, decorator))
     out.append(_margin_hit(target, decorator))
     if target == "cpu":
         out.append(CPU_RECORD_LIBRARY)
-    for nd in (1, 2):
+    for nd in ranks:
         for role in ROLES:
             _record_helpers(emit, target, nd, role, atomics)
             if races and target == "cpu" and role in ("in", "out"):
@@ -62,7 +65,8 @@ def helper_library(target: str, mode: str,
 
 def _oob_hit(target: str, decorator: str) -> str:
     """``_tm_oob_hit``: an out-of-bounds access of array ``sl`` in direction
-    ``d`` by thread ``g`` at ``(i, j)``: counted, and per array and direction
+    ``d`` by thread ``g`` at ``(i, j, k)`` (0 for indices a lower rank has
+    not): counted, and per array and direction
     the lowest thread that made one (``oobmin``) and that thread's first such
     index (``oobi``; see records.py); ``oobt``: per thread.
 
@@ -86,12 +90,13 @@ def _oob_hit(target: str, decorator: str) -> str:
     of the same array, with the right (lowest) thread and count.
     """
     plain = f"""{decorator}
-def _tm_oob_hit(oob, oobmin, oobt, oobi, sl, d, g, i, j):
+def _tm_oob_hit(oob, oobmin, oobt, oobi, sl, d, g, i, j, k):
     oob[sl, d] += 1
     if g < oobmin[sl, d]:
         oobmin[sl, d] = g
         oobi[sl, d, 0] = i
         oobi[sl, d, 1] = j
+        oobi[sl, d, 2] = k
     oobt[g] += 1
 """
     if target != "cuda":
@@ -100,22 +105,24 @@ def _tm_oob_hit(oob, oobmin, oobt, oobi, sl, d, g, i, j):
 
 
 {decorator}
-def _tm_oob_hit(oob, oobmin, oobt, oobi, sl, d, g, i, j):
+def _tm_oob_hit(oob, oobmin, oobt, oobi, sl, d, g, i, j, k):
     with _TM_OOB_LOCK:
         oob[sl, d] += 1
         if g < oobmin[sl, d]:
             oobmin[sl, d] = g
             oobi[sl, d, 0] = i
             oobi[sl, d, 1] = j
+            oobi[sl, d, 2] = k
         oobt[g] += 1
 """
     compiled = f"""{decorator}
-def _tm_oob_hit(oob, oobmin, oobt, oobi, sl, d, g, i, j):
+def _tm_oob_hit(oob, oobmin, oobt, oobi, sl, d, g, i, j, k):
     _tm_cuda.atomic.add(oob, (sl, d), 1)
     old = _tm_cuda.atomic.min(oobmin, (sl, d), g)
     if g < old and _tm_cuda.atomic.min(oobmin, (sl, d), g) == g:
         oobi[sl, d, 0] = i
         oobi[sl, d, 1] = j
+        oobi[sl, d, 2] = k
     oobt[g] += 1
 """
     indent = lambda text: "\n".join("    " + line if line else line for line in text.splitlines())
@@ -128,7 +135,10 @@ def _tm_oob_hit(oob, oobmin, oobt, oobi, sl, d, g, i, j):
 def _margin_hit(target: str, decorator: str) -> str:
     """``_tm_margin2(mg, x, i, j)`` / ``_tm_margin1(mg, x, e)``: an
     out-of-bounds write to the output ``x`` at (i, j), or at flat index e
-    (row e // N, column e % N, floor division as Python's), counted in the
+    (row e // N, column e % N, floor division as Python's), or of a 3-D
+    ``x`` at (i, j, k) (``_tm_margin3``: row i * d1 + j of its stacked
+    slices, column k; one whose j is outside d1 is counted in the summaries,
+    not drawn: no row of the drawing is its), counted in the
     margin record ``mg`` (records.margin_record_shape: rows of N + 2W, so N
     is read from it where C is flat) at the position clamped to the band
     (records.margin_cells does the same in numpy).  An atomic add on the
@@ -167,6 +177,13 @@ def _tm_margin_hit(mg, m, n, r, c):
 {decorator}
 def _tm_margin2(mg, x, i, j):
     _tm_margin_hit(mg, _tm_i64(x.shape[0]), _tm_i64(x.shape[1]), i, j)
+
+
+{decorator}
+def _tm_margin3(mg, x, i, j, k):
+    if j >= 0 and j < x.shape[1]:
+        d1 = _tm_i64(x.shape[1])
+        _tm_margin_hit(mg, _tm_i64(x.shape[0]) * d1, _tm_i64(x.shape[2]), i * d1 + j, k)
 
 
 {decorator}
@@ -218,12 +235,16 @@ def _tm_{name}(a, b, site, divz, divzt, g):
             + "\nelse:\n" + indent(compiled) + "\n")
 
 
-def _index_forms(nd: int) -> tuple[str, str, str, str]:
-    """Parameter list, index tuple, out-of-bounds test and second index (0 for
-    1-D) for ``nd`` indices."""
+def _index_forms(nd: int) -> tuple[str, str, str, str, str]:
+    """Parameter list, index tuple, out-of-bounds test, and second and third
+    index (0 where the rank has none) for ``nd`` indices."""
+    if nd == 3:
+        return ("i, j, k", "(i, j, k)", "i < 0 or i >= x.shape[0] or j < 0 or j >= x.shape[1] "
+                "or k < 0 or k >= x.shape[2]", "j", "k")
     if nd == 2:
-        return ("i, j", "(i, j)", "i < 0 or i >= x.shape[0] or j < 0 or j >= x.shape[1]", "j")
-    return "i", "i", "i < 0 or i >= x.shape[0]", "0"
+        return ("i, j", "(i, j)", "i < 0 or i >= x.shape[0] or j < 0 or j >= x.shape[1]", "j",
+                "0")
+    return "i", "i", "i < 0 or i >= x.shape[0]", "0", "0"
 
 
 def _atomic_line(target: str, op: str, array: str, index: str, value: str) -> str:
@@ -261,7 +282,7 @@ def _cas_update(target: str, index: str) -> str:
 
 
 def _plain_helpers(emit, target: str, nd: int, atomics: tuple[str, ...]) -> None:
-    idx, tup, outside, _ = _index_forms(nd)
+    idx, tup, outside, _, _ = _index_forms(nd)
     emit(f"""
 def _tm_ld{nd}(x, {idx}):
     if {outside}:
@@ -296,9 +317,9 @@ def _record_helpers(emit, target: str, nd: int, role: str, atomics: tuple[str, .
                     races: bool = False) -> None:
     """Load, store and atomic helpers of one role and rank (``races``: of a
     global array checked for races, named with an ``r``)."""
-    idx, tup, outside, j = _index_forms(nd)
+    idx, tup, outside, j, k = _index_forms(nd)
     cpu = target == "cpu"
-    offset = "i * x.shape[1] + j" if nd == 2 else "i"
+    offset = {1: "i", 2: "i * x.shape[1] + j", 3: "(i * x.shape[1] + j) * x.shape[2] + k"}[nd]
     oob = "oob, oobmin, oobt, oobi" + (", req, lane" if cpu else "") + ", g"
     shared = ", shadow, epoch, epoch0, race, uninit, block, ws" if cpu and role == "sh" else ""
     if races:
@@ -331,7 +352,8 @@ def _record_helpers(emit, target: str, nd: int, role: str, atomics: tuple[str, .
         margin = (f"        _tm_margin{nd}(mg, x, {idx})\n"
                   if role == "out" and direction == 1 else "")
         return (f"    if {outside}:\n"
-                f"        _tm_oob_hit(oob, oobmin, oobt, oobi, sl, _tm_i64({direction}), g, i, {j})\n"
+                f"        _tm_oob_hit(oob, oobmin, oobt, oobi, sl, _tm_i64({direction}), g, i, {j}, "
+                f"{k})\n"
                 f"{margin}"
                 f"        return{returned}\n")
 

@@ -583,7 +583,8 @@ def _fits_matmul(request: RunRequest) -> bool:
     try:
         load_plan(request, matmul=True)
     except KernelSourceError as exc:
-        if "expected the matmul convention" in str(exc):
+        # (three arrays, one of them indexed with 3 indices: no matrix)
+        if "expected the matmul convention" in str(exc) or "matrices take 2" in str(exc):
             return False
     return True
 
@@ -597,6 +598,25 @@ def wrapped_shape(length: int) -> tuple[int, int]:
         if length % width == 0 and width * width >= length:
             return length // width, width
     return 1, length
+
+
+def drawn_shape(shape: tuple[int, ...]) -> tuple[int, int]:
+    """(rows, columns) of the matrix an array of ``shape`` is drawn as (its
+    maps, and a described output's C): a 1-D array wrapped into rows
+    (``wrapped_shape``), a 2-D one as it is, a 3-D one (d0, d1, d2) as its d0
+    slices of d1 x d2 stacked (d0 * d1, d2): slice s is rows s * d1 up to
+    (s + 1) * d1, which the app shows one at a time (``slice_rows``)."""
+    if len(shape) == 1:
+        return wrapped_shape(int(shape[0]))
+    if len(shape) == 3:
+        return int(shape[0]) * int(shape[1]), int(shape[2])
+    return int(shape[0]), int(shape[1])
+
+
+def slice_rows(shape: tuple[int, ...], index: int) -> slice:
+    """The rows of slice ``index`` of a 3-D array of ``shape`` in its drawn
+    matrix (``drawn_shape``)."""
+    return slice(index * int(shape[1]), (index + 1) * int(shape[1]))
 
 
 def _as_it_is(request: RunRequest, plan, described: dict[str, Argument],
@@ -613,9 +633,9 @@ def _as_it_is(request: RunRequest, plan, described: dict[str, Argument],
     label = _labeller(sources)
     arrays = [a for a in ordered if isinstance(a, ArrayArgument)]
     for argument in arrays:
-        if len(argument.shape) > 2:
-            raise RequestError(f"{label(argument.name)} {argument}: arrays of 3 dimensions are "
-                               "not drawn yet (1 or 2)")
+        if len(argument.shape) > 3:
+            raise RequestError(f"{label(argument.name)} {argument}: arrays of "
+                               f"{len(argument.shape)} dimensions are not drawn (1, 2 or 3)")
         if argument.dtype == "float16":
             raise RequestError(f"{label(argument.name)} {argument}: float16 arrays are not run "
                                "yet (float32, float64 or an integer type)")
@@ -623,7 +643,7 @@ def _as_it_is(request: RunRequest, plan, described: dict[str, Argument],
             raise RequestError(f"{label(argument.name)} {argument}: ThreadMap runs arrays of "
                                f"{', '.join(DESCRIBED_DTYPES)}, not {argument.dtype}")
     output = next(a for a in arrays if a.name == plan.output)
-    m, n = output.shape if len(output.shape) == 2 else wrapped_shape(output.shape[0])
+    m, n = drawn_shape(output.shape)
     scalars = tuple((a.name, a.value) for a in ordered if isinstance(a, ScalarArgument))
     return request.with_(arguments=tuple(ordered), m=m, k=1, n=n, dtype=output.dtype,
                          scalars=request.scalars + scalars)

@@ -404,9 +404,10 @@ class _Planner:
                 raise self.fail(f"array {name!r} is indexed with both "
                                 f"{' and '.join(str(k) for k in sorted(kinds))} indices", self.node)
             ndim[name] = next(iter(kinds))
-            if ndim[name] not in (1, 2):
+            if ndim[name] not in ((1, 2) if matmul else (1, 2, 3)):
                 raise self.fail(f"array {name!r} is indexed with {ndim[name]} indices; "
-                                "matrices take 2 (or 1 when flattened)", self.node)
+                                + ("matrices take 2 (or 1 when flattened)" if matmul
+                                   else "ThreadMap maps arrays of 1, 2 or 3"), self.node)
         scalars = tuple(p for p in self.params if p not in arities)
         local_arrays = self._local_arrays()
         return KernelPlan(
