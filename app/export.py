@@ -179,6 +179,9 @@ class HeatmapExporter:
         image = image if image is not None else make_map(result, map_name, writer_kind)
         svg = Path(path).suffix.lower() == ".svg"
         self.plot.show(image, rgba=None if svg else rgba)
+        if not svg:  # (a 3-D array's slices, all, parted by lines; pyqtgraph's SVG
+            # made each line a dashed band half a row wide, over the cells)
+            self.plot.show_slice(-1)
         # The row axis only ever widens to fit its labels: fixed from this
         # map's rows, an image does not depend on the maps written before it.
         self.plot.plot.getAxis("left").setWidth(24 + 8 * len(str(image.data.shape[0])))
@@ -270,7 +273,7 @@ def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str
         ok = [c for c in cells if c.result is not None]
         top = shared_top(ok, map_name)
         first = ok[0].result.request if ok else None
-        title = (f"{first.kernel_label} {first.shape_label}: {map_label(map_name)}"
+        title = (f"{first.kernel_label} {first.shape_label}: {map_label(map_name, first)}"
                  " (grids down, blocks across)") if first else "sweep"
         widget.ci.addLabel(_wrapped(title, size[0] - 40, 11), row=0, col=0,
                            colspan=len(threads) + 2, size="11pt")

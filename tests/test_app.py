@@ -947,3 +947,70 @@ def test_a_kernel_with_nothing_to_describe_it_asks_for_its_arguments(window, tmp
     controls.backend_combo.setCurrentText("cpu")
     window.run_action.trigger()
     assert window.session.current.request.shape_label == "a=float32[64, 48], out=float32[48, 64]"
+
+
+def test_a_3d_arrays_maps_are_shown_one_slice_at_a_time(window, tmp_path):
+    """A kernel of 3-D arrays: its maps are the slices stacked, the Slice chooser shows
+    one (the first, at first) or all, hover names the element in the kernel's own three
+    indices, and the chooser goes when a 2-D run is shown."""
+    from app.models.map_images import hover_text
+    from tests.test_three_d import SHIFTED
+    path = tmp_path / "shifted.py"
+    path.write_text(SHIFTED)
+    assert window.controller.open_kernel_file(str(path))
+    window.controls.reference_edit.clear()
+    window.controls.backend_combo.setCurrentText("cpu")
+    window.controls.grid_edit.setText("2")
+    window.controls.block_edit.setText("64")
+    window.run_action.trigger()
+    result = window.session.current
+    assert result.output == "out" and result.c.shape == (15, 7)
+    view = window.maps_view
+    assert view.slice_spin.isVisibleTo(window)
+    assert (view.slice_spin.minimum(), view.slice_spin.maximum()) == (-1, 2)
+    assert view.slice_spin.value() == 0
+    plot = view.heatmap.heatmap
+    _, (top, bottom) = plot.plot.vb.viewRange()
+    assert (round(top, 1), round(bottom, 1)) == (-0.5, 4.5)  # slice 0: rows 0..4
+    view.slice_spin.setValue(2)
+    _, (top, bottom) = plot.plot.vb.viewRange()
+    assert (round(top, 1), round(bottom, 1)) == (9.5, 14.5)
+    assert len(plot._slice_lines) == 2
+    image = view.heatmap.image
+    assert image.slices == (3, 5) and "3 slices of 5 x 7 stacked" in image.legend
+    # row 12 of the stack is slice 2, row 2; out[2, 2, 3] is written by thread 86
+    assert hover_text(result, image, 12, 3).startswith("out[2, 2, 3]: stored 1 time")
+    assert "thread 86" in hover_text(result, image, 12, 3) or \
+        "gtid 86" in hover_text(result, image, 12, 3)
+    view.map_combo.setCurrentIndex(view.map_combo.findData("reads_a"))
+    reads = window.session.current_image()
+    assert reads.slices == (3, 5) and reads.data.shape == (15, 7)
+    assert hover_text(result, reads, 6, 0) == "a[1, 1, 0]: read 1 times"
+    view.slice_spin.setValue(-1)  # all: every slice, stacked
+    _, (top, bottom) = plot.plot.vb.viewRange()
+    assert top <= -0.5 and bottom >= 14.5  # (reads: no margin)
+    window.controls.select_kernel("builtin", "grid-stride")
+    window.run_action.trigger()
+    assert not view.slice_spin.isVisibleTo(window) and not plot._slice_lines
+
+
+def test_another_kernel_file_clears_the_reference(window, tmp_path):
+    """A Reference is one kernel's host code: opening another file clears it (split.py
+    run with saxpy's reference said the reference raised TypeError), and showing the
+    first run again brings it back with its request."""
+    from tests.test_written_maps import SPLIT
+    examples = ROOT / "examples"
+    controls = window.controls
+    assert window.controller.open_kernel_file(str(examples / "saxpy.py"))
+    controls.reference_edit.setText(f"{examples / 'references.py'}:saxpy")
+    controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    assert window.session.current.verdict.passed
+    split = tmp_path / "split.py"
+    split.write_text(SPLIT)
+    assert window.controller.open_kernel_file(str(split))
+    assert controls.reference_edit.text() == ""
+    window.run_action.trigger()
+    assert "TypeError" not in (window.session.current.verdict.reference_note or "")
+    window.results_view.selectRow(0)
+    assert controls.reference_edit.text().endswith("references.py:saxpy")

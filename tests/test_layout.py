@@ -188,6 +188,18 @@ def test_every_page_is_readable(qapp, tmp_path, size):
         wait_idle(window)
         assert window.session.current_image().domain == "written"
         tour.look("described_split_count_sums")
+        # a 3-D array: its slices stacked, shown one at a time
+        from tests.test_three_d import SHIFTED
+        shifted = tmp_path / "shifted.py"
+        shifted.write_text(SHIFTED)
+        window.controller.open_kernel_file(str(shifted))
+        controls.grid_edit.setText("2")
+        controls.block_edit.setText("64")
+        window.run_action.trigger()
+        wait_idle(window)
+        assert maps.slice_spin.isVisible() and window.session.current_image().slices
+        maps.slice_spin.setValue(1)
+        tour.look("described_3d_slice_1")
         assert not tour.problems, "\n".join(
             f"{page}: {line}" for page, lines in tour.problems.items() for line in lines)
     finally:

@@ -205,6 +205,10 @@ def test_the_app_draws_and_names_them(files):
     assert hover_text(result, count, 1, 1).endswith("iteration: 1")  # sums[3]
     # sums[5], past the end: row 2, column 1 of its rows of 2
     assert hover_text(result, count, 2, 1) == "outside sums: 1 out-of-bounds write landed here"
+    # its colour bar names the array written outside too
+    from app.views.heatmap import colour_bar_ticks
+    assert colour_bar_ticks(count)[0][0] == (-2.0, "outside sums")
+    assert "around sums = writes outside sums landed" in count.legend
     iteration = make_map(result, "iteration:sums")
     assert np.isnan(iteration.data[0, 1]) and iteration.data[1, 1] == 1
     writer = make_map(result, "writer:sums", "block")

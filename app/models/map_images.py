@@ -7,6 +7,7 @@ rows of one block are together; lanes past the end of a block are blank.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,9 +20,9 @@ from kernels import (
     counted,
     diff_category_names,
     diff_runs,
+    drawn_shape,
     margin_at,
     margin_frame,
-    wrapped_shape,
 )
 
 WARP = 32
@@ -77,6 +78,11 @@ class MapImage:
     context: object = None
     #: cells of an out-of-bounds margin on each side of C (data[m, m] is C[0, 0])
     margin: int = 0
+    #: a 3-D array's (d0, d1): its d0 slices of d1 rows drawn stacked
+    #: (``drawn_shape``), which the view shows one at a time; None otherwise
+    slices: tuple[int, int] | None = None
+    #: the colour bar's name of the margin's colour: the array written outside
+    outside_label: str = "outside C"
 
     @property
     def levels(self) -> tuple[float, float]:
@@ -131,13 +137,14 @@ def written_of(result: RunResult, array: str):
     raise ThreadMapError(f"this run stores into no array {array!r} besides its output")
 
 
-def map_label(map_name: str) -> str:
-    """The menu label of a map of the run (not of its analysis)."""
+def map_label(map_name: str, result: RunResult | None = None) -> str:
+    """The menu label of a map of the run (not of its analysis); ``result``
+    tells a described kernel's arrays (its ``a``) from a matmul's A."""
     base, _, array = map_name.partition(":")
     if array:
         return WRITTEN_MAPS[base].format(array)
     if map_name.startswith("reads_"):
-        return f"Reads of {read_array_name(map_name)}"
+        return f"Reads of {read_array_name(map_name, result)}"
     return MAP_CHOICES[map_name][0]
 #: Maps that need more than a run (shown from the analysis panel).
 ANALYSIS_MAPS = {
@@ -279,6 +286,37 @@ def count_of_scale(position: float, top: float) -> float:
     return 2 * (top / 2) ** (position - 2)
 
 
+def described_shape(result: RunResult, array: str) -> tuple[int, ...]:
+    """The shape ``array`` was described with (() for a matmul's)."""
+    return next((tuple(a.shape) for a in result.request.arguments
+                 if getattr(a, "name", None) == array and hasattr(a, "shape")), ())
+
+
+def element_text(result: RunResult, array: str, row: int, col: int, width: int) -> str:
+    """The element at (row, col) of ``array``'s drawn map, in the kernel's own
+    indices: a 1-D array's [row x width + col], a 3-D array's [slice, row
+    within it, col] (its slices stacked: ``drawn_shape``)."""
+    shape = described_shape(result, array)
+    if len(shape) == 1:
+        return f"{array}[{row * width + col}]"
+    if len(shape) == 3:
+        return f"{array}[{row // shape[1]}, {row % shape[1]}, {col}]"
+    return f"{array}[{row}, {col}]"
+
+
+def _sliced(result: RunResult, image: MapImage, array: str) -> MapImage:
+    """``image`` of ``array``, told its slices where ``array`` is 3-D."""
+    shape = described_shape(result, array)
+    if len(shape) != 3:
+        return image
+    return dataclasses.replace(
+        image, slices=(shape[0], shape[1]),
+        legend=f"{image.legend}; {array} is 3-D: its {shape[0]:,} slices of {shape[1]:,} x "
+               f"{shape[2]:,} stacked, row r of the map is {array}[r // {shape[1]}, "
+               f"r % {shape[1]}, :] (the app's Slice shows one at a time)",
+        y_label=f"slice x {shape[1]} + row of {array}")
+
+
 def output_labels(result: RunResult, array: str | None = None,
                   width: int | None = None) -> tuple[str, str]:
     """The map's axes: C's columns and rows, or a described run's output (or
@@ -299,7 +337,23 @@ def output_labels(result: RunResult, array: str | None = None,
 def make_map(result: RunResult, name: str, writer_kind: str = "thread",
              shared_top: float | None = None) -> MapImage:
     """The image for map ``name`` of ``result``.  ``shared_top`` puts several
-    maps (a sweep) on one colour scale."""
+    maps (a sweep) on one colour scale.  A 3-D array's map is told its
+    slices (``MapImage.slices``)."""
+    image = _make_map(result, name, writer_kind, shared_top)
+    if not result.request.arguments:
+        return image
+    array = {"C": result.output, "written": name.partition(":")[2]}.get(image.domain,
+                                                                        image.domain)
+    if image.margin:
+        image = dataclasses.replace(
+            image, outside_label=f"outside {array}",
+            legend=image.legend.replace("outside C", f"outside {array}")
+            .replace("around C", f"around {array}"))
+    return _sliced(result, image, array)
+
+
+def _make_map(result: RunResult, name: str, writer_kind: str,
+              shared_top: float | None) -> MapImage:
     maps = result.maps
     c_labels = output_labels(result)
     base, _, array = name.partition(":")
@@ -377,7 +431,7 @@ def make_map(result: RunResult, name: str, writer_kind: str = "thread",
                         "lane (thread within the warp)", "warp (block by block)", "threads")
     if name.startswith("reads_"):
         reads = read_counts(result, name)
-        which = read_array_name(name)
+        which = read_array_name(name, result)
         top = float(max(reads.max(initial=0), 1))
         raw = result.read_maps()[name]
         width = reads.shape[1]
@@ -415,9 +469,7 @@ def _written_map(result: RunResult, base: str, array: str, writer_kind: str,
                   "by one thread, orange to dark red = written by several threads (a race: "
                   "the value depends on which came last)")
         return MapImage(name, title, data, Colouring("count", top),
-                        legend + drawn + (OUTSIDE_LEGEND.format(m=margin).replace(
-                            "outside C", f"outside {array}").replace("around C", f"around {array}")
-                            if margin else ""),
+                        legend + drawn + (OUTSIDE_LEGEND.format(m=margin) if margin else ""),
                         *labels, "written", context=maps, margin=margin)
     if base == "writer":
         ids = writer_ids(result, writer_kind, maps.min_writer)
@@ -438,13 +490,11 @@ def _written_hover(result: RunResult, image: MapImage, row: int, col: int) -> st
     """Hover text of a written array's map (``image.context``: its maps)."""
     maps = image.context
     rows, width = maps.count.shape
-    flat = next((len(a.shape) == 1 for a in result.request.arguments
-                 if getattr(a, "name", None) == maps.name), False)
     if not (0 <= row < rows and 0 <= col < width):
         landed = margin_at(maps, maps.count.shape, row, col)
         return (f"outside {maps.name}: {counted(landed, 'out-of-bounds write')} landed here"
                 if landed else f"outside {maps.name}: no write landed here")
-    element = f"{maps.name}[{row * width + col}]" if flat else f"{maps.name}[{row}, {col}]"
+    element = element_text(result, maps.name, row, col, width)
     count = int(maps.count[row, col])
     atomic = int(maps.atomics[row, col])
     lines = [f"{element}: stored {count} time{'s' if count != 1 else ''}"
@@ -565,7 +615,9 @@ def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | 
                 else f"outside C, at [{row}, {col}]: no write landed here")
     if image.domain == "C":
         count = int(maps.count[row, col])
-        lines = [f"C[{row}, {col}]: stored {count} time{'s' if count != 1 else ''}"
+        element = element_text(result, result.output, row, col, maps.count.shape[1]) \
+            if result.request.arguments else f"C[{row}, {col}]"
+        lines = [f"{element}: stored {count} time{'s' if count != 1 else ''}"
                  + (f" (+{int(maps.atomics[row, col])} atomic)" if maps.atomics[row, col] else "")]
         if _writes_at(maps, row, col):
             low = decode_thread(result, int(maps.min_writer[row, col]))
@@ -580,7 +632,10 @@ def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | 
                              "its writers' stores)")
         else:
             lines.append("never written")
-        lines.append(f"C = {result.c[row, col]:.7g}   reference = {result.reference[row, col]:.7g}")
+        value = f"{result.output if result.request.arguments else 'C'} = {result.c[row, col]:.7g}"
+        if result.reference.shape == result.c.shape:  # (none for a run without a reference)
+            value += f"   reference = {result.reference[row, col]:.7g}"
+        lines.append(value)
         return "\n".join(lines)
     if image.domain == "warps":
         figure = image.context
@@ -609,23 +664,30 @@ def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | 
         return (f"{thread.describe()}\nstores: {int(maps.stores_per_thread[gtid])}   "
                 f"out-of-bounds accesses: {int(maps.oob_per_thread[gtid])}")
     reads = read_counts(result, image.name)
-    element = f"[{row * reads.shape[1] + col}]" if result.read_maps()[image.name].ndim == 1 \
-        else f"[{row}, {col}]"  # (a 1-D array is drawn in rows)
-    return f"{image.domain}{element}: read {int(reads[row, col])} times"
+    raw = result.read_maps()[image.name]
+    if raw.ndim == 1:  # (a 1-D array is drawn in rows, a 3-D one by slices)
+        element = f"{image.domain}[{row * reads.shape[1] + col}]"
+    elif raw.ndim == 3:
+        element = f"{image.domain}[{row // raw.shape[1]}, {row % raw.shape[1]}, {col}]"
+    else:
+        element = f"{image.domain}[{row}, {col}]"
+    return f"{element}: read {int(reads[row, col])} times"
 
 
-def read_array_name(map_name: str) -> str:
-    """The array a read map counts: A or B for a matmul, else its own name."""
+def read_array_name(map_name: str, result: RunResult | None = None) -> str:
+    """The array a read map counts: A or B for a matmul, else its own name
+    (a described kernel's array ``a`` is ``a``: told by ``result``)."""
     which = map_name[len("reads_"):]
-    return which.upper() if map_name in ("reads_a", "reads_b") else which
+    described = result is not None and bool(result.request.arguments)
+    return which.upper() if map_name in ("reads_a", "reads_b") and not described else which
 
 
 def read_counts(result: RunResult, map_name: str) -> np.ndarray:
     """A read map as drawn: 2-D, a 1-D array wrapped into rows as its output's is."""
     reads = result.read_maps().get(map_name)
     if reads is None:
-        raise ThreadMapError(f"this run reads no array {read_array_name(map_name)}")
-    if reads.ndim == 1:
-        reads = reads.reshape(wrapped_shape(reads.size))
+        raise ThreadMapError(f"this run reads no array {read_array_name(map_name, result)}")
+    if reads.ndim != 2:
+        reads = reads.reshape(drawn_shape(reads.shape))
     return reads
 

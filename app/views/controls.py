@@ -60,6 +60,8 @@ class ControlPanel(QtWidgets.QWidget):
         self.kernel_combo.addItem("Open kernel file...", f"{OPEN_FILE}:")
         self.kernel_combo.activated.connect(self._on_kernel_combo_activated)
         self.kernel_combo.currentIndexChanged.connect(lambda _: self._show_kernel_tooltip())
+        self.kernel_combo.currentIndexChanged.connect(self._forget_another_kernels_reference)
+        self._shown_kernel = self.kernel_combo.currentData()
         self._show_kernel_tooltip()
         layout.addRow("Kernel", self.kernel_combo)
 
@@ -285,6 +287,15 @@ class ControlPanel(QtWidgets.QWidget):
         self.function_combo.addItems(names)
         self.function_combo.blockSignals(blocked)
         self._set_function_row_visible(len(names) > 1)
+
+    def _forget_another_kernels_reference(self, _index: int) -> None:
+        """A Reference is the host code of one kernel: another kernel chosen,
+        it is cleared (a saxpy reference kept for the next file made every
+        run of it say the reference raised TypeError)."""
+        shown = self.kernel_combo.currentData()
+        if shown != self._shown_kernel and not str(shown).startswith(f"{OPEN_FILE}:"):
+            self._shown_kernel = shown
+            self.reference_edit.clear()
 
     def _on_kernel_combo_activated(self, index: int) -> None:
         kind = str(self.kernel_combo.itemData(index) or "").partition(":")[0]

@@ -15,12 +15,12 @@ def colour_bar_ticks(image: MapImage) -> list | None:
     colouring = image.colouring
     if colouring.kind == "diff":
         return [[(0, "same"), (1, "value"), (2, "writer"), (3, "count")]]
-    outside = [(-2, "outside C")] if image.margin else []
+    outside = [(-2, image.outside_label)] if image.margin else []
     if colouring.kind == "categorical":
         return [outside + [(-1, "none")]
                 + [(v, str(v)) for v in range(0, int(colouring.top) + 1, 5)]]
     if colouring.kind == "count":
-        return [count_ticks(colouring.top)]
+        return [count_ticks(colouring.top, image.outside_label)]
     if colouring.kind == "warp-lane":
         # The warp legend: every warp's hue named; pyqtgraph shows the second
         # level's labels only where they fit, the first's (every 4th) always.
@@ -52,13 +52,13 @@ def linear_ticks(top: float, most: int = 6) -> list[tuple[float, str]]:
     return ticks
 
 
-def count_ticks(top: float) -> list[tuple[float, str]]:
+def count_ticks(top: float, outside: str = "outside C") -> list[tuple[float, str]]:
     """Ticks of the write-count colour bar: 0, 1, 2, then whole numbers on its
     log scale up to the maximum (1-2-5 steps, kept apart), the maximum labelled."""
     top = int(top)
     # every band named, whatever the run: outside C, stored again by the same
     # thread, never, once
-    ticks = [(-2.0, "outside C"), (-1.0, "1 thread, 2+"), (0.0, "0"), (1.0, "1")]
+    ticks = [(-2.0, outside), (-1.0, "1 thread, 2+"), (0.0, "0"), (1.0, "1")]
     if top < 2:
         return ticks
     ticks.append((2.0, "2"))
@@ -195,6 +195,29 @@ class HeatmapPlot:
             m = image.margin
             self.plot.setRange(xRange=(-0.5 - m, cols - m - 0.5),
                                yRange=(-0.5 - m, rows - m - 0.5), padding=0)
+
+    def show_slice(self, index: int) -> None:
+        """Show slice ``index`` of a 3-D array's map (``MapImage.slices``)
+        alone, or all of them (index -1), each apart from the next by a line."""
+        image = self.current
+        for line in getattr(self, "_slice_lines", ()):
+            self.plot.removeItem(line)
+        self._slice_lines = []
+        if image is None or image.slices is None:
+            return
+        count, rows = image.slices
+        cols = image.data.shape[1] - 2 * image.margin
+        pen = pg.mkPen("#ffffff", width=1, style=QtCore.Qt.PenStyle.DashLine)
+        for s in range(1, min(count, 256)):  # (past 256 they would be a solid band)
+            line = pg.InfiniteLine(pos=s * rows - 0.5, angle=0, pen=pen)
+            self.plot.addItem(line)
+            self._slice_lines.append(line)
+        m = image.margin
+        if index < 0:
+            y_range = (-0.5 - m, count * rows + m - 0.5)
+        else:
+            y_range = (index * rows - 0.5, (index + 1) * rows - 0.5)
+        self.plot.setRange(xRange=(-0.5 - m, cols + m - 0.5), yRange=y_range, padding=0)
 
     def _show_frame(self, shown: bool) -> None:
         """Axes and colour bar, shown with a map and hidden without one (an

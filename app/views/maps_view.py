@@ -162,6 +162,7 @@ class MapsView(QtWidgets.QWidget):
         self._awaited_view = (None, False)
         self.map_combo.currentIndexChanged.connect(self._on_map_chosen)
         self.writer_combo.currentIndexChanged.connect(self._on_map_chosen)
+        self.slice_spin.valueChanged.connect(self.heatmap.heatmap.show_slice)
         self.export_button.clicked.connect(self.export_requested)
         self.heatmap.hovered.connect(self._on_hovered)
         self.heatmap.clicked.connect(self._on_element_clicked)
@@ -216,6 +217,16 @@ class MapsView(QtWidgets.QWidget):
         self.writer_combo = QtWidgets.QComboBox()
         self.writer_combo.setObjectName("writer-kind")
         self.writer_combo.addItems(WRITER_KINDS)
+        # A 3-D array's map: its slices stacked, shown one at a time (or all).
+        self.slice_label = QtWidgets.QLabel("Slice")
+        self.slice_spin = QtWidgets.QSpinBox()
+        self.slice_spin.setObjectName("slice")
+        self.slice_spin.setRange(-1, 0)
+        self.slice_spin.setSpecialValueText("all")
+        self.slice_spin.setToolTip("the 3-D array's slice [s, :, :] to show; all: every slice, "
+                                   "stacked")
+        self.slice_label.hide()
+        self.slice_spin.hide()
         self.export_width = QtWidgets.QSpinBox()
         self.export_height = QtWidgets.QSpinBox()
         for spin, value in ((self.export_width, 1200), (self.export_height, 900)):
@@ -229,6 +240,8 @@ class MapsView(QtWidgets.QWidget):
         self.writer_label = QtWidgets.QLabel("by")
         bar.addWidget(self.writer_label)
         bar.addWidget(self.writer_combo)
+        bar.addWidget(self.slice_label)
+        bar.addWidget(self.slice_spin)
         bar.addStretch(1)
         bar.addWidget(QtWidgets.QLabel("Export size"))
         bar.addWidget(self.export_width)
@@ -284,21 +297,21 @@ class MapsView(QtWidgets.QWidget):
         of every array it stores into besides its output."""
         combo = self.map_combo
         names = list(result.read_maps()) + written_map_names(result)
-        listed = [combo.itemData(i) for i in range(combo.count())
+        listed = [(combo.itemData(i), combo.itemText(i)) for i in range(combo.count())
                   if _per_array(combo.itemData(i))]
-        if listed == names:
-            return
+        if listed == [(name, map_label(name, result)) for name in names]:
+            return  # (a matmul's reads_a is A's, a described kernel's its array a's)
         blocked = combo.blockSignals(True)
         for index in reversed(range(combo.count())):
             if _per_array(combo.itemData(index)):
                 combo.removeItem(index)
         at = combo.findData("stores") + 1
         for offset, name in enumerate(names):
-            combo.insertItem(at + offset, map_label(name), name)
-            which = read_array_name(name) if name.startswith("reads_") else None
+            combo.insertItem(at + offset, map_label(name, result), name)
+            which = read_array_name(name, result) if name.startswith("reads_") else None
             combo.setItemData(at + offset,
                               f"how many times each element of {which} was read" if which
-                              else f"{map_label(name)}, as the output's map shows it",
+                              else f"{map_label(name, result)}, as the output's map shows it",
                               QtCore.Qt.ItemDataRole.ToolTipRole)
         combo.blockSignals(blocked)
 
@@ -350,8 +363,35 @@ class MapsView(QtWidgets.QWidget):
     def _draw(self, shown: RunResult, image, rgba, reset_view: bool) -> None:
         self.heatmap.show_map(shown, image, reset_view=reset_view, rgba=rgba)
         self.legend_label.setText(image.legend)
+        self._offer_slices(image, reset_view)
         # The hover text describes what is on screen now, never the previous run.
         self.hover_label.setText(self.heatmap.hover_text_now() or HOVER_PROMPT)
+
+    def _offer_slices(self, image, reset_view: bool) -> None:
+        """The slice chooser, for a 3-D array's map only; the slice chosen is
+        kept from map to map of one shape."""
+        sliced = image.slices is not None
+        self.slice_label.setVisible(sliced)
+        self.slice_spin.setVisible(sliced)
+        if not sliced:
+            self.heatmap.heatmap.show_slice(-1)  # (no lines left from a 3-D map)
+            return
+        blocked = self.slice_spin.blockSignals(True)
+        self.slice_spin.setMaximum(image.slices[0] - 1)
+        if reset_view and self.slice_spin.value() < 0:
+            self.slice_spin.setValue(0)  # (one slice at a time, from the first)
+        self.slice_spin.blockSignals(blocked)
+        if reset_view:
+            self.heatmap.heatmap.show_slice(self.slice_spin.value())
+        else:
+            self._keep_view_with_lines()
+
+    def _keep_view_with_lines(self) -> None:
+        """The slice lines of a map redrawn in place (the view as the user left it)."""
+        plot = self.heatmap.heatmap
+        x_range, y_range = plot.plot.vb.viewRange()
+        plot.show_slice(self.slice_spin.value())
+        plot.plot.setRange(xRange=x_range, yRange=y_range, padding=0)
 
     @property
     def drawing(self) -> bool:
