@@ -179,9 +179,9 @@ class HeatmapExporter:
         image = image if image is not None else make_map(result, map_name, writer_kind)
         svg = Path(path).suffix.lower() == ".svg"
         self.plot.show(image, rgba=None if svg else rgba)
-        if not svg:  # (a 3-D array's slices, all, parted by lines; pyqtgraph's SVG
-            # made each line a dashed band half a row wide, over the cells)
-            self.plot.show_slice(-1)
+        # A 3-D array's slices, all, parted by lines (not in an SVG: pyqtgraph's
+        # made each line a dashed band half a row wide, over the cells).
+        self.plot.show_slice(-1, lines=not svg)
         # The row axis only ever widens to fit its labels: fixed from this
         # map's rows, an image does not depend on the maps written before it.
         self.plot.plot.getAxis("left").setWidth(24 + 8 * len(str(image.data.shape[0])))

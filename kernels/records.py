@@ -667,19 +667,14 @@ def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, ...], ...],
     ``division_sites`` (line, text) per division site; ``written`` the
     other arrays the kernel stores into, whose records follow the reads.
     """
-    count, atomics, min_w, max_w, iteration, stores, oob, oob_min, oob_thread, oob_index = raw[:10]
+    oob, oob_min, oob_thread, oob_index = raw[OOB:OOB_INDEX + 1]
     divisions = tuple(
         DivisionByZero(line, text, int(raw[DIVZ][site]), int(raw[DIVZ_THREAD][site]))
         for site, (line, text) in enumerate(division_sites[:DIVISION_SITES])
         if raw[DIVZ][site])
     *input_shapes, shape_c = matrix_shapes
     reads = tuple(raw[READS + i].reshape(shape) for i, shape in enumerate(input_shapes))
-    # In place: these maps can be hundreds of MB, and fresh pages are slow.
-    min_w[min_w == np.iinfo(min_w.dtype).max] = -1
-    iteration[iteration == INT32_MAX] = -1
-    min_w, max_w, iteration = (x.reshape(shape_c) for x in (min_w, max_w, iteration))
-    if atomics.size != count.size:  # not recorded: zero everywhere, without the memory
-        atomics = np.broadcast_to(np.zeros((), atomics.dtype), count.shape)
+    count, atomics, min_w, max_w, iteration = _writer_maps(raw, shape_c)
     others = tuple(_read_back_written(written_records(raw, len(input_shapes), index), other)
                    for index, other in enumerate(written, start=1))
     summaries = []
@@ -692,25 +687,34 @@ def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, ...], ...],
             index = tuple(int(x) for x in oob_index[slot, direction][:ndim])
             summaries.append(OutOfBounds(name, role, DIRECTIONS[direction], n, thread, index))
     return AccessMaps(
-        count=count.reshape(shape_c), atomics=atomics.reshape(shape_c), min_writer=min_w,
-        max_writer=max_w, iteration=iteration, stores_per_thread=stores,
+        count=count, atomics=atomics, min_writer=min_w,
+        max_writer=max_w, iteration=iteration, stores_per_thread=raw[STORES],
         oob_per_thread=oob_thread, reads=reads, out_of_bounds=tuple(summaries),
         divisions_by_zero=divisions, oob_margin=margin_strips(raw[MARGIN], shape_c),
         written=others)
 
 
-def _read_back_written(own: dict[int, np.ndarray], shape: WrittenShape) -> WriteMaps:
-    """A written array's records (by ``WRITE_RECORDS`` index) as its maps."""
+def _writer_maps(own, drawn: tuple[int, int]) -> tuple[np.ndarray, ...]:
+    """Count, atomics, lowest and highest writer and iteration of one written
+    array, from its records (``own``: indexed by ``WRITE_RECORDS``' numbers),
+    in its ``drawn`` shape: the sentinels of "not written" turned into -1, in
+    place (these maps can be hundreds of MB, and fresh pages are slow); an
+    atomics map not recorded (one element) zero everywhere, without the
+    memory."""
     min_w, iteration = own[MIN_WRITER], own[ITERATION]
     min_w[min_w == np.iinfo(min_w.dtype).max] = -1
     iteration[iteration == INT32_MAX] = -1
-    count = own[COUNT].reshape(shape.drawn)
-    atomics = own[ATOMICS]
-    atomics = atomics.reshape(shape.drawn) if atomics.size == count.size \
-        else np.broadcast_to(np.zeros((), atomics.dtype), shape.drawn)
-    return WriteMaps(shape.name, count, atomics, min_w.reshape(shape.drawn),
-                     own[MAX_WRITER].reshape(shape.drawn), iteration.reshape(shape.drawn),
-                     own[STORES], margin_strips(own[MARGIN], shape.drawn))
+    count, atomics = own[COUNT], own[ATOMICS]
+    atomics = atomics.reshape(drawn) if atomics.size == count.size \
+        else np.broadcast_to(np.zeros((), atomics.dtype), drawn)
+    return (count.reshape(drawn), atomics, min_w.reshape(drawn), own[MAX_WRITER].reshape(drawn),
+            iteration.reshape(drawn))
+
+
+def _read_back_written(own: dict[int, np.ndarray], shape: WrittenShape) -> WriteMaps:
+    """A written array's records (by ``WRITE_RECORDS`` index) as its maps."""
+    return WriteMaps(shape.name, *_writer_maps(own, shape.drawn), own[STORES],
+                     margin_strips(own[MARGIN], shape.drawn))
 
 
 def margin_frame(maps: AccessMaps, shape_c: tuple[int, int]) -> np.ndarray:

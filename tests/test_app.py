@@ -985,6 +985,10 @@ def test_a_3d_arrays_maps_are_shown_one_slice_at_a_time(window, tmp_path):
     view.map_combo.setCurrentIndex(view.map_combo.findData("reads_a"))
     reads = window.session.current_image()
     assert reads.slices == (3, 5) and reads.data.shape == (15, 7)
+    # another map, of another shape (no margin): still slice 2, as Slice says
+    assert view.slice_spin.value() == 2
+    _, (top, bottom) = plot.plot.vb.viewRange()
+    assert (round(top, 1), round(bottom, 1)) == (9.5, 14.5)
     assert hover_text(result, reads, 6, 0) == "a[1, 1, 0]: read 1 times"
     view.slice_spin.setValue(-1)  # all: every slice, stacked
     _, (top, bottom) = plot.plot.vb.viewRange()

@@ -232,3 +232,89 @@ def test_a_matmul_kernel_still_takes_matrices_only(tmp_path):
     module = read_module(path)
     with pytest.raises(KernelSourceError, match="matrices take 2"):
         make_plan(module, module.kernel(None))
+
+
+def described_job(path):
+    """The KernelJob a run of ``path``'s file makes (its described inputs)."""
+    from kernels.backends.common import KernelJob
+    from kernels.inputs import described_arrays
+    from kernels.sources.loader import load_plan
+
+    request = describe_request(RunRequest(kernel=None, kernel_file=str(path), grid=(2,),
+                                          block=(64,), backend="cpu", repeats=1),
+                               as_it_is_unless_matmul=True)
+    plan = load_plan(request)
+    inputs, initial = described_arrays(request, plan)
+    return KernelJob(request, plan, inputs, (), False, initial_output=initial)
+
+
+def test_a_gpu_run_hands_the_kernel_its_3d_output(files):
+    # (no GPU needed: the device arrays' shapes, with host arrays in their place)
+    from kernels.backends.cuda_target import _device_arguments
+
+    job = described_job(files / "shifted.py")
+    c = job.fresh_output()
+    assert c.shape == (15, 7)
+    a, out = _device_arguments(job, job.inputs, c)
+    assert a.shape == out.shape == (3, 5, 7)
+    assert np.shares_memory(out, c)
+
+
+def test_the_compiled_tier_of_a_3d_output_compiles_ahead(files):
+    # the one-element job compile_emulation makes must still take a 3-D output
+    from kernels.backends.cpu import compile_emulation
+
+    assert compile_emulation(described_job(files / "shifted.py")) >= 0
+
+
+def test_a_loop_short_of_a_3d_outputs_slices_is_diagnosed_by_its_slices(tmp_path):
+    path = tmp_path / "planes.py"
+    path.write_text('''from numba import cuda
+
+THREADMAP_ARGS = {"out": "float32[4, 8, 8]"}
+
+
+@cuda.jit
+def planes(out):
+    j, k = cuda.grid(2)
+    if j < 8 and k < 8:
+        for i in range(3):
+            out[i, j, k] = 1.0
+''')
+    # (the engine does not diagnose a described run yet: the rules are asked here)
+    from kernels.analyses.diagnoses import diagnose
+    from kernels.sources.plan import make_plan
+    from kernels.sources.source import read_module
+
+    def diagnoses():
+        module = read_module(path)
+        plan = make_plan(module, module.kernel(None), matmul=False)
+        result = run_file(path, grid=(1, 1), block=(8, 8))
+        return result, [d for d in diagnose(plan.kernel.node, result) if d.rule == "fixed-size"]
+
+    result, found = diagnoses()
+    assert result.maps.unwritten == 64  # the last slice
+    (diagnosis,) = found
+    assert "this run's out has 4 rows: the loop stops short" in diagnosis.message
+    assert "64 elements of out past index 3 never written" in diagnosis.evidence
+    # all four slices: no such diagnosis (out's first dimension, not the 32 rows drawn)
+    path.write_text(path.read_text().replace("range(3)", "range(4)"))
+    result, found = diagnoses()
+    assert result.maps.unwritten == 0 and not found
+
+
+def test_runs_of_3d_outputs_drawn_alike_are_not_diffed(files, tmp_path):
+    from kernels.analyses.diff import diff_runs
+    from kernels.errors import ThreadMapError
+
+    first = run_file(files / "scaled.py", grid=(1,), block=(32,))
+    other = describe_request(RunRequest(kernel=None, kernel_file=str(files / "scaled.py"),
+                                        grid=(1,), block=(32,), backend="cpu", tier="compiled",
+                                        repeats=1),
+                             ["a=float32[5, 3, 7]", "out=float32[5, 3, 7]"],
+                             as_it_is_unless_matmul=True)
+    second = run(other)
+    assert first.c.shape == second.c.shape == (15, 7)
+    with pytest.raises(ThreadMapError, match=r"different shapes \(3 x 5 x 7 and 5 x 3 x 7\)"):
+        diff_runs(first, second)
+    assert diff_runs(first, first).elements == 105

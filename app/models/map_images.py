@@ -610,9 +610,10 @@ def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | 
         landed = margin_at(maps, maps.count.shape, row, col)
         edge = " or beyond (the margin's edge)" if row in (-m, maps.count.shape[0] + m - 1) \
             or col in (-m, maps.count.shape[1] + m - 1) else ""
-        return (f"outside C, at [{row}, {col}]{edge}: "
+        outside = f"outside {result.output if result.request.arguments else 'C'}"
+        return (f"{outside}, at [{row}, {col}]{edge}: "
                 f"{counted(landed, 'out-of-bounds write')} landed here" if landed
-                else f"outside C, at [{row}, {col}]: no write landed here")
+                else f"{outside}, at [{row}, {col}]: no write landed here")
     if image.domain == "C":
         count = int(maps.count[row, col])
         element = element_text(result, result.output, row, col, maps.count.shape[1]) \

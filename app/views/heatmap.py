@@ -191,14 +191,17 @@ class HeatmapPlot:
                 self.plot.setLabel("left", image.y_label)
                 self.plot.getAxis("bottom").setTicks(
                     [[(c, str(c)) for c in range(cols)]] if cols <= 16 else None)
-        if reset_view or shape_changed:
+        #: whether this drawing reset the view (asked, or the map's shape changed)
+        self.view_reset = reset_view or shape_changed
+        if self.view_reset:
             m = image.margin
             self.plot.setRange(xRange=(-0.5 - m, cols - m - 0.5),
                                yRange=(-0.5 - m, rows - m - 0.5), padding=0)
 
-    def show_slice(self, index: int) -> None:
+    def show_slice(self, index: int, lines: bool = True) -> None:
         """Show slice ``index`` of a 3-D array's map (``MapImage.slices``)
-        alone, or all of them (index -1), each apart from the next by a line."""
+        alone, or all of them (index -1), each apart from the next by a line
+        (``lines``); the lines of an earlier map are taken away."""
         image = self.current
         for line in getattr(self, "_slice_lines", ()):
             self.plot.removeItem(line)
@@ -208,7 +211,7 @@ class HeatmapPlot:
         count, rows = image.slices
         cols = image.data.shape[1] - 2 * image.margin
         pen = pg.mkPen("#ffffff", width=1, style=QtCore.Qt.PenStyle.DashLine)
-        for s in range(1, min(count, 256)):  # (past 256 they would be a solid band)
+        for s in range(1, min(count, 256) if lines else 1):  # (past 256: a solid band)
             line = pg.InfiniteLine(pos=s * rows - 0.5, angle=0, pen=pen)
             self.plot.addItem(line)
             self._slice_lines.append(line)

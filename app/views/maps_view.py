@@ -381,7 +381,7 @@ class MapsView(QtWidgets.QWidget):
         if reset_view and self.slice_spin.value() < 0:
             self.slice_spin.setValue(0)  # (one slice at a time, from the first)
         self.slice_spin.blockSignals(blocked)
-        if reset_view:
+        if self.heatmap.heatmap.view_reset:  # (asked, or a map of another shape)
             self.heatmap.heatmap.show_slice(self.slice_spin.value())
         else:
             self._keep_view_with_lines()

@@ -12,6 +12,7 @@ import html
 
 from kernels import Finding, RunResult, line_findings, store_lines
 
+from ..models.map_images import element_text
 from ..models.session import WARP_MAPS, Session
 from ..qt import QtCore, QtGui, QtWidgets
 from .readable import ReadableList, ReadableTable
@@ -206,8 +207,10 @@ class SourceView(QtWidgets.QWidget):
         written = result.maps.count[row, col] if result.stowed is None else 0
         writer = int(result.maps.min_writer[row, col]) if written else None
         where = ", ".join(map(str, lines)) or "none found"
+        element = element_text(result, result.output, row, col, result.maps.count.shape[1]) \
+            if result.request.arguments else f"{result.output}[{row}, {col}]"
         self.note.setText(
-            f"{result.output}[{row}, {col}]: "
+            f"{element}: "
             + (f"written {int(written)} time{'s' if written != 1 else ''}, first by thread "
                f"{writer}, at line {where}" if written else "never written; lines that store "
                f"into {result.output}: {where}")

@@ -34,6 +34,15 @@ class RunDiff:
 def diff_runs(first: RunResult, second: RunResult) -> RunDiff:
     """Compare two runs of the same shape of C.  A value counts as changed when
     the two differ at all (NaN equals NaN: both unwritten)."""
+    shapes = [next((tuple(a.shape) for a in run.request.arguments
+                    if getattr(a, "name", None) == run.output and hasattr(a, "shape")),
+                   tuple(run.c.shape)) for run in (first, second)]
+    if shapes[0] != shapes[1] and first.c.shape == second.c.shape:
+        # (drawn alike, 2 x 6 x 4 and 3 x 4 x 4 as 12 x 4, but other elements)
+        raise ThreadMapError(f"the runs' outputs have different shapes "
+                             f"({' x '.join(map(str, shapes[0]))} and "
+                             f"{' x '.join(map(str, shapes[1]))}): nothing to compare element "
+                             "by element")
     if first.c.shape != second.c.shape:
         raise ThreadMapError(f"the runs have different shapes of C ({first.c.shape[0]} x "
                              f"{first.c.shape[1]} and {second.c.shape[0]} x {second.c.shape[1]}): "

@@ -208,7 +208,9 @@ def _run_gpu(job: KernelJob, gen) -> BackendOutput:
 
 
 def _device_arguments(job: KernelJob, d_inputs, d_c) -> list:
-    """The kernel's arguments with device arrays (flattened where it indexes 1-D)."""
+    """The kernel's arguments with device arrays, shaped as the kernel indexes
+    them (``KernelJob.kernel_shape``: flattened where it indexes 1-D, a 3-D
+    output's own shape)."""
     devices = dict(zip(job.plan.inputs, d_inputs))
     devices[job.plan.output] = d_c
     scalars = dict(zip(job.plan.scalars, job.scalars))
@@ -216,7 +218,8 @@ def _device_arguments(job: KernelJob, d_inputs, d_c) -> list:
     for name in job.plan.kernel.params:
         if name in devices:
             array = devices[name]
-            args.append(array.reshape(array.size) if job.plan.ndim[name] == 1 else array)
+            shape = job.kernel_shape(name, tuple(array.shape))
+            args.append(array if tuple(array.shape) == shape else array.reshape(shape))
         else:
             args.append(scalars[name])
     return args

@@ -214,7 +214,10 @@ def _fixed_bound(ctx: Context, loop: ast.For, variable: str, bound: ast.expr):
 def _short_evidence(ctx: Context, array: str, dim: int, value: int, extent: int) -> str | None:
     maps = ctx.result.maps
     if array == ctx.output:
-        part = maps.count[value:] if dim == 0 else maps.count[:, value:]
+        # (as the kernel indexes it: a 1-D output is drawn wrapped, a 3-D one stacked)
+        count = maps.count.reshape(ctx.shapes[array]) \
+            if maps.count.size == int(np.prod(ctx.shapes[array])) else maps.count
+        part = count[(slice(None),) * dim + (slice(value, None),)]
         unwritten = int(np.count_nonzero(part == 0))
         return (f"{counted(unwritten, 'element')} of {array} past index {value:,} never "
                 "written") if unwritten else None
