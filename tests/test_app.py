@@ -976,6 +976,8 @@ def test_a_3d_arrays_maps_are_shown_one_slice_at_a_time(window, tmp_path):
     _, (top, bottom) = plot.plot.vb.viewRange()
     assert (round(top, 1), round(bottom, 1)) == (9.5, 14.5)
     assert len(plot._slice_lines) == 2
+    # whole row numbers of the slice on its axis, never 10.5
+    assert [r for r, _ in plot.plot.getAxis("left")._tickLevels[0]] == [10, 11, 12, 13, 14]
     image = view.heatmap.image
     assert image.slices == (3, 5) and "3 slices of 5 x 7 stacked" in image.legend
     # row 12 of the stack is slice 2, row 2; out[2, 2, 3] is written by thread 86
@@ -996,6 +998,7 @@ def test_a_3d_arrays_maps_are_shown_one_slice_at_a_time(window, tmp_path):
     window.controls.select_kernel("builtin", "grid-stride")
     window.run_action.trigger()
     assert not view.slice_spin.isVisibleTo(window) and not plot._slice_lines
+    assert plot.plot.getAxis("left")._tickLevels is None
 
 
 def test_another_kernel_file_clears_the_reference(window, tmp_path):

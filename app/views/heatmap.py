@@ -205,6 +205,8 @@ class HeatmapPlot:
         image = self.current
         for line in getattr(self, "_slice_lines", ()):
             self.plot.removeItem(line)
+        if getattr(self, "_slice_lines", None) is not None and self.axes:
+            self.plot.getAxis("left").setTicks(None)  # (a slice's rows' ticks gone)
         self._slice_lines = []
         if image is None or image.slices is None:
             return
@@ -220,6 +222,13 @@ class HeatmapPlot:
             y_range = (-0.5 - m, count * rows + m - 0.5)
         else:
             y_range = (index * rows - 0.5, (index + 1) * rows - 0.5)
+        # A slice of few rows: whole row numbers (pyqtgraph put ticks at 4.5, 5.5).
+        few = 0 <= index and rows <= 32 and self.axes
+        if few:
+            self.plot.getAxis("left").setTicks(
+                [[(r, str(r)) for r in range(index * rows, (index + 1) * rows)]])
+        elif self.axes:
+            self.plot.getAxis("left").setTicks(None)
         self.plot.setRange(xRange=(-0.5 - m, cols + m - 0.5), yRange=y_range, padding=0)
 
     def _show_frame(self, shown: bool) -> None:
