@@ -33,8 +33,13 @@ class ResultsModel(QtCore.QAbstractTableModel):
         self.session = session
         self._rows = len(session.results)
         session.result_added.connect(self._on_result_added)
-        session.result_moved.connect(lambda row: self.dataChanged.emit(
-            self.index(row, 0), self.index(row, len(COLUMNS) - 1)))
+        # A bound method, not a lambda: Qt drops the connection when this model
+        # is deleted, where a lambda outlived it and a run stowed to disk later
+        # raised "Internal C++ object (ResultsModel) already deleted" (CI).
+        session.result_moved.connect(self._on_result_moved)
+
+    def _on_result_moved(self, row: int) -> None:
+        self.dataChanged.emit(self.index(row, 0), self.index(row, len(COLUMNS) - 1))
 
     @property
     def results(self) -> list[RunResult]:
