@@ -197,30 +197,42 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
     """
     progress = progress or _no_progress
     cancel = cancel or _never
-    if (isolate or time_limit is not None) and request.kernel_file and request.backend in (
-            "auto", "cpu") and not _simulating():
-        from .backends.child import runner
-        try:
-            runner(simulator=False).warm(request)  # its imports overlap prepare() below
-        except ThreadMapError:
-            pass  # (prepare names what is wrong with the request)
+    if isolate or time_limit is not None:
+        from .backends.child import warm_for
+
+        warm_for(request)  # its imports overlap prepare() below
     resolved, plan, note = prepare(request)
+    referenced = resolved.reference is not None or reference is not None
+    expected = None
     if backend_named(resolved.backend).needs_own_process and not _simulating():
         from .backends.child import runner
+        expected = _expected_meanwhile(resolved, plan, reference) if referenced else None
         result = runner(simulator=True).run(resolved, note, progress, cancel, time_limit)
     elif isolate or time_limit is not None:
         from .backends.child import runner
+        known_types = _known_types(plan, resolved)
+        expected = _expected_meanwhile(resolved, plan, reference) if referenced else None
         result = runner(simulator=False).run(resolved, note, progress, cancel, time_limit,
                                              compile_ahead=compile_ahead and compiling_ahead(),
-                                             known_types=_known_types(plan, resolved))
+                                             known_types=known_types)
     else:
         result = run_here(resolved, note, progress, cancel)
-    if resolved.reference is not None or reference is not None:
+    if referenced:
         from .reference_code import check_against_reference
 
         progress(0.98, "checking against your reference")
-        result = check_against_reference(result, plan, reference)
+        result = check_against_reference(result, plan, reference,
+                                         expected=expected.result() if expected else None)
     return result
+
+
+def _expected_meanwhile(request: RunRequest, plan: KernelPlan, reference):
+    """The reference's expected output, made on a thread while the kernel
+    runs in its child process (the reference is this process's own work,
+    never the child's)."""
+    from .reference_code import ExpectedInBackground
+
+    return ExpectedInBackground(request, plan, reference)
 
 
 def compiling_ahead() -> bool:

@@ -1,7 +1,7 @@
 """A described run's reference: the user's own host code, named by ``--reference FILE:FUNCTION``.
 
-It is run here, in the command's own process, after the kernel has run
-(never in the sandboxed child that runs a kernel file, and never by
+It is run here, in the command's own process, while the kernel runs in its
+child process, or after it when the run is in this process (never in the sandboxed child that runs a kernel file, and never by
 ``check``, whose files are untrusted).  It is given float64 copies of the
 run's inputs (int64 of its integer ones, uint64 of uint64 ones: an index
 stays an index) and its scalars, in the kernel's parameter order without the
@@ -17,14 +17,21 @@ import dataclasses
 import importlib.util
 import os
 import sys
+import threading
 import traceback
 
 import numpy as np
 
-from .analyses.correctness import compare, elementwise_reference
+from .analyses.correctness import (
+    ElementwiseReference,
+    compare,
+    elementwise_reference,
+    prepare_compare,
+)
 from .errors import RequestError
 from .inputs import described_arrays
 from .result import RunResult, make_verdict
+from .sources.arguments import drawn_shape
 from .sources.loader import resolve_scalars
 
 
@@ -68,14 +75,42 @@ def _where(exc: BaseException, path: str) -> str:
     return f"{type(exc).__name__}: {exc}{line}"
 
 
-def check_against_reference(result: RunResult, plan, given=None) -> RunResult:
+def check_against_reference(result: RunResult, plan, given=None,
+                            expected: "Expected | None" = None) -> RunResult:
     """``result`` with its output compared with the reference's (the maps
     kept whatever happens; the verdict says why when there is none).
 
     The reference is ``given`` (the Python API's ``reference=``: a function,
     called as a file's is, or the expected output itself), else
-    ``request.reference`` (``FILE:FUNCTION``)."""
-    request = result.request
+    ``request.reference`` (``FILE:FUNCTION``); ``expected``, when given, is
+    what :func:`expected_output` made of it already (while the kernel ran)."""
+    if expected is None:
+        expected = expected_output(result.request, plan, given)
+    if expected.reference is None:
+        verdict = dataclasses.replace(result.verdict, reference_note=expected.why_none)
+        return dataclasses.replace(result, verdict=verdict)
+    reference = expected.reference
+    if reference.c.shape != result.c.shape:  # (made in the drawn shape: the same elements)
+        reference = dataclasses.replace(reference, c=reference.c.reshape(result.c.shape))
+    errors = compare(result.c, reference)
+    verdict = make_verdict(result.maps, errors, result.analysis, plan.output)
+    return dataclasses.replace(result, verdict=verdict, reference=reference.c)
+
+
+@dataclasses.dataclass(frozen=True)
+class Expected:
+    """What a described run's reference gave: the expected output with its
+    tolerance, in the output's drawn shape, or why there is none."""
+
+    reference: ElementwiseReference | None
+    why_none: str = ""
+
+
+def expected_output(request, plan, given=None) -> Expected:
+    """The reference's expected output for ``request`` (its inputs made
+    again from its pattern and seed, as the run makes them), checked, or
+    why there is none.  Needs nothing from the run: it can go on while the
+    kernel runs (:class:`ExpectedInBackground`)."""
     output = next(a for a in request.arguments if a.name == plan.output)
     try:
         if given is None:
@@ -106,7 +141,10 @@ def check_against_reference(result: RunResult, plan, given=None) -> RunResult:
             expected = np.asarray(expected)
             if expected.dtype.kind not in "biuf":
                 raise TypeError(f"an array of {expected.dtype}")
-            expected = expected.astype(np.float64)
+            # (one copy, in C order: the reference's own array is never kept,
+            # and a view such as a transpose's a.T is made contiguous in the
+            # same pass, not copied as it is and then again)
+            expected = np.array(expected, dtype=np.float64, order="C")
         except (TypeError, ValueError) as exc:
             raise RequestError(f"{said} what is not an array of real "
                                f"numbers ({exc})") from None
@@ -119,12 +157,42 @@ def check_against_reference(result: RunResult, plan, given=None) -> RunResult:
                                "value" + ("s" if bad != 1 else "") + ": nothing to hold the "
                                "output to there")
     except RequestError as exc:
-        verdict = dataclasses.replace(result.verdict, reference_note=str(exc))
-        return dataclasses.replace(result, verdict=verdict)
-    reference = elementwise_reference(expected.reshape(result.c.shape), request.dtype)
-    errors = compare(result.c, reference)
-    verdict = make_verdict(result.maps, errors, result.analysis, plan.output)
-    return dataclasses.replace(result, verdict=verdict, reference=reference.c)
+        return Expected(None, str(exc))
+    return Expected(elementwise_reference(expected.reshape(drawn_shape(output.shape)),
+                                          request.dtype))
+
+
+class ExpectedInBackground:
+    """:func:`expected_output` on a thread of its own, started as the kernel
+    starts in its child process: the inputs made again, the reference run,
+    its float64 copy and bound, and the comparison's compiled loop loaded
+    (numba's import and cache: ~0.6 s in a new process) all overlap the
+    child's start-up and its compile, which use one core of two.  A daemon
+    thread: a run that fails or is cancelled does not wait for it."""
+
+    def __init__(self, request, plan, given=None):
+        self._request, self._plan, self._given = request, plan, given
+        self._expected: Expected | None = None
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._work, daemon=True,
+                                        name="threadmap reference")
+        self._thread.start()
+
+    def _work(self) -> None:
+        try:
+            self._expected = expected_output(self._request, self._plan, self._given)
+            if self._expected.reference is not None:
+                output = next(a for a in self._request.arguments if a.name == self._plan.output)
+                prepare_compare(np.dtype(output.dtype), self._expected.reference)
+        except BaseException as exc:  # noqa: BLE001 (raised where the result is taken)
+            self._failure = exc
+
+    def result(self) -> Expected:
+        self._thread.join()
+        if self._failure is not None:
+            raise self._failure
+        assert self._expected is not None
+        return self._expected
 
 
 def _widened(array: np.ndarray) -> np.ndarray:
