@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 from .analyses.diagnoses import Diagnosis
 from .analyses.findings import Finding, line_findings, store_lines
 from .analyses.occupancy import ASSUMED_REGISTERS, GPU_MODELS
+from .cli import command_line
 from .errors import (
     ArgumentsNeeded,
     BackendUnavailable,
@@ -225,12 +226,6 @@ def diff_category_names() -> dict:
     return CATEGORY_NAMES
 
 
-def command_line(argv: Sequence[str], exporter=None, sweep_exporter=None, opener=None) -> int:
-    """``threadmap run|sweep|kernels|cache|open ...``; the app gives the image
-    exporters and the opener of its window."""
-    from .cli import main
-
-    return main(list(argv), exporter=exporter, sweep_exporter=sweep_exporter, opener=opener)
 
 
 __all__ = [

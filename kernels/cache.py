@@ -74,10 +74,12 @@ def cache_dir() -> Path:
     return found
 
 
-def sandbox_cache_dir(key: str) -> Path:
+def sandbox_cache_dir(key: str, prune: bool = True) -> Path:
     """The folder a sandboxed child running the kernel whose text hashes to
-    ``key`` may write (made, checked, marked as used now); the least recently
-    used others are removed past :data:`SANDBOX_LIMIT_BYTES`."""
+    ``key`` may write (made, checked, marked as used now); with ``prune``,
+    the least recently used others are removed past
+    :data:`SANDBOX_LIMIT_BYTES` (:func:`prune_sandbox_caches`: a caller in a
+    hurry does it once its child has started)."""
     base, named = _configured()
     cache_dir()  # (the base folder checked, as for any use)
     root = base / "sandboxed"
@@ -85,11 +87,16 @@ def sandbox_cache_dir(key: str) -> Path:
     path = root / key
     _check_private(path, "the cache of sandboxed kernels", named)
     os.utime(path)
-    _prune_sandboxes(root, keep=path)
+    if prune:
+        prune_sandbox_caches(keep=path)
     return path
 
 
-def _prune_sandboxes(root: Path, keep: Path) -> None:
+def prune_sandbox_caches(keep: Path) -> None:
+    """Remove the least recently used sandboxed kernels' folders besides
+    ``keep`` past :data:`SANDBOX_LIMIT_BYTES` (their sizes summed file by
+    file: 0.2 s over a few thousand files)."""
+    root = keep.parent
     folders = []
     for folder in root.iterdir():
         if folder.is_dir() and not folder.is_symlink():
