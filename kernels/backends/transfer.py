@@ -70,18 +70,44 @@ def write_result(message) -> tuple | None:
     if sum(b.raw().nbytes for b in buffers) < MEMFD_WORTH_BYTES:
         return None
     try:
-        for buffer in buffers:
-            descriptor = os.memfd_create("threadmap-result",
-                                         os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC)
-            _held.append(descriptor)
-            raw, done = buffer.raw().cast("B"), 0
-            while done < raw.nbytes:
-                done += os.write(descriptor, raw[done:])
+        for _ in buffers:
+            _held.append(os.memfd_create("threadmap-result",
+                                         os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC))
+        _write_all(list(zip(_held, buffers)))
+        for descriptor in _held:
             fcntl.fcntl(descriptor, fcntl.F_ADD_SEALS, SEALS)
     except (OSError, AttributeError):  # (no memfd, a size past the limit: the pipe works)
         release()
         return None
     return ("result_memory", data, tuple(_held))
+
+
+def _write_all(pairs: list[tuple[int, pickle.PickleBuffer]]) -> None:
+    """Write each buffer into its memfd, the largest first, on as many
+    threads as there are cores (os.write releases the GIL, and most of its
+    time is the memfd's fresh pages faulted in: 0.23 s for a 4096 x 4096
+    run's maps on one core)."""
+    pairs = sorted(pairs, key=lambda pair: -pair[1].raw().nbytes)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    if cores < 2 or len(pairs) < 2:
+        for descriptor, buffer in pairs:
+            _write_one(descriptor, buffer)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(cores, len(pairs), 8)) as pool:
+        for done in [pool.submit(_write_one, descriptor, buffer)
+                     for descriptor, buffer in pairs]:
+            done.result()
+
+
+def _write_one(descriptor: int, buffer: pickle.PickleBuffer) -> None:
+    raw, done = buffer.raw().cast("B"), 0
+    while done < raw.nbytes:
+        done += os.write(descriptor, raw[done:])
 
 
 def release() -> None:
