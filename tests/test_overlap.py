@@ -1,0 +1,211 @@
+"""What the whole command's overlaps change (issue 22, point 6), checked for what
+they must keep: a reference made while the kernel runs gives the verdict it gave
+after it; the engine's face and the simulator's switch are read without
+importing what the command does not need yet; the workers' maps folded on
+several threads, and the plain run's C kept in a buffer faulted in ahead,
+equal one worker's run."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernels import run
+from kernels.request import RunRequest
+from kernels.sources.arguments import describe_request
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SAXPY = '''from numba import cuda
+
+THREADMAP_ARGS = {"x": "float32[1000]", "y": "float32[1000]", "out": "float32[1000]",
+                  "n": 1000, "alpha": 2.5}
+
+
+@cuda.jit
+def saxpy(x, y, out, n, alpha):
+    start = cuda.grid(1)
+    for i in range(start, n, cuda.gridsize(1)):
+        out[i] = alpha * x[i] + y[i]
+'''
+
+REFERENCES = '''import threading
+
+CALLED_ON = []
+
+
+def saxpy(x, y, n, alpha):
+    CALLED_ON.append(threading.current_thread().name)
+    return alpha * x + y
+
+
+def saxpy_wrong(x, y, n, alpha):
+    return alpha * x - y
+
+
+def raises(x, y, n, alpha):
+    return {}["no such key"]
+'''
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("overlap")
+    (folder / "saxpy.py").write_text(SAXPY)
+    (folder / "refs.py").write_text(REFERENCES)
+    return folder
+
+
+def described(kernel: Path, reference: str | None = None) -> RunRequest:
+    return describe_request(RunRequest(kernel=None, kernel_file=str(kernel), grid=(8,),
+                                       block=(32,), backend="cpu", repeats=1,
+                                       reference=reference))
+
+
+@pytest.mark.parametrize("reference", ["saxpy", "saxpy_wrong", "raises"])
+def test_a_reference_made_while_the_kernel_runs_gives_the_verdict_it_gave_after(
+        files, reference):
+    request = described(files / "saxpy.py", f"{files / 'refs.py'}:{reference}")
+    after = run(request)  # (in this process: the reference after the kernel)
+    meanwhile = run(request, isolate=True)  # (in a child: the reference on a thread here)
+    assert meanwhile.verdict.passed == after.verdict.passed
+    assert meanwhile.verdict.reasons == after.verdict.reasons
+    assert meanwhile.verdict.reference_note == after.verdict.reference_note
+    if reference == "raises":
+        assert "raised KeyError" in meanwhile.verdict.reference_note
+        return
+    assert meanwhile.verdict.errors.wrong == after.verdict.errors.wrong
+    assert meanwhile.verdict.errors.rel_error == after.verdict.errors.rel_error
+    np.testing.assert_array_equal(meanwhile.reference, after.reference)
+    assert meanwhile.reference.shape == meanwhile.c.shape == (25, 40)  # (the drawn shape)
+
+
+def test_the_reference_of_an_isolated_run_is_made_on_a_thread_of_its_own(files):
+    request = described(files / "saxpy.py", f"{files / 'refs.py'}:saxpy")
+    result = run(request, isolate=True)
+    assert result.verdict.passed
+    # (each run loads the file afresh, under one module name: the last one is this run's)
+    refs = [m for name, m in sys.modules.items() if name.startswith("threadmap_reference_")
+            and getattr(m, "__file__", None) == str(files / "refs.py")]
+    assert len(refs) == 1 and refs[0].CALLED_ON == ["threadmap reference"]
+
+
+def test_the_reference_keeps_no_array_of_its_own_function(files):
+    """The expected output is copied once, into C order: a reference that
+    returns an array it keeps (the Python API's caller's) is never aliased."""
+    from kernels.reference_code import expected_output
+    from kernels.sources.loader import load_plan
+
+    request = described(files / "saxpy.py", f"{files / 'refs.py'}:saxpy")
+    plan = load_plan(request)
+    length = next(a for a in request.arguments if a.name == plan.output).shape
+    kept = np.arange(np.prod(length), dtype=np.float64).reshape(length)
+    expected = expected_output(request, plan, given=lambda *_: kept)
+    assert expected.reference is not None, expected.why_none
+    assert not np.shares_memory(expected.reference.c, kept)
+    assert expected.reference.c.flags.c_contiguous
+    np.testing.assert_array_equal(expected.reference.c.reshape(-1), kept.reshape(-1))
+
+
+def _fresh_python(code: str, **env) -> str:
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, **env}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_the_command_line_is_reached_without_the_rest_of_the_face():
+    """``threadmap run`` starts its kernel's child before it imports the
+    analyses: ``command_line`` comes without the face, and the face comes
+    whole on its first name."""
+    out = json.loads(_fresh_python(
+        "import json, sys, kernels\n"
+        "from kernels import command_line\n"
+        "light = 'kernels.api' not in sys.modules and 'kernels.engine' not in sys.modules\n"
+        "from kernels import RunRequest, run, __all__\n"
+        "print(json.dumps({'light': light, 'face': 'kernels.api' in sys.modules,\n"
+        "  'same': kernels.command_line is command_line, 'all': len(__all__),\n"
+        "  'missing': [n for n in __all__ if not hasattr(kernels, n)],\n"
+        "  'dir': set(__all__) <= set(dir(kernels))}))\n"))
+    assert out["light"] and out["face"] and out["same"] and out["dir"]
+    assert out["all"] > 50 and not out["missing"]
+
+
+def test_an_unknown_name_of_the_face_is_an_attribute_error():
+    import kernels
+
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        kernels.no_such_name  # noqa: B018
+
+
+@pytest.mark.parametrize("value,expected", [("1", True), ("0", False), ("", False)])
+def test_the_simulators_switch_is_read_as_numba_reads_it_without_importing_numba(
+        value, expected):
+    out = json.loads(_fresh_python(
+        "import json, sys\n"
+        "from kernels.backends.device import simulating\n"
+        "before = simulating()\n"
+        "imported = 'numba' in sys.modules\n"
+        "from numba import config\n"
+        "print(json.dumps([before, imported, bool(config.ENABLE_CUDASIM)]))\n",
+        NUMBA_ENABLE_CUDASIM=value))
+    assert out == [expected, False, expected]
+
+
+def test_maps_folded_in_pieces_on_threads_equal_the_folds_whole():
+    from kernels.backends import cpu
+
+    rng = np.random.default_rng(7)
+    whole = [rng.integers(0, 50, 3000, dtype=np.int32) for _ in range(3)]
+    other = [rng.integers(0, 50, 3000, dtype=np.int32) for _ in range(3)]
+    expected = [np.add(whole[0], other[0]), np.minimum(whole[1], other[1]),
+                np.maximum(whole[2], other[2])]
+    strided = rng.integers(0, 9, (40, 80), dtype=np.uint8)[:, ::2]  # (not contiguous)
+    strided_other = np.ones_like(strided)
+    expected.append(strided + 1)
+    old = cpu._FOLD_PIECE
+    cpu._FOLD_PIECE = 256  # (3,000 elements: 12 pieces)
+    try:
+        cpu._fold_in_parallel([(np.add, whole[0], other[0]), (np.minimum, whole[1], other[1]),
+                               (np.maximum, whole[2], other[2]),
+                               (np.add, strided, strided_other)], threads=3)
+    finally:
+        cpu._FOLD_PIECE = old
+    for got, want in zip(whole + [strided], expected):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_workers_folded_in_pieces_with_the_plain_c_kept_apart_equal_one_worker(monkeypatch):
+    """A run whose threads of different workers store one element (tid-rows),
+    its maps folded in small pieces and its plain C kept in the buffer made
+    ahead, equals one worker's run, map by map and C."""
+    from kernels.backends import cpu
+
+    request = RunRequest(kernel="tid-rows", m=9, k=4, n=11, grid=(6,), block=(32,),
+                         backend="cpu", tier="compiled")
+    monkeypatch.setenv("THREADMAP_EMULATION_WORKERS", "1")
+    alone = run(request)
+    monkeypatch.setenv("THREADMAP_EMULATION_WORKERS", "3")
+    monkeypatch.setattr(cpu, "_FOLD_PIECE", 8)
+    monkeypatch.setattr(cpu, "KEPT_PREFAULT_BYTES", 0)
+    made = []
+    original = cpu._Prefaulted._allocate
+
+    def allocate(self):
+        original(self)
+        made.append(self.c_kept is not None)
+
+    monkeypatch.setattr(cpu._Prefaulted, "_allocate", allocate)
+    split = run(request)
+    assert made[0]  # (the plain C's buffer was made ahead)
+    assert "3 cores" in split.timings[1].method
+    assert split.timings[-1].samples > 1  # (repeated: the first run's C kept apart)
+    ours, theirs = split.maps_arrays(), alone.maps_arrays()
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        assert np.array_equal(ours[name], theirs[name], equal_nan=True), name
+    assert np.array_equal(split.c, alone.c, equal_nan=True)
+    assert alone.verdict.passed == split.verdict.passed
