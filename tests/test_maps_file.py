@@ -105,7 +105,9 @@ def test_large_maps_deflate_in_parallel_chunks_into_one_stream(tmp_path):
                  for i in archive.infolist()}
     assert sizes["min_writer.npy"][0] == zipfile.ZIP_DEFLATED
     assert sizes["C.npy"][0] == zipfile.ZIP_STORED  # random mantissas: not worth deflating
-    assert sizes["min_writer.npy"][1] < sizes["min_writer.npy"][2] / 2
+    # (ISA-L's level 1 finds fewer matches in a ramp than zlib's, 0.65 of it against
+    # 0.35; a transpose's writer map it makes smaller, 0.19 against 0.21)
+    assert sizes["min_writer.npy"][1] < sizes["min_writer.npy"][2] * 0.7
     assert sizes["atomics.npy"][1] < sizes["atomics.npy"][2] / 100  # zero everywhere
     with np.load(tmp_path / "maps.npz") as archive:
         assert archive["min_writer"].dtype.itemsize == 4  # (int32 kept: no copy into uint32)
@@ -114,6 +116,25 @@ def test_large_maps_deflate_in_parallel_chunks_into_one_stream(tmp_path):
         assert archive["atomics"].dtype == np.uint8 and not archive["atomics"].any()
     back = load_maps(tmp_path / "maps.npz", layout)
     assert back["min_writer"].dtype == np.int32 and back["atomics"].dtype == writer.dtype
+
+
+def test_maps_are_deflated_by_isa_l_into_streams_zlib_inflates(tmp_path):
+    """ISA-L's deflate (a dependency) writes the chunks: zipfile, and so
+    np.load, inflates them with zlib, the CRCs its own are checked against."""
+    import zlib
+
+    from kernels import npz_writer
+
+    assert npz_writer._deflate_module.__name__ == "isal.isal_zlib"
+    writer = np.random.default_rng(2).integers(0, 1 << 20, 3 << 20, dtype=np.int32)
+    npz_writer.write_npz(tmp_path / "w.npz", {"w": writer}, deflate={"w"})
+    with zipfile.ZipFile(tmp_path / "w.npz") as archive:
+        assert archive.testzip() is None  # (every member's CRC, as zlib computes it)
+        info = archive.getinfo("w.npy")
+        assert info.compress_type == zipfile.ZIP_DEFLATED
+        assert info.CRC == zlib.crc32(archive.read("w.npy"))
+    with np.load(tmp_path / "w.npz") as archive:
+        np.testing.assert_array_equal(archive["w"], writer)
 
 
 def test_maps_files_of_earlier_versions_still_load(tmp_path):
