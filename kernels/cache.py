@@ -74,12 +74,11 @@ def cache_dir() -> Path:
     return found
 
 
-def sandbox_cache_dir(key: str, prune: bool = True) -> Path:
+def sandbox_cache_dir(key: str) -> Path:
     """The folder a sandboxed child running the kernel whose text hashes to
-    ``key`` may write (made, checked, marked as used now); with ``prune``,
-    the least recently used others are removed past
-    :data:`SANDBOX_LIMIT_BYTES` (:func:`prune_sandbox_caches`: a caller in a
-    hurry does it once its child has started)."""
+    ``key`` may write (made, checked, marked as used now); the others are
+    pruned by :func:`prune_sandbox_caches`, which the caller runs once its
+    child has started."""
     base, named = _configured()
     cache_dir()  # (the base folder checked, as for any use)
     root = base / "sandboxed"
@@ -87,8 +86,6 @@ def sandbox_cache_dir(key: str, prune: bool = True) -> Path:
     path = root / key
     _check_private(path, "the cache of sandboxed kernels", named)
     os.utime(path)
-    if prune:
-        prune_sandbox_caches(keep=path)
     return path
 
 

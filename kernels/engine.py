@@ -203,18 +203,22 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
         warm_for(request)  # its imports overlap prepare() below
     resolved, plan, note = prepare(request)
     referenced = resolved.reference is not None or reference is not None
+    simulator = backend_named(resolved.backend).needs_own_process and not _simulating()
     expected = None
-    if backend_named(resolved.backend).needs_own_process and not _simulating():
+    if simulator or isolate or time_limit is not None:
         from .backends.child import runner
-        expected = _expected_meanwhile(resolved, plan, reference) if referenced else None
-        result = runner(simulator=True).run(resolved, note, progress, cancel, time_limit)
-    elif isolate or time_limit is not None:
-        from .backends.child import runner
-        known_types = _known_types(plan, resolved)
-        expected = _expected_meanwhile(resolved, plan, reference) if referenced else None
-        result = runner(simulator=False).run(resolved, note, progress, cancel, time_limit,
-                                             compile_ahead=compile_ahead and compiling_ahead(),
-                                             known_types=known_types)
+
+        known_types = None if simulator else _known_types(plan, resolved)
+        if referenced:  # (made on a thread here while the kernel runs in its child)
+            from .reference_code import ExpectedInBackground
+
+            expected = ExpectedInBackground(resolved, plan, reference)
+        if simulator:
+            result = runner(simulator=True).run(resolved, note, progress, cancel, time_limit)
+        else:
+            result = runner(simulator=False).run(
+                resolved, note, progress, cancel, time_limit,
+                compile_ahead=compile_ahead and compiling_ahead(), known_types=known_types)
     else:
         result = run_here(resolved, note, progress, cancel)
     if referenced:
@@ -224,15 +228,6 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
         result = check_against_reference(result, plan, reference,
                                          expected=expected.result() if expected else None)
     return result
-
-
-def _expected_meanwhile(request: RunRequest, plan: KernelPlan, reference):
-    """The reference's expected output, made on a thread while the kernel
-    runs in its child process (the reference is this process's own work,
-    never the child's)."""
-    from .reference_code import ExpectedInBackground
-
-    return ExpectedInBackground(request, plan, reference)
 
 
 def compiling_ahead() -> bool:

@@ -65,7 +65,7 @@ class ChildRunner:
         parent_read, child_write = os.pipe()
         watch_read, watch_write = os.pipe()  # never written: its end of file is our end
         self._workdir = sandbox.make_workdir()
-        own_cache = sandbox_cache_dir(cache_key, prune=False)
+        own_cache = sandbox_cache_dir(cache_key)
         env = sandbox.child_environment(self._workdir, own_cache)
         self._cache_key = cache_key
         env["NUMBA_ENABLE_CUDASIM"] = "1" if self.simulator else "0"
