@@ -22,7 +22,7 @@ def __getattr__(name: str):
             or importlib.util.find_spec(f"{__name__}.{name}") is not None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if name == "command_line":
-        return importlib.import_module(".cli", __name__).command_line
+        return importlib.import_module(".command", __name__).command_line
     api = importlib.import_module(".api", __name__)
     face = globals()
     face.update({n: getattr(api, n) for n in api.__all__}, __all__=api.__all__,

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 from .analyses.diagnoses import Diagnosis
 from .analyses.findings import Finding, line_findings, store_lines
 from .analyses.occupancy import ASSUMED_REGISTERS, GPU_MODELS
-from .cli import command_line
+from .command import command_line
 from .errors import (
     ArgumentsNeeded,
     BackendUnavailable,

@@ -481,7 +481,9 @@ def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
     if args.png or args.svg:
         check_described_map(request, args.map)
     check_gpu_model(args.gpu_model)
-    warm_for(request)  # (its start-up overlaps the imports and checks below)
+    # (up already where kernels/command.py started it from the typed
+    # arguments; if not, its start-up overlaps the imports and checks below)
+    warm_for(request)
     from .engine import run
 
     if not args.yes:
@@ -910,13 +912,6 @@ def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = 
         print(f"threadmap: error: cannot write {exc.filename or 'the output'}: "
               f"{exc.strerror or exc}", file=sys.stderr)
         return 2
-
-
-def command_line(argv: Sequence[str], exporter=None, sweep_exporter=None, opener=None) -> int:
-    """``threadmap run|sweep|kernels|cache|open ...``; the app gives the image
-    exporters and the opener of its window (the public face's
-    ``command_line``, which ``kernels`` gives without importing the rest)."""
-    return main(list(argv), exporter=exporter, sweep_exporter=sweep_exporter, opener=opener)
 
 
 def _cmd_open(args: argparse.Namespace, opener: Callable | None) -> int:

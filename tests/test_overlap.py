@@ -209,3 +209,47 @@ def test_workers_folded_in_pieces_with_the_plain_c_kept_apart_equal_one_worker(m
         assert np.array_equal(ours[name], theirs[name], equal_nan=True), name
     assert np.array_equal(split.c, alone.c, equal_nan=True)
     assert alone.verdict.passed == split.verdict.passed
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["run", "--kernel-file", "k.py", "--out", "o"], "k.py"),
+    (["run", "--kernel-file=k.py", "--backend", "cpu"], "k.py"),
+    (["run", "--backend=auto", "--kernel-file", "k.py"], "k.py"),
+    (["run", "--kernel-file", "k.py", "--backend", "sim"], None),  # (its own child, later)
+    (["run", "--kernel-file", "k.py", "--backend=gpu"], None),
+    (["run", "--kernel", "naive-2d"], None),                     # (a built-in: no child)
+    (["sweep", "--kernel-file", "k.py"], None),
+    (["run", "--out", "o", "--", "--kernel-file", "k.py"], None),
+    (["run", "--kernel-file"], None),
+    ([], None),
+])
+def test_the_kernel_file_to_start_a_child_for_is_read_from_the_typed_arguments(argv, expected):
+    from kernels.command import kernel_file_to_warm
+
+    assert kernel_file_to_warm(argv) == expected
+
+
+def test_a_run_s_child_starts_before_numpy_is_imported_and_runs_the_request(files, tmp_path):
+    """``threadmap run --kernel-file`` starts its child from the arguments as
+    typed, before the command line (and numpy) is imported, and the run
+    takes that child, not a second one."""
+    out = json.loads(_fresh_python(  # (its last line: the command prints its summary first)
+        "import json, sys\n"
+        "import kernels.backends.child as child\n"
+        "real, seen = child.warm_for_file, []\n"
+        "def spy(path):\n"
+        "    real(path)\n"
+        "    seen.append({'numpy': 'numpy' in sys.modules, 'pid': child.runner(False).pid})\n"
+        "child.warm_for_file = spy\n"
+        "from kernels import command_line\n"
+        f"code = command_line(['run', '--kernel-file', {str(files / 'saxpy.py')!r}, '--out', "
+        f"{str(tmp_path / 'out')!r}, '--reference', {str(files / 'refs.py') + ':saxpy'!r}])\n"
+        "print(json.dumps({'seen': seen, 'code': code, 'after': child.runner(False).pid}))\n"
+    ).splitlines()[-1])
+    assert out["code"] == 0
+    (early,) = out["seen"]
+    assert not early["numpy"] and early["pid"] is not None
+    assert out["after"] == early["pid"]  # (the same child ran it)
+    summary = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert summary["verdict"] == "PASS" and "not_checked_against_a_reference" not in summary
+

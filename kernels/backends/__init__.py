@@ -6,9 +6,10 @@ request carries, instead of comparing strings at every turn.
 """
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from .common import BackendOutput, KernelJob
+if TYPE_CHECKING:  # (not imported: a child process is started before numpy is)
+    from .common import BackendOutput, KernelJob
 
 
 class Backend(Protocol):

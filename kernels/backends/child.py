@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..errors import KernelRuntimeError, RunCancelled, RunTimedOut, ThreadMapError
 from . import lifeline, sandbox
-from .common import CancelCallback, ProgressCallback, _never, _no_progress
+from .callbacks import CancelCallback, ProgressCallback, _never, _no_progress
 
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -57,6 +57,11 @@ class ChildRunner:
     @property
     def alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id while one is up."""
+        return self._process.pid if self.alive else None
 
     def _start(self, cache_key: str) -> None:
         from ..cache import prune_sandbox_caches, sandbox_cache_dir
@@ -112,10 +117,14 @@ class ChildRunner:
         """Start the child for ``request``'s kernel now, if it is not already
         up: its imports then overlap the parent's own checks of the request
         (numba's typing pass), ~0.2 s of a new kernel's first answer."""
+        self.warm_for_key(_cache_key(request))
+
+    def warm_for_key(self, key: str) -> None:
+        """Start the child for the kernel whose source hashes to ``key``
+        (:func:`source_key`), if it is not already up."""
         if not self._lock.acquire(blocking=False):
             return  # a run is in progress: it starts what it needs
         try:
-            key = _cache_key(request)
             if not self.alive or key != self._cache_key:
                 self.stop()
                 self._start(key)
@@ -341,11 +350,15 @@ def result_from_memory(message: tuple, pid: int):
 
 def _cache_key(request) -> str:
     """The hash of the request's kernel source: its child's cache folder."""
-    import hashlib
-
     from ..sources.loader import load_plan
 
-    text = load_plan(request).module.text
+    return source_key(load_plan(request).module.text)
+
+
+def source_key(text: str) -> str:
+    """The key of a kernel source's child (and of its cache folder)."""
+    import hashlib
+
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
@@ -412,6 +425,23 @@ def warm_for(request) -> None:
             runner(simulator=False).warm(request)
         except ThreadMapError:
             pass  # (the run's own checks name what is wrong with the request)
+
+
+def warm_for_file(path: str) -> None:
+    """:func:`warm_for` a run of the kernel file ``path`` on the CPU
+    emulation, before the request is made (or numpy imported): the command
+    line's first step (``kernels/command.py``).  A file that cannot be read
+    starts nothing; the run's own checks say why."""
+    from ..sources.limits import kernel_text
+    from .device import simulating
+
+    if simulating():
+        return
+    try:
+        key = source_key(kernel_text(path))
+        runner(simulator=False).warm_for_key(key)
+    except ThreadMapError:
+        pass
 
 
 def runner(simulator: bool) -> ChildRunner:

@@ -17,23 +17,13 @@ from ..inputs import poisoned_output
 from ..request import RunRequest
 from ..result import Timing
 from ..sources.plan import KernelPlan
-
-ProgressCallback = Callable[[float, str], None]
-CancelCallback = Callable[[], bool]
+from .callbacks import CancelCallback, ProgressCallback, _never, _no_progress  # noqa: F401
 
 #: Held while a run times itself (the CPU emulation's timed plain runs).  Work
 #: that shares the process with a run and would skew its times takes it too:
 #: a sweep writes one configuration's files while the next one runs
 #: (sweep.run_sweep_ahead), but never while it is being timed.
 TIMING = threading.Lock()
-
-
-def _no_progress(fraction: float, message: str) -> None:
-    pass
-
-
-def _never() -> bool:
-    return False
 
 
 @dataclass

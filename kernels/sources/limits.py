@@ -27,6 +27,11 @@ MAX_NESTING = 12
 MAX_KERNEL_NODES = 5_000
 
 
+def kernel_text(path: str) -> str:
+    """A kernel file's text as it is parsed: without a byte-order mark."""
+    return read_source(path).lstrip("\ufeff")
+
+
 def read_source(path: str) -> str:
     """The text of a kernel file, read without blocking: a FIFO, a device or a
     folder is refused, and so is a file past :data:`MAX_FILE_BYTES`."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import KernelSourceError
 from .allow import ALLOWED_NAMES, NotConstant, allowed_import, evaluate, reserved
-from .limits import MAX_KERNELS, parse, read_source
+from .limits import MAX_KERNELS, kernel_text, parse
 
 _JIT_NAMES = frozenset({"numba.cuda.jit"})
 
@@ -100,7 +100,7 @@ class ModuleInfo:
 def read_module(path: str | Path) -> ModuleInfo:
     """Parse a kernel file from disk (see :func:`parse_module`); a FIFO, a
     device or a file past the size limit is refused without blocking."""
-    return parse_module(read_source(str(path)), str(path))
+    return parse_module(kernel_text(str(path)), str(path))
 
 
 def parse_module(text: str, path: str = "<kernel>") -> ModuleInfo:
