@@ -34,7 +34,12 @@ from .request import (
     parse_scalars,
     parse_shape,
 )
-from .run_files import RUN_FILES, stage_outputs, write_outputs  # noqa: F401  (also cli's)
+from .run_files import (  # noqa: F401  (also cli's)
+    RUN_FILES,
+    MapsWrittenAhead,
+    stage_outputs,
+    write_outputs,
+)
 from .sources.catalogue import CATALOGUE
 
 #: Called with (result, png_path, svg_path) to export heatmap images.
@@ -493,13 +498,14 @@ def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
     # The folder is locked from the start: a second command into it is
     # refused at once, not after its run.
     with OutputFolder(out, files=RUN_FILES) as folder:
+        maps = MapsWrittenAhead(folder)  # (written while the reference check goes on)
         try:
             # (a child compiling ahead is for a session that goes on: --watch)
             result = run(request, progress=progress, time_limit=time_limit(args, request),
-                         compile_ahead=args.watch)
+                         compile_ahead=args.watch, maps_final=maps.start)
         finally:
             progress.clear()
-        write_outputs(result, out, occupancy_for(result, args), folder=folder)
+        write_outputs(result, out, occupancy_for(result, args), folder=folder, maps=maps)
         if exporter is not None and (args.png or args.svg):
             exporter(result, png=args.png, svg=args.svg, map_name=args.map, size=size)
         folder.publish()
@@ -538,11 +544,14 @@ def _watch(args: argparse.Namespace, request: RunRequest, previous, exporter,
         try:
             request = request_from_args(args, args.grid, args.block)
             with OutputFolder(out, files=RUN_FILES) as folder:
+                maps = MapsWrittenAhead(folder)
                 try:
-                    result = run(request, progress=progress, time_limit=time_limit(args, request))
+                    result = run(request, progress=progress, time_limit=time_limit(args, request),
+                                 maps_final=maps.start)
                 finally:
                     progress.clear()
-                write_outputs(result, out, occupancy_for(result, args), folder=folder)
+                write_outputs(result, out, occupancy_for(result, args), folder=folder,
+                              maps=maps)
                 if exporter is not None and (args.png or args.svg):
                     exporter(result, png=args.png, svg=args.svg, map_name=args.map, size=size)
                 folder.publish()

@@ -8,6 +8,7 @@ import dataclasses
 import math
 import re
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -179,7 +180,7 @@ def prepare(request: RunRequest) -> tuple[RunRequest, KernelPlan, str]:
 def run(request: RunRequest, progress: ProgressCallback | None = None,
         cancel: CancelCallback | None = None, *, isolate: bool = False,
         time_limit: float | None = None, compile_ahead: bool = True,
-        reference=None) -> RunResult:
+        reference=None, maps_final: Callable[[RunResult], None] | None = None) -> RunResult:
     """Run a request and return its result.
 
     Raises a :class:`~kernels.errors.ThreadMapError` subclass, with a message
@@ -194,6 +195,10 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
     ``reference`` (a described run's, from the Python API): a function of
     the inputs that returns the expected output, or that output itself; run
     here, after the kernel, as ``request.reference``'s file is.
+
+    ``maps_final`` is called with the result once its maps and its
+    reference's output are what it returns with, before the reference check
+    gives its verdict: the command line writes maps.npz from then on.
     """
     progress = progress or _no_progress
     cancel = cancel or _never
@@ -221,12 +226,19 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
                 compile_ahead=compile_ahead and compiling_ahead(), known_types=known_types)
     else:
         result = run_here(resolved, note, progress, cancel)
+    found = None
+    if referenced:
+        from .reference_code import expected_output, with_expected_output
+
+        progress(0.98, "checking against your reference")
+        found = expected.result() if expected else expected_output(resolved, plan, reference)
+        result = with_expected_output(result, found)
+    if maps_final is not None:
+        maps_final(result)
     if referenced:
         from .reference_code import check_against_reference
 
-        progress(0.98, "checking against your reference")
-        result = check_against_reference(result, plan, reference,
-                                         expected=expected.result() if expected else None)
+        result = check_against_reference(result, plan, reference, expected=found)
     return result
 
 

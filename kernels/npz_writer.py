@@ -34,6 +34,8 @@ from pathlib import Path
 import numpy as np
 from numpy.lib import format as npy_format
 
+from .outputs import Writeback
+
 try:  # (ISA-L's deflate: see above; zlib where it is missing)
     from isal import isal_zlib as _deflate_module
 except ImportError:  # pragma: no cover (a dependency: only a broken install lacks it)
@@ -118,6 +120,7 @@ def write_npz(path: Path, arrays: dict[str, np.ndarray], deflate: set[str],
     clock, date = _dos_time()
     directory = []
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, open(path, "wb") as out:
+        writeback = Writeback(out)  # (the flush to disk of what is written goes on meanwhile)
         # the deflated members first into the pool, so that they compress
         # while this thread checks and writes the stored ones
         for member in sorted(members.values(), key=lambda m: m.method != _DEFLATED):
@@ -137,6 +140,7 @@ def write_npz(path: Path, arrays: dict[str, np.ndarray], deflate: set[str],
             _write_local(out, member.name, entry, clock, date)
             for piece in body:
                 out.write(piece)
+                writeback.written()
         for name, other in same_as.items():
             entry, body = written[f"{other}.npy".encode()]
             own = f"{name}.npy".encode()

@@ -89,12 +89,27 @@ def check_against_reference(result: RunResult, plan, given=None,
     if expected.reference is None:
         verdict = dataclasses.replace(result.verdict, reference_note=expected.why_none)
         return dataclasses.replace(result, verdict=verdict)
-    reference = expected.reference
-    if reference.c.shape != result.c.shape:  # (made in the drawn shape: the same elements)
-        reference = dataclasses.replace(reference, c=reference.c.reshape(result.c.shape))
+    reference = _in_shape(expected.reference, result.c.shape)
     errors = compare(result.c, reference)
     verdict = make_verdict(result.maps, errors, result.analysis, plan.output)
     return dataclasses.replace(result, verdict=verdict, reference=reference.c)
+
+
+def with_expected_output(result: RunResult, expected: "Expected") -> RunResult:
+    """``result`` carrying the reference's expected output (as its
+    ``reference``, which maps.npz holds), its verdict not yet changed;
+    unchanged where the reference gave none."""
+    if expected.reference is None:
+        return result
+    return dataclasses.replace(result,
+                               reference=_in_shape(expected.reference, result.c.shape).c)
+
+
+def _in_shape(reference: ElementwiseReference, shape: tuple) -> ElementwiseReference:
+    if reference.c.shape == shape:
+        return reference
+    # (made in the drawn shape: the same elements)
+    return dataclasses.replace(reference, c=reference.c.reshape(shape))
 
 
 @dataclasses.dataclass(frozen=True)

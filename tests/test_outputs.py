@@ -241,3 +241,106 @@ def test_a_damaged_maps_file_is_one_line(tmp_path, damage):
     with pytest.raises(MapsFileError) as info:
         load_maps(path)
     assert "\n" not in str(info.value)
+
+
+def test_a_file_written_on_a_thread_is_published_with_the_others(tmp_path):
+    import time
+
+    out = tmp_path / "out"
+
+    def slowly(path):
+        time.sleep(0.2)  # (still writing when result.json is written and publish asked)
+        path.write_bytes(b"maps written later")
+        return "layout"
+
+    with OutputFolder(out) as folder:
+        later = folder.write_later("maps.npz", slowly)
+        folder.write_text("result.json", "result")
+        folder.publish()
+        assert later.result() == "layout"
+    assert contents(out) == {"maps.npz": b"maps written later", "result.json": b"result"}
+
+
+def test_a_file_written_on_a_thread_that_fails_keeps_the_previous_pair(tmp_path):
+    import errno
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "maps.npz").write_bytes(b"old maps")
+    (out / "result.json").write_bytes(b"old result")
+
+    def full(path):
+        path.write_bytes(b"half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OutputError, match="the disk is full; the previous maps.npz and "
+                                          "result.json .* are kept"):
+        with OutputFolder(out, files=("maps.npz", "result.json")) as folder:
+            folder.write_later("maps.npz", full)
+            folder.write_text("result.json", "new result")
+            folder.publish()
+    assert contents(out) == {"maps.npz": b"old maps", "result.json": b"old result"}
+
+
+def test_leaving_a_folder_waits_for_its_thread_and_removes_what_it_staged(tmp_path):
+    import time
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "result.json").write_bytes(b"old result")
+
+    def slowly(path):
+        time.sleep(0.2)
+        path.write_bytes(b"new maps")
+
+    with pytest.raises(RuntimeError, match="the run failed"):
+        with OutputFolder(out) as folder:
+            folder.write_later("maps.npz", slowly)
+            raise RuntimeError("the run failed")
+    assert contents(out) == {"result.json": b"old result"}  # (no temporary file left)
+
+
+def test_a_flush_to_disk_that_fails_is_said_and_keeps_the_previous_file(tmp_path, monkeypatch):
+    import errno
+
+    import kernels.outputs
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "maps.npz").write_bytes(b"old maps")
+
+    def sync(path):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(kernels.outputs, "_sync", sync)
+    with pytest.raises(OutputError, match="Input/output error; the previous maps.npz"):
+        with OutputFolder(out, files=("maps.npz",)) as folder:
+            folder.write("maps.npz", lambda path: path.write_bytes(b"new maps"))
+            folder.publish()
+    assert contents(out) == {"maps.npz": b"old maps"}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sync_file_range is Linux's")
+def test_a_large_file_s_disk_writes_start_while_it_is_written(tmp_path):
+    """``Writeback`` asks the kernel to start writing each step of a file as
+    it is written (the flush at the end then waits for the last part only):
+    every byte once, in order, and the file as written."""
+    from kernels.outputs import Writeback, _sync_file_range
+
+    started = []
+    piece = os.urandom(1 << 20)
+    with open(tmp_path / "big", "wb") as out:
+        writeback = Writeback(out)
+        real = writeback._call
+        assert real is not None  # (Linux: the C library's sync_file_range)
+        writeback._call = lambda fd, offset, nbytes: started.append((offset, nbytes)) \
+            or real(fd, offset, nbytes)
+        for _ in range(40):
+            out.write(piece)
+            writeback.written()
+    assert (tmp_path / "big").read_bytes() == piece * 40
+    ends = [offset + nbytes for offset, nbytes in started]
+    assert [offset for offset, _ in started] == [0] + ends[:-1]  # (contiguous, each once)
+    assert all(nbytes >= Writeback.STEP for _, nbytes in started)
+    assert ends[-1] > (40 << 20) - Writeback.STEP
+    assert _sync_file_range() is not None

@@ -252,4 +252,24 @@ def test_a_run_s_child_starts_before_numpy_is_imported_and_runs_the_request(file
     assert out["after"] == early["pid"]  # (the same child ran it)
     summary = json.loads((tmp_path / "out" / "result.json").read_text())
     assert summary["verdict"] == "PASS" and "not_checked_against_a_reference" not in summary
+    from kernels.maps_file import load_maps
 
+    maps = load_maps(tmp_path / "out" / "maps.npz", summary["maps"])  # (one run's pair)
+    np.testing.assert_allclose(maps["reference"], maps["C"], rtol=1e-6)
+
+
+def test_maps_final_gets_the_result_with_its_reference_output_before_the_verdict(files):
+    """What ``run``'s ``maps_final`` is given (and the command line writes
+    maps.npz from) is the returned result less its verdict: the same maps,
+    the reference's output already there, the check not yet made."""
+    from kernels.analyses.correctness import NO_REFERENCE
+
+    request = described(files / "saxpy.py", f"{files / 'refs.py'}:saxpy_wrong")
+    given = []
+    result = run(request, isolate=True, maps_final=given.append)
+    (early,) = given
+    assert early.maps is result.maps and early.c is result.c
+    np.testing.assert_array_equal(early.reference, result.reference)
+    assert early.reference.shape == result.c.shape
+    assert early.verdict.reference_note == NO_REFERENCE
+    assert not result.verdict.passed and result.verdict.errors.wrong > 0
