@@ -273,3 +273,33 @@ def test_maps_final_gets_the_result_with_its_reference_output_before_the_verdict
     assert early.reference.shape == result.c.shape
     assert early.verdict.reference_note == NO_REFERENCE
     assert not result.verdict.passed and result.verdict.errors.wrong > 0
+
+
+def test_numba_s_scalar_types_are_named_as_numba_names_them_without_importing_it():
+    """A shared array's dtype (``cuda.shared.array(TPB, float32)``) is read
+    from a table, not from numba (a 0.3 s import the child waited for):
+    the table says what numba says, name by name."""
+    from numba import types
+    from numba.np.numpy_support import as_dtype
+
+    from kernels.sources.allow import NUMBA_DTYPES, NUMBA_TYPES
+
+    assert set(NUMBA_DTYPES) == NUMBA_TYPES - {"void", "none"}
+    for name, dtype in NUMBA_DTYPES.items():
+        assert str(as_dtype(getattr(types, name))) == dtype, name
+
+
+def test_a_run_with_shared_memory_is_checked_without_importing_numba():
+    out = json.loads(_fresh_python(
+        "import json, sys\n"
+        "from kernels import engine\n"
+        "from kernels.request import RunRequest\n"
+        "from kernels.sources.arguments import describe_request\n"
+        "request = describe_request(RunRequest(kernel=None, kernel_file="
+        "'examples/reduce_first_add.py', grid=(8,), block=(128,), backend='cpu'))\n"
+        "_, plan, _ = engine.prepare(request)\n"
+        "from kernels.derived.local_types import block_array_specs\n"
+        "specs = block_array_specs(plan, request.element_types)\n"
+        "print(json.dumps({'numba': 'numba' in sys.modules,\n"
+        "                  'specs': [(s.kind, s.shape, s.dtype) for s in specs]}))\n"))
+    assert out == {"numba": False, "specs": [["shared", [128], "float32"]]}

@@ -25,7 +25,13 @@ import numpy as np
 
 from ..element_types import dtype_of
 from ..errors import EmulationUnsupported, KernelCompileError, UnsupportedConstruct
-from ..sources.allow import NUMPY_TYPES, NotConstant, evaluate, numba_type_name
+from ..sources.allow import (
+    NUMBA_DTYPES,
+    NUMPY_TYPES,
+    NotConstant,
+    evaluate,
+    numba_type_name,
+)
 from ..sources.plan import KernelPlan, cuda_attribute
 from ..sources.source import allowed_aliases, qualified_name
 from .transform import COORDINATE_PARAMS, CoordinateRewriter
@@ -376,16 +382,13 @@ _MAX_BLOCK_ARRAY_ELEMENTS = 1 << 20
 
 def _element_type(plan: KernelPlan, node: ast.expr, dtype: str, fail) -> str:
     """A block array's element type, named as numpy names it."""
-    from numba import types
-    from numba.np.numpy_support import as_dtype
-
     if isinstance(node, ast.Attribute) and node.attr == "dtype" \
             and isinstance(node.value, ast.Name) and node.value.id in plan.arrays:
         return dtype_of(dtype, node.value.id)
     qualified = qualified_name(node, plan.module.aliases) or ""
     name = numba_type_name(qualified)
-    if name and name not in ("void", "none"):
-        return str(as_dtype(getattr(types, name)))
+    if name in NUMBA_DTYPES:
+        return NUMBA_DTYPES[name]
     module, _, name = qualified.rpartition(".")
     if module == "numpy" and name in NUMPY_TYPES:
         return str(np.dtype(getattr(np, name)))

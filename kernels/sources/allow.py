@@ -33,6 +33,22 @@ NUMBA_TYPES = frozenset({
     "c16", "byte", "double", "int_", "uint", "void", "none",
 })
 
+#: numpy's name of each of numba's scalar types (``numba.np.numpy_support.as_dtype``
+#: gives the same: tests/test_overlap.py), known without importing numba, which
+#: a run's checks would otherwise wait 0.3 s for.
+NUMBA_DTYPES = {
+    **{name: name for name in ("int8", "int16", "int32", "int64", "uint8", "uint16",
+                               "uint32", "uint64", "float16", "float32", "float64",
+                               "complex64", "complex128")},
+    "intp": np.dtype(np.intp).name, "uintp": np.dtype(np.uintp).name,
+    "int_": np.dtype(np.intp).name, "uint": np.dtype(np.uintp).name,
+    "intc": "int32", "uintc": "uint32", "boolean": "bool", "bool_": "bool", "b1": "bool",
+    "i1": "int8", "i2": "int16", "i4": "int32", "i8": "int64",
+    "u1": "uint8", "u2": "uint16", "u4": "uint32", "u8": "uint64",
+    "f2": "float16", "f4": "float32", "f8": "float64", "c8": "complex64",
+    "c16": "complex128", "byte": "uint8", "double": "float64",
+}
+
 #: What a kernel may use of ``numba.cuda``: numba-cuda's kernel API
 #: (https://nvidia.github.io/numba-cuda/reference/kernel.html), not its host
 #: API (``cuda.to_device``), its internals or the modules it imports
