@@ -430,8 +430,9 @@ def warm_for(request) -> None:
 def warm_for_file(path: str) -> None:
     """:func:`warm_for` a run of the kernel file ``path`` on the CPU
     emulation, before the request is made (or numpy imported): the command
-    line's first step (``kernels/command.py``).  A file that cannot be read
-    starts nothing; the run's own checks say why."""
+    line's first step (``kernels/command.py``).  A file that cannot be read,
+    or a child that cannot start, starts nothing: the run's own checks, and
+    its own start, say why."""
     from ..sources.limits import kernel_text
     from .device import simulating
 
@@ -440,7 +441,7 @@ def warm_for_file(path: str) -> None:
     try:
         key = source_key(kernel_text(path))
         runner(simulator=False).warm_for_key(key)
-    except ThreadMapError:
+    except (ThreadMapError, OSError):
         pass
 
 
