@@ -165,45 +165,21 @@ def interrupts_deferred() -> Iterator[None]:
             signal.raise_signal(caught[0])
 
 
-class _Flush:
-    """A staged file flushed to disk on a thread of its own (fsync waits for
-    the disk, and holds no lock of Python's meanwhile)."""
+class OnThread:
+    """Work an :class:`OutputFolder` does on a thread of its own: a file
+    written (``write_later``), or flushed to disk (fsync waits for the disk
+    and holds no lock of Python's meanwhile)."""
 
-    def __init__(self, path: Path):
-        self._failure: OSError | None = None
-        self._thread = threading.Thread(target=self._flush, args=(path,), daemon=True,
-                                        name="threadmap flush")
-        self._thread.start()
-
-    def _flush(self, path: Path) -> None:
-        try:
-            _sync(path)
-        except OSError as exc:
-            self._failure = exc
-
-    def wait(self) -> None:
-        self._thread.join()
-
-    def result(self) -> None:
-        """Wait for the flush; raise its OSError if it failed."""
-        self._thread.join()
-        if self._failure is not None:
-            raise self._failure
-
-
-class Written:
-    """A file an :class:`OutputFolder` writes on a thread (``write_later``)."""
-
-    def __init__(self, write: Callable[[], object]):
+    def __init__(self, work: Callable[[], object], name: str):
         self._returned: object = None
         self._failure: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(write,), daemon=True,
-                                        name="threadmap write")
+        self._thread = threading.Thread(target=self._run, args=(work,), daemon=True,
+                                        name=f"threadmap {name}")
         self._thread.start()
 
-    def _run(self, write: Callable[[], object]) -> None:
+    def _run(self, work: Callable[[], object]) -> None:
         try:
-            self._returned = write()
+            self._returned = work()
         except BaseException as exc:  # noqa: BLE001 (raised where the result is taken)
             self._failure = exc
 
@@ -211,8 +187,8 @@ class Written:
         self._thread.join()
 
     def result(self) -> object:
-        """What the write returned, once it has ended; raises what it raised
-        (an :class:`OutputError`)."""
+        """What the work returned, once it has ended; raises what it raised
+        (an :class:`OutputError`, an OSError)."""
         self._thread.join()
         if self._failure is not None:
             raise self._failure
@@ -240,9 +216,9 @@ class OutputFolder:
         self.files = files
         self._staged: list[tuple[Path, Path]] = []
         #: the flushes to disk of staged files already written, under way
-        self._flushing: dict[Path, _Flush] = {}
+        self._flushing: dict[Path, OnThread] = {}
         #: files being written on threads of their own (write_later)
-        self._writing: list[Written] = []
+        self._writing: list[OnThread] = []
         self._lock: int | None = None
         self._created = False
 
@@ -318,14 +294,14 @@ class OutputFolder:
         # Its flush to disk starts now, on a thread, and goes on while the
         # command makes its next file: a 4096 x 4096 run's maps.npz, 160 MB,
         # took 0.2-0.3 s to flush, which publish() had waited for alone.
-        self._flushing[temporary] = _Flush(temporary)
+        self._flushing[temporary] = OnThread(lambda: _sync(temporary), "flush")
         return written
 
-    def write_later(self, name: str, write: Callable[[Path], object]) -> "Written":
+    def write_later(self, name: str, write: Callable[[Path], object]) -> OnThread:
         """:meth:`write` on a thread of its own, while the caller goes on; its
-        :meth:`Written.result` waits for it.  The folder is not left (nor
+        :meth:`OnThread.result` waits for it.  The folder is not left (nor
         its files published) before it ends."""
-        written = Written(lambda: self.write(name, write))
+        written = OnThread(lambda: self.write(name, write), "write")
         self._writing.append(written)
         return written
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .outputs import OutputFolder, Written
+from .outputs import OnThread, OutputFolder
 
 RUN_FILES = ("maps.npz", "result.json")
 
@@ -55,7 +55,7 @@ class MapsWrittenAhead:
         self.folder, self.prefix = folder, prefix
         #: the id that maps.npz and its result.json share
         self.run_id = uuid.uuid4().hex
-        self._written: Written | None = None
+        self._written: OnThread | None = None
         self._layout: dict | None = None
 
     @property
