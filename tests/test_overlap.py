@@ -303,3 +303,27 @@ def test_a_run_with_shared_memory_is_checked_without_importing_numba():
         "print(json.dumps({'numba': 'numba' in sys.modules,\n"
         "                  'specs': [(s.kind, s.shape, s.dtype) for s in specs]}))\n"))
     assert out == {"numba": False, "specs": [["shared", [128], "float32"]]}
+
+
+def test_a_child_started_early_reports_its_own_start_up_not_the_wait_for_its_run(files):
+    """A child started from the typed arguments is read only when the run
+    comes; its start-up timing ends where the child was ready, not where the
+    parent came to look (here a second later)."""
+    import time
+
+    from kernels.backends.child import runner, stop_all, warm_for_file
+
+    stop_all()
+    began = time.monotonic()
+    warm_for_file(str(files / "saxpy.py"))
+    child = runner(simulator=False)
+    assert child._from_child.poll(120)  # (its "ready" waits, unread)
+    seen = time.monotonic() - began
+    time.sleep(1.0)
+    try:
+        result = run(described(files / "saxpy.py", f"{files / 'refs.py'}:saxpy"),
+                     isolate=True)
+    finally:
+        stop_all()
+    (start_up,) = [t for t in result.timings if t.what == "child process start-up"]
+    assert 0 < start_up.seconds <= seen

@@ -49,7 +49,9 @@ def main(argv: list[str]) -> int:
         except (BrokenPipeError, ConnectionError, OSError):
             os._exit(0)  # the parent is gone or stopped listening: nothing to say
 
-    send(("ready", applied))
+    import time
+
+    send(("ready", applied, time.monotonic()))  # (when: the parent may read it later)
 
     from ..derived import local_types
     from . import phases, tiers
