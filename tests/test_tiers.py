@@ -244,7 +244,9 @@ def test_after_an_instant_run_the_child_compiles_the_kernel_in_the_background(tm
             break
         assert time.monotonic() < deadline, later.backend_note
         time.sleep(1.0)
-    assert later.timing("compile").seconds < 1.0  # loaded, not compiled, in the run
+    # Loaded, not compiled, in the run: a load (numba's import and its cache)
+    # took 0.3-1.0 s, and once 1.003 s in a cold CI; a compile takes 6-20 s.
+    assert later.timing("compile").seconds < 3.0
     assert later.verdict.passed
 
 
