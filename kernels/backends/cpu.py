@@ -36,6 +36,7 @@ from ..derived.codegen import (
 )
 from ..derived.local_types import kernel_types
 from ..derived.lockstep import ROUNDS, LockstepLayout, lockstep_code
+from ..derived.native import NativeDrivers, native_path, save_native, usable
 from ..derived.transform import (
     GLOBAL_SHADOW_COLUMNS,
     global_ranges_param,
@@ -278,7 +279,25 @@ def _compile_now(gen: GeneratedModule, job: KernelJob, workers: dict[str, _Worke
                 + shorten_numba_error(str(exc), gen.relocate)) from None
         raise
     _COMPILED.add(_kernel_key(job.plan, job.request))
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    _keep_native(gen)
+    return seconds
+
+
+def _keep_native(gen: GeneratedModule) -> None:
+    """Keep the drivers numba has just compiled (or loaded) as native code
+    beside its files, once: later runs of the module need no numba
+    (derived/native.py; ~0.3 s, once per module)."""
+    if isinstance(gen.module, NativeDrivers):
+        return
+    try:
+        path = native_path(gen.path)
+        if usable(path):
+            return
+        save_native(path, {f"_tm_run_{mode}": gen.function(f"_tm_run_{mode}")
+                           for mode in ("record", "plain")})
+    except Exception:  # (an optimisation only: numba's route stays, as before)
+        pass
 
 
 def _lockstep_records(layout: LockstepLayout, job: KernelJob,

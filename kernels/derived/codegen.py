@@ -43,6 +43,7 @@ from ..sources.plan import RECORDED_ATOMICS, KernelPlan, cuda_attribute
 from .helper_library import helper_library
 from .local_types import KernelTypes
 from .lockstep import LockstepLayout, lockstep_code
+from .native import load_native, native_path
 from .transform import access_sites, derive_cuda_record, race_checked_arrays
 from .warp_ops import uses_syncwarp
 
@@ -317,7 +318,17 @@ def _load_module(plan: KernelPlan, target: str, dtype: str, types: KernelTypes |
                          "empties the cache)") from None
     if str(directory) not in sys.path:
         sys.path.insert(0, str(directory))
-    module = sys.modules.get(name) or importlib.import_module(name)
+
+    def imported() -> ModuleType:
+        return sys.modules.get(name) or importlib.import_module(name)
+
+    # The CPU emulation's drivers as native code where numba made them
+    # before: no numba to import (native.py).
+    native = None if target != "cpu" or written else load_native(native_path(path), imported)
+    if native is not None:
+        return GeneratedModule(module=native, path=path, source_path=plan.module.path,
+                               line_map=text.line_map, layout=layout)
+    module = imported()
     if written:  # the cache only grows here
         prune_cache(directory, keep=name)
     return GeneratedModule(module=module, path=path, source_path=plan.module.path,

@@ -1,0 +1,169 @@
+"""The compiled tier's drivers run as native code without numba (derived/native.py)
+give numba's results element by element, and anything the native code was not
+made for still runs, through numba."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernels import RunRequest, run
+from kernels.derived import codegen, native
+from kernels.presets import default_launch
+from kernels.sources.arguments import describe_request
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+KERNELS = Path(__file__).parent / "kernels"
+
+
+def _example(name: str) -> RunRequest:
+    request = describe_request(RunRequest(
+        kernel=None, kernel_file=str(EXAMPLES / f"{name}.py"), backend="cpu", repeats=1,
+        tier="compiled", reference=f"{EXAMPLES / 'references.py'}:{name}"))
+    return default_launch(request)
+
+
+def _matmul(kernel: str, shape, grid, block) -> RunRequest:
+    m, k, n = shape
+    where = {"kernel": None, "kernel_file": str(KERNELS / kernel)} if kernel.endswith(".py") \
+        else {"kernel": kernel}
+    return RunRequest(**where, m=m, k=k, n=n, grid=grid, block=block, backend="cpu",
+                      tier="compiled", repeats=1)
+
+
+CASES = {
+    # coalescing; shared memory and barriers; warp shuffles; atomics; libm (exp)
+    "transpose_naive": lambda: _example("transpose_naive"),
+    "transpose_tiled": lambda: _example("transpose_tiled"),
+    "reduce_shuffle": lambda: _example("reduce_shuffle"),
+    "reduce_last_warp": lambda: _example("reduce_last_warp"),
+    "histogram": lambda: _example("histogram"),
+    "softmax_rows": lambda: _example("softmax_rows"),
+    "scan_blelloch": lambda: _example("scan_blelloch"),
+    # the matmuls: a grid-stride loop; out of bounds and collisions; a race
+    "grid-stride": lambda: _matmul("grid-stride", (37, 19, 53), (3, 2), (32, 2)),
+    "tid-rows": lambda: _matmul("tid-rows", (9, 4, 11), (1,), (12,)),
+    "missing_barrier": lambda: _matmul("missing_barrier.py", (16, 16, 16), (1, 1), (16, 16)),
+}
+
+
+def _routes(monkeypatch, request: RunRequest):
+    """The request run through numba, then through the native drivers that
+    run left in the cache; and the module the second run used."""
+    codegen._LOADED.clear()
+    with monkeypatch.context() as patch:
+        patch.setattr(codegen, "load_native", lambda path, numba: None)
+        through_numba = run(request)
+    codegen._LOADED.clear()
+    used = []
+    real = native.load_native
+
+    def spied(path, numba):
+        used.append(real(path, numba))
+        return used[-1]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(codegen, "load_native", spied)
+        through_native = run(request)
+    codegen._LOADED.clear()
+    return through_numba, through_native, used
+
+
+def _assert_same(first, second):
+    ours, theirs = first.maps_arrays(), second.maps_arrays()
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        assert np.array_equal(ours[name], theirs[name], equal_nan=True), name
+    assert np.array_equal(first.c, second.c, equal_nan=True), "C"
+    assert first.verdict.word == second.verdict.word
+    assert first.verdict.reasons == second.verdict.reasons
+    assert repr(first.analysis) == repr(second.analysis)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_native_drivers_give_numba_s_results(monkeypatch, name):
+    through_numba, through_native, used = _routes(monkeypatch, CASES[name]())
+    assert used and isinstance(used[0], native.NativeDrivers), "the native route was not taken"
+    _assert_same(through_numba, through_native)
+    assert through_native.verdict.word == through_numba.verdict.word
+
+
+def test_a_new_process_runs_the_compiled_tier_without_importing_numba():
+    request = _example("transpose_naive")
+    run(request)  # (the module and its native file in the cache)
+    script = (
+        "import sys\n"
+        "from kernels import run\n"
+        "from kernels.presets import default_launch\n"
+        "from kernels.sources.arguments import describe_request\n"
+        "from kernels.request import RunRequest\n"
+        f"r = default_launch(describe_request(RunRequest(kernel=None, kernel_file={str(EXAMPLES / 'transpose_naive.py')!r}, backend='cpu', repeats=1, tier='compiled', reference={str(EXAMPLES / 'references.py') + ':transpose_naive'!r})))\n"
+        "result = run(r)\n"
+        "print(result.verdict.word, 'numba' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["PASS", "False"], done.stdout
+
+
+def _native_file(request: RunRequest) -> Path:
+    codegen._LOADED.clear()
+    run(request)
+    (gen,) = codegen._LOADED.values()
+    path = native.native_path(gen.path)
+    assert path.exists()
+    codegen._LOADED.clear()
+    return path
+
+
+@pytest.mark.parametrize("damage", ["another CPU", "garbled", "another format"])
+def test_a_native_file_not_for_this_machine_is_passed_over_for_numba(damage):
+    request = _example("vector_add")
+    path = _native_file(request)
+    expected = run(request)
+    codegen._LOADED.clear()
+    kept = path.read_bytes()
+    try:
+        record = json.loads(kept)
+        if damage == "another CPU":
+            record["host"]["cpu"] = "some-other-cpu"
+            path.write_text(json.dumps(record))
+        elif damage == "another format":
+            record["format"] = native.FORMAT + 1
+            path.write_text(json.dumps(record))
+        else:
+            path.write_bytes(kept[: len(kept) // 2])
+        assert native.load_native(path, lambda: None) is None
+        again = run(request)
+        (gen,) = codegen._LOADED.values()
+        assert not isinstance(gen.module, native.NativeDrivers)
+        _assert_same(expected, again)
+    finally:
+        path.write_bytes(kept)
+        codegen._LOADED.clear()
+
+
+def test_arguments_the_native_code_was_not_made_for_go_through_numba():
+    request = _example("vector_add")
+    path = _native_file(request)
+    drivers = native.load_native(path, lambda: None)
+    driver = drivers._tm_run_plain
+    params = driver._params
+    args = []
+    for param in params:
+        if param[0] == "array":
+            args.append(np.zeros((2,) * param[2], param[1]))
+        else:
+            args.append(0)
+    assert driver.accepts(args)
+    strided = list(args)
+    first = next(i for i, p in enumerate(params) if p[0] == "array")
+    strided[first] = np.zeros((4,) * params[first][2], params[first][1])[::2]
+    assert not driver.accepts(strided)
+    wrong_type = list(args)
+    wrong_type[first] = args[first].astype(np.complex64)
+    assert not driver.accepts(wrong_type)
+    assert not driver.accepts(args[:-1])
