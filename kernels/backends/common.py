@@ -262,18 +262,19 @@ def _source_line(location: str) -> str | None:
 
 
 def median_time(run: Callable[[], float], repeats: int, budget: float = 2.0,
-                earlier: tuple[float, ...] = ()) -> tuple[float, int]:
+                earlier: tuple[float, ...] = (), least: int = 1) -> tuple[float, int]:
     """Median of up to ``repeats`` samples: the ``earlier`` ones, then calls of
-    ``run`` (each returns its own time), no more once another call would
-    (at the mean call's length) end past ``budget`` seconds; returns
-    (median, samples).  (Stopping only once past the budget took one call
-    more than it allowed: 4096 x 4096 at K = 16, ~0.13 s a call, was timed 4
-    times within 0.3 s, not 3.)"""
+    ``run`` (each returns its own time), at least ``least`` samples in all,
+    and past those no more once another call would (at the mean call's
+    length) end past ``budget`` seconds; returns (median, samples).
+    (Stopping only once past the budget took one call more than it allowed:
+    4096 x 4096 at K = 16, ~0.13 s a call, was timed 4 times within 0.3 s,
+    not 3.)"""
     times = list(earlier)
     start = time.perf_counter()
     while len(times) < repeats:
         times.append(run())
         spent = time.perf_counter() - start
-        if spent + spent / (len(times) - len(earlier)) > budget:
+        if len(times) >= least and spent + spent / (len(times) - len(earlier)) > budget:
             break
     return float(np.median(times)), len(times)

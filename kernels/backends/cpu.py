@@ -660,16 +660,19 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
         # over a sweep of 64 configurations: the first run took 16.7 ms on
         # average, the median of three more 16.6 ms, and the first was the
         # slower in 33 of 64).  The repeats write over worker 0's C, so the
-        # first run's is kept apart.  More runs only within 0.3 s: a run of
-        # 0.1-0.2 s (4096 x 4096 at K = 16) is timed 3 times, not 5; the two
-        # more had cost a 3.3 s command 0.35 s (median of 5: 172 ms; of 3: 172 ms).
+        # first run's is kept apart.  Three runs at least, more only within
+        # 0.15 s: a run of 0.1-0.2 s (4096 x 4096 at K = 16) is timed 3 times,
+        # not 5, as is a 4096 x 4096 transpose's of 60 ms; two more had cost
+        # a 3.3 s command 0.35 s (median of 5: 172 ms; of 3: 172 ms), and the
+        # transpose's 0.12 s of a 2.9 s command (medians of 5 in two commands: 44 and
+        # 52 ms; of 3: 50, 55, 60 and 61 ms: the spread is between commands).
         if kept is not None:  # (made like worker 0's C, which outputs[0] is)
             np.copyto(kept, outputs[0])
             outputs[0] = kept
         else:
             outputs[0] = outputs[0].copy()
-        seconds, samples = median_time(timed_plain_run, request.repeats, budget=0.3,
-                                       earlier=(first,))
+        seconds, samples = median_time(timed_plain_run, request.repeats, budget=0.15,
+                                       earlier=(first,), least=3)
     timings.append(Timing("kernel", "cpu", seconds,
                           method + (f", median of {samples} runs" if samples > 1 else ""),
                           samples, job.flops))
