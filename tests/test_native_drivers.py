@@ -167,3 +167,38 @@ def test_arguments_the_native_code_was_not_made_for_go_through_numba():
     wrong_type[first] = args[first].astype(np.complex64)
     assert not driver.accepts(wrong_type)
     assert not driver.accepts(args[:-1])
+
+
+def test_the_comparison_runs_as_native_code_with_numba_s_figures():
+    """The parent's comparison of C with the reference (analyses/correctness.py)
+    loads its native code too: a described run's parent then imports no numba."""
+    from kernels.analyses import correctness
+
+    c = np.random.default_rng(7).standard_normal((300, 500)).astype(np.float32)
+    ref = c.astype(np.float64) + 1e-4
+    c[2, 3] = np.nan
+    figures = {}
+    for route in ("numba", "native"):
+        correctness._compare_compiled.clear()
+        if route == "numba":
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(native, "load_native", lambda path, numba: None)
+                function = correctness._compiled_compare(np.dtype(np.float32))
+            assert not isinstance(function, native._Driver)
+        else:
+            function = correctness._compiled_compare(np.dtype(np.float32))
+            assert isinstance(function, native._Driver)
+        out = np.zeros(8)
+        function(c, ref, np.abs(ref) * 1e-5 + 1e-6, out)
+        figures[route] = out
+    correctness._compare_compiled.clear()
+    assert np.array_equal(figures["numba"], figures["native"])
+    assert figures["native"][5] == 1  # the NaN
+    script = ("import sys, numpy as np\n"
+              "from kernels.analyses import correctness\n"
+              "c = np.ones((700, 600), np.float32); ref = np.ones((700, 600))\n"
+              "print(correctness._compare_block(c, ref, ref * 1e-3)[4], 'numba' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0.0", "False"], done.stdout

@@ -158,37 +158,73 @@ def _compare_block(c: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> np.ndar
     wrong, non-finite, worst ratio, sum ref^2]."""
     if c.size <= NUMPY_COMPARE_ELEMENTS:
         return _compare_block_numpy(c, ref, bound)
-    return _compiled_compare()(c, ref, bound)
+    out = np.zeros(8)
+    _compiled_compare(c.dtype)(c, ref, bound, out)
+    return out
 
 
-_compare_block_compiled = None
+#: The compiled comparison, by C's dtype: native code loaded without numba
+#: where numba made it before (derived/native.py), else numba's.
+_compare_compiled: dict[np.dtype, object] = {}
 _compiling_lock = threading.Lock()
 
 
-def _compiled_compare():
-    global _compare_block_compiled
-    with _compiling_lock:  # (one dispatcher, whichever thread asks first)
-        if _compare_block_compiled is None:
-            from numba import njit
+def _compiled_compare(dtype: np.dtype):
+    with _compiling_lock:  # (one per dtype, whichever thread asks first)
+        found = _compare_compiled.get(np.dtype(dtype))
+        if found is None:
+            found = _compare_compiled[np.dtype(dtype)] = _load_compare(np.dtype(dtype))
+    return found
 
-            _compare_block_compiled = njit(cache=True, nogil=True)(_compare_block_py)
-    return _compare_block_compiled
+
+def _load_compare(dtype: np.dtype):
+    """The comparison for ``dtype``: its native code if kept (no numba import
+    in a process that only compares: ~0.5 s of a core, which the reference
+    made while the kernel runs took from the kernel's run), else numba's,
+    kept as native code for the next process."""
+    import functools
+    import hashlib
+    import inspect
+    from types import SimpleNamespace
+
+    from ..cache import cache_dir
+    from ..derived.native import load_native, save_native, usable
+
+    @functools.cache
+    def compiled():
+        from numba import njit
+
+        function = njit(cache=True, nogil=True, error_model="numpy", _nrt=False)(
+            _compare_block_py)
+        return SimpleNamespace(compare=function)
+
+    code = hashlib.sha256(inspect.getsource(_compare_block_py).encode()).hexdigest()[:16]
+    path = cache_dir() / "__pycache__" / f"compare_{dtype.name}_{code}.native.json"
+    native = load_native(path, compiled)
+    if native is not None:
+        return native.compare
+    function = compiled().compare
+    first = np.zeros((1, 1), dtype), np.zeros((1, 1)), np.ones((1, 1)), np.zeros(8)
+    function(*first)  # (compiled, or loaded from numba's cache, here)
+    try:
+        if not usable(path):
+            save_native(path, {"compare": function})
+    except Exception:  # noqa: BLE001 (an optimisation only: numba's route stays)
+        pass
+    return function
 
 
 def prepare_compare(dtype: np.dtype, ref: "ElementwiseReference") -> None:
     """Load :func:`compare`'s compiled loop for an output of ``dtype`` now,
-    if its blocks will use it: numba's import and the load from its cache
-    are ~0.6 s of a new process, which a caller with a core to spare (the
-    reference made while the kernel runs) takes off the run's end."""
+    if its blocks will use it (numba's import and its cache are ~0.6 s of a
+    new process; its native code ~0.05 s), off the run's end."""
     rows, columns = ref.c.shape
     if not rows or min(rows, _BLOCK_ROWS) * columns <= NUMPY_COMPARE_ELEMENTS:
         return
-    first = slice(0, 1)
-    _compiled_compare()(np.zeros((1, columns), dtype), ref.c[first], ref.bound(first))
+    _compiled_compare(dtype)
 
 
-def _compare_block_py(c, ref, bound):
-    out = np.zeros(8)
+def _compare_block_py(c, ref, bound, out):
     for i in range(c.shape[0]):
         for j in range(c.shape[1]):
             value = np.float64(c[i, j])
@@ -207,7 +243,7 @@ def _compare_block_py(c, ref, bound):
                 out[4] += 1
             if d > 0:
                 out[6] = max(out[6], d / t if t > 0 else np.inf)
-    return out
+    return 0
 
 
 def _compare_block_numpy(c, ref, bound):
