@@ -181,8 +181,8 @@ class ExpectedInBackground:
     """:func:`expected_output` on a thread of its own, started as the kernel
     starts in its child process: the inputs made again, the reference run,
     its float64 copy and bound, and the comparison's compiled loop loaded
-    (numba's import and cache: ~0.6 s in a new process) all overlap the
-    child's start-up and its compile, which use one core of two.  A daemon
+    (its native code: ~0.05 s; where there is none yet, numba's import and
+    cache: ~0.6 s) all overlap the child's start-up and its run.  A daemon
     thread: a run that fails or is cancelled does not wait for it."""
 
     def __init__(self, request, plan, given=None):
