@@ -184,10 +184,10 @@ def test_the_comparison_runs_as_native_code_with_numba_s_figures():
             with pytest.MonkeyPatch.context() as patch:
                 patch.setattr(native, "load_native", lambda path, numba: None)
                 function = correctness._compiled_compare(np.dtype(np.float32))
-            assert not isinstance(function, native._Driver)
+            assert not isinstance(getattr(function, '__self__', None), native._Driver)
         else:
             function = correctness._compiled_compare(np.dtype(np.float32))
-            assert isinstance(function, native._Driver)
+            assert isinstance(function.__self__, native._Driver)
         out = np.zeros(8)
         function(c, ref, np.abs(ref) * 1e-5 + 1e-6, out)
         figures[route] = out
@@ -202,3 +202,20 @@ def test_the_comparison_runs_as_native_code_with_numba_s_figures():
                           cwd=ROOT, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0.0", "False"], done.stdout
+
+
+def test_a_driver_keeps_the_layout_of_its_callers_arrays_but_not_of_one_off_calls():
+    request = _example("vector_add")
+    drivers = native.load_native(_native_file(request), lambda: None)
+    driver = drivers._tm_run_plain
+    driver._laid_out.clear()
+    for _ in range(native.LAYOUTS_KEPT + 3):
+        args = [np.zeros((2,) * p[2], p[1]) if p[0] == "array" else 0
+                for p in driver._params]
+        assert driver._layout(args, keep=False) is not None
+    assert not driver._laid_out
+    for _ in range(native.LAYOUTS_KEPT + 3):
+        args = [np.zeros((2,) * p[2], p[1]) if p[0] == "array" else 0
+                for p in driver._params]
+        assert driver._layout(args) is driver._layout(args)
+    assert len(driver._laid_out) == native.LAYOUTS_KEPT

@@ -202,7 +202,7 @@ def _load_compare(dtype: np.dtype):
     path = cache_dir() / "__pycache__" / f"compare_{dtype.name}_{code}.native.json"
     native = load_native(path, compiled)
     if native is not None:
-        return native.compare
+        return native.compare.once  # (new blocks each call: none kept alive)
     function = compiled().compare
     first = np.zeros((1, 1), dtype), np.zeros((1, 1)), np.ones((1, 1)), np.zeros(8)
     function(*first)  # (compiled, or loaded from numba's cache, here)

@@ -189,6 +189,13 @@ class NativeDrivers:
                                         driver, numba))
 
 
+#: Sets of arrays whose words a driver keeps (and so keeps alive): one per
+#: worker of the emulation (8 at most), calling with the same arrays chunk
+#: after chunk.  (A caller with new arrays at each call, as the comparison's
+#: blocks are, calls ``once``: nothing kept.)
+LAYOUTS_KEPT = 8
+
+
 class _Driver:
     def __init__(self, name: str, address: int, driver: dict, numba):
         self.name = name
@@ -218,9 +225,10 @@ class _Driver:
                 return False
         return True
 
-    def _layout(self, args):
+    def _layout(self, args, keep: bool = True):
         """The words of ``args``' arrays (their fields, as numba passes an
-        array), and each number's word; None for arguments not accepted."""
+        array), and each number's word; None for arguments not accepted.
+        ``keep``: kept for the next call with the same arrays."""
         if len(args) != len(self._params):
             return None
         key = tuple(id(args[i]) for i in self._arrays)
@@ -239,15 +247,21 @@ class _Driver:
             else:
                 slots.append(len(words))
                 words.append(0)
-        if len(self._laid_out) > 64:
-            self._laid_out.clear()
         template = (ctypes.c_int64 * (len(words) + 2))(*words)  # (+ the two places)
-        found = self._laid_out[key] = ([args[i] for i in self._arrays], template, slots)
+        found = ([args[i] for i in self._arrays], template, slots)
+        if keep:
+            if len(self._laid_out) >= LAYOUTS_KEPT:
+                self._laid_out.pop(next(iter(self._laid_out)))
+            self._laid_out[key] = found
         return found
 
-    def __call__(self, *args):
+    def once(self, *args):
+        """As a call, for arrays not passed again: their layout is not kept."""
+        return self(*args, _keep=False)
+
+    def __call__(self, *args, _keep: bool = True):
         """Run the driver; its return value (an int64, as numba returns it)."""
-        laid_out = self._layout(args)
+        laid_out = self._layout(args, _keep)
         if laid_out is None:
             return getattr(self._numba(), self.name)(*args)
         kept, template, slots = laid_out
