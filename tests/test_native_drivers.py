@@ -167,6 +167,15 @@ def test_arguments_the_native_code_was_not_made_for_go_through_numba():
     wrong_type[first] = args[first].astype(np.complex64)
     assert not driver.accepts(wrong_type)
     assert not driver.accepts(args[:-1])
+    # a number of another type than the code's (numba would compile another signature)
+    number = next(i for i, p in enumerate(params) if p[0] == "number")
+    assert params[number][1] == "int64"
+    for other in (1.0, np.int32(1), True):
+        wrong_number = list(args)
+        wrong_number[number] = other
+        assert not driver.accepts(wrong_number), other
+    assert [native.number_type(v) for v in (1, 1.0, True, np.float32(1), np.uint8(1), "1")] \
+        == ["int64", "float64", "bool", "float32", "uint8", None]
 
 
 def test_the_comparison_runs_as_native_code_with_numba_s_figures():

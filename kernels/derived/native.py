@@ -64,6 +64,23 @@ def _entry_code(entry: str, symbol: str, function_type: str, llvm_args: list[str
     return "\n".join(lines) + "\n"
 
 
+def number_type(value) -> str | None:
+    """The numba type of a number passed to a driver, as numba names it
+    (``typeof``): a Python int is int64, a float float64, a numpy scalar its
+    dtype; None for anything else.  A number of another type than the
+    code's parameter would make numba compile another signature, so it goes
+    to numba."""
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, (np.integer, np.floating)):
+        return value.dtype.name
+    if isinstance(value, int):
+        return "int64" if -(1 << 63) <= value < (1 << 63) else None
+    if isinstance(value, float):
+        return "float64"
+    return None
+
+
 class NativeError(RuntimeError):
     """A driver's native code returned an error status."""
 
@@ -220,8 +237,7 @@ class _Driver:
                         and value.ndim == param[2] and value.flags.c_contiguous
                         and value.flags.writeable and value.flags.aligned):
                     return False
-            elif isinstance(value, np.ndarray) or not isinstance(
-                    value, (int, float, bool, np.integer, np.floating, np.bool_)):
+            elif number_type(value) != param[1]:
                 return False
         return True
 
@@ -270,12 +286,12 @@ class _Driver:
         base = ctypes.addressof(words)
         for slot, index in zip(slots, self._numbers):
             value = args[index]
-            if not isinstance(value, (int, float, np.integer, np.floating, np.bool_)):
-                return getattr(self._numba(), self.name)(*args)
+            if number_type(value) != self._params[index][1]:
+                return getattr(self._numba(), self.name)(*args)  # (numba: another signature)
             if self._reals[slot]:
                 ctypes.c_double.from_address(base + 8 * slot).value = float(value)
             else:
-                words[slot] = int(value)
+                words[slot] = (int(value) + (1 << 63)) % (1 << 64) - (1 << 63)  # (as 64 bits)
         result = len(words) - 2
         words[0], words[1] = base + 8 * result, base + 8 * (result + 1)
         status = self._entry(base)  # (ctypes lets go of the GIL meanwhile)
