@@ -284,12 +284,17 @@ def _compile_now(gen: GeneratedModule, job: KernelJob, workers: dict[str, _Worke
     return seconds
 
 
+#: Generated modules whose native drivers this process has made or found.
+_NATIVE_TRIED: set[Path] = set()
+
+
 def _keep_native(gen: GeneratedModule) -> None:
     """Keep the drivers numba has just compiled (or loaded) as native code
     beside its files, once: later runs of the module need no numba
     (derived/native.py; ~0.3 s, once per module)."""
-    if isinstance(gen.module, NativeDrivers):
+    if isinstance(gen.module, NativeDrivers) or gen.path in _NATIVE_TRIED:
         return
+    _NATIVE_TRIED.add(gen.path)  # (once a process: a module it cannot hold is not tried again)
     try:
         path = native_path(gen.path)
         if usable(path):
