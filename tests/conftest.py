@@ -30,6 +30,22 @@ def request(kernel="grid-stride", shape=(37, 19, 53), grid=(1,), block=(1024,), 
     return RunRequest(kernel=kernel, m=m, k=k, n=n, grid=tuple(grid), block=tuple(block), **kw)
 
 
+def assert_same_results(first, second) -> None:
+    """Two runs' results are the same element by element: every map, C, the
+    verdict and its errors, the analysis (two tiers, two routes of a tier)."""
+    import numpy as np
+
+    ours, theirs = first.maps_arrays(), second.maps_arrays()
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        assert np.array_equal(ours[name], theirs[name], equal_nan=True), name
+    assert np.array_equal(first.c, second.c, equal_nan=True), "C"
+    assert first.verdict.word == second.verdict.word
+    assert first.verdict.reasons == second.verdict.reasons
+    assert repr(first.verdict.errors) == repr(second.verdict.errors)
+    assert repr(first.analysis) == repr(second.analysis)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _stop_children():
     yield

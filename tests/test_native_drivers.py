@@ -13,6 +13,7 @@ from kernels import RunRequest, run
 from kernels.derived import codegen, native
 from kernels.presets import default_launch
 from kernels.sources.arguments import describe_request
+from tests.conftest import assert_same_results
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -72,23 +73,11 @@ def _routes(monkeypatch, request: RunRequest):
     return through_numba, through_native, used
 
 
-def _assert_same(first, second):
-    ours, theirs = first.maps_arrays(), second.maps_arrays()
-    assert ours.keys() == theirs.keys()
-    for name in ours:
-        assert np.array_equal(ours[name], theirs[name], equal_nan=True), name
-    assert np.array_equal(first.c, second.c, equal_nan=True), "C"
-    assert first.verdict.word == second.verdict.word
-    assert first.verdict.reasons == second.verdict.reasons
-    assert repr(first.analysis) == repr(second.analysis)
-
-
 @pytest.mark.parametrize("name", CASES)
 def test_the_native_drivers_give_numba_s_results(monkeypatch, name):
     through_numba, through_native, used = _routes(monkeypatch, CASES[name]())
     assert used and isinstance(used[0], native.NativeDrivers), "the native route was not taken"
-    _assert_same(through_numba, through_native)
-    assert through_native.verdict.word == through_numba.verdict.word
+    assert_same_results(through_numba, through_native)
 
 
 def test_a_new_process_runs_the_compiled_tier_without_importing_numba():
@@ -103,10 +92,15 @@ def test_a_new_process_runs_the_compiled_tier_without_importing_numba():
         f"r = default_launch(describe_request(RunRequest(kernel=None, kernel_file={str(EXAMPLES / 'transpose_naive.py')!r}, backend='cpu', repeats=1, tier='compiled', reference={str(EXAMPLES / 'references.py') + ':transpose_naive'!r})))\n"
         "result = run(r)\n"
         "print(result.verdict.word, 'numba' in sys.modules)\n")
+    assert _in_a_fresh_process(script) == ["PASS", "False"]
+
+
+def _in_a_fresh_process(script: str) -> list[str]:
+    """The words ``script`` prints, run by a new interpreter."""
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           cwd=ROOT, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["PASS", "False"], done.stdout
+    return done.stdout.split()
 
 
 def _native_file(request: RunRequest) -> Path:
@@ -140,7 +134,7 @@ def test_a_native_file_not_for_this_machine_is_passed_over_for_numba(damage):
         again = run(request)
         (gen,) = codegen._LOADED.values()
         assert not isinstance(gen.module, native.NativeDrivers)
-        _assert_same(expected, again)
+        assert_same_results(expected, again)
     finally:
         path.write_bytes(kept)
         codegen._LOADED.clear()
@@ -207,10 +201,7 @@ def test_the_comparison_runs_as_native_code_with_numba_s_figures():
               "from kernels.analyses import correctness\n"
               "c = np.ones((700, 600), np.float32); ref = np.ones((700, 600))\n"
               "print(correctness._compare_block(c, ref, ref * 1e-3)[4], 'numba' in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["0.0", "False"], done.stdout
+    assert _in_a_fresh_process(script) == ["0.0", "False"]
 
 
 def test_a_driver_keeps_the_layout_of_its_callers_arrays_but_not_of_one_off_calls():

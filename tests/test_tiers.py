@@ -9,10 +9,10 @@ with and without hazards.
 """
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from kernels import RunRequest, run
+from tests.conftest import assert_same_results
 
 KERNELS = Path(__file__).parent / "kernels"
 
@@ -57,18 +57,6 @@ CASES = [
 ]
 
 
-def _assert_same(compiled, instant):
-    ours, theirs = instant.maps_arrays(), compiled.maps_arrays()
-    assert ours.keys() == theirs.keys()
-    for name in ours:
-        assert np.array_equal(ours[name], theirs[name], equal_nan=True), name
-    assert np.array_equal(instant.c, compiled.c, equal_nan=True), "C"
-    assert instant.verdict.word == compiled.verdict.word
-    assert instant.verdict.reasons == compiled.verdict.reasons
-    assert repr(instant.verdict.errors) == repr(compiled.verdict.errors)
-    assert repr(instant.analysis) == repr(compiled.analysis)
-
-
 @pytest.mark.parametrize("kernel,shape,grid,block", CASES)
 def test_the_instant_tier_gives_the_compiled_tier_s_results(kernel, shape, grid, block):
     req = _request(kernel, shape, grid, block)
@@ -76,7 +64,7 @@ def test_the_instant_tier_gives_the_compiled_tier_s_results(kernel, shape, grid,
     instant = run(req.with_(tier="instant"))
     assert "numpy lockstep" in instant.timings[1].method
     assert "numpy" not in compiled.timings[1].method
-    _assert_same(compiled, instant)
+    assert_same_results(compiled, instant)
 
 
 # -- choosing the tier -----------------------------------------------------------------
@@ -347,7 +335,7 @@ def test_a_range_held_in_a_variable_then_iterated_runs_in_the_emulation(tmp_path
     instant, compiled = run(req.with_(tier="instant")), run(req.with_(tier="compiled"))
     assert instant.backend == compiled.backend == "cpu"
     assert instant.verdict.passed
-    _assert_same(compiled, instant)
+    assert_same_results(compiled, instant)
     # Rebinding what the range was made from keeps the kernel as written: the
     # emulation cannot run it, and says so.
     path.write_text(RANGE_IN_A_VARIABLE.replace("        C[row, col] = acc",

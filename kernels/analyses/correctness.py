@@ -188,7 +188,7 @@ def _load_compare(dtype: np.dtype):
     from types import SimpleNamespace
 
     from ..cache import cache_dir
-    from ..derived.native import load_native, save_native, usable
+    from ..derived.native import keep_native, load_native
 
     @functools.cache
     def compiled():
@@ -206,11 +206,7 @@ def _load_compare(dtype: np.dtype):
     function = compiled().compare
     first = np.zeros((1, 1), dtype), np.zeros((1, 1)), np.ones((1, 1)), np.zeros(8)
     function(*first)  # (compiled, or loaded from numba's cache, here)
-    try:
-        if not usable(path):
-            save_native(path, {"compare": function})
-    except Exception:  # noqa: BLE001 (an optimisation only: numba's route stays)
-        pass
+    keep_native(path, {"compare": function})
     return function
 
 

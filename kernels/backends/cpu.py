@@ -36,7 +36,7 @@ from ..derived.codegen import (
 )
 from ..derived.local_types import kernel_types
 from ..derived.lockstep import ROUNDS, LockstepLayout, lockstep_code
-from ..derived.native import NativeDrivers, native_path, save_native, usable
+from ..derived.native import NativeDrivers, keep_native, native_path
 from ..derived.transform import (
     GLOBAL_SHADOW_COLUMNS,
     global_ranges_param,
@@ -295,14 +295,8 @@ def _keep_native(gen: GeneratedModule) -> None:
     if isinstance(gen.module, NativeDrivers) or gen.path in _NATIVE_TRIED:
         return
     _NATIVE_TRIED.add(gen.path)  # (once a process: a module it cannot hold is not tried again)
-    try:
-        path = native_path(gen.path)
-        if usable(path):
-            return
-        save_native(path, {f"_tm_run_{mode}": gen.function(f"_tm_run_{mode}")
-                           for mode in ("record", "plain")})
-    except Exception:  # (an optimisation only: numba's route stays, as before)
-        pass
+    keep_native(native_path(gen.path), {f"_tm_run_{mode}": gen.function(f"_tm_run_{mode}")
+                                        for mode in ("record", "plain")})
 
 
 def _lockstep_records(layout: LockstepLayout, job: KernelJob,
@@ -667,7 +661,7 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
         # slower in 33 of 64).  The repeats write over worker 0's C, so the
         # first run's is kept apart.  Three runs at least, more only within
         # 0.15 s: a run of 0.1-0.2 s (4096 x 4096 at K = 16) is timed 3 times,
-        # not 5, as is a 4096 x 4096 transpose's of 60 ms; two more had cost
+        # not 5, as is a 4096 x 4096 transpose's of ~50 ms; two more had cost
         # a 3.3 s command 0.35 s (median of 5: 172 ms; of 3: 172 ms), and the
         # transpose's 0.12 s of a 2.9 s command (medians of 5 in two commands: 44 and
         # 52 ms; of 3: 50, 55, 60 and 61 ms: the spread is between commands).

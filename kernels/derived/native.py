@@ -114,6 +114,18 @@ def _target_machine():
 # -- made where numba is loaded -------------------------------------------------------
 
 
+def keep_native(path: Path, dispatchers: dict[str, object]) -> None:
+    """:func:`save_native`, unless ``path`` already holds code this machine
+    loads.  Never an error: the native form only saves time, and numba's
+    route stays as it was wherever it cannot be made."""
+    try:
+        if not usable(path):
+            save_native(path, dispatchers)
+    except Exception:  # noqa: BLE001 (llvmlite and numba raise many kinds)
+        pass
+
+
+
 def save_native(path: Path, dispatchers: dict[str, object]) -> bool:
     """Write the native form of ``dispatchers`` (driver name -> numba
     dispatcher, each compiled for exactly one signature) to ``path``, whole
