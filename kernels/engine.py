@@ -288,7 +288,9 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
                              request.seed)
     job = KernelJob(request, plan, inputs, scalars, zero_output=plan.reads_output,
                     progress=progress, cancel=cancel, initial_output=initial)
+    began = time.monotonic()
     output = backend_named(request.backend).run(job)
+    ran_for = time.monotonic() - began
     if output.tier:
         backend_note = f"{backend_note}; {output.tier}"
     if cancel():
@@ -373,8 +375,7 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         # The seed's point: would a test on all-ones matrices have passed?
         # The same launch on ones, its values only (cheap: small runs only).
         progress(0.99, "trying the same launch on all-ones inputs")
-        ones = run_here(request.with_(pattern="ones", repeats=1), backend_note,
-                        cancel=cancel, diagnosed=False).verdict.errors
+        ones = _errors_on_all_ones(request, backend_note, cancel, ran_for)
     failed: list[str] = []
     diagnoses = diagnose(plan.kernel.node, result, plan.module.values,
                          {name: line for name, (_, line) in plan.module.constants.items()},
@@ -385,6 +386,30 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
 
 #: the largest run (multiply-adds) tried again on all-ones inputs for a diagnosis
 ALL_ONES_LIMIT = 1 << 24
+
+
+#: The all-ones rerun may take this long, or twice the run it repeats.
+ALL_ONES_LEAST_SECONDS = 1.0
+
+
+def _errors_on_all_ones(request: RunRequest, backend_note: str, cancel: CancelCallback,
+                        ran_for: float):
+    """The errors of ``request``'s launch on all-ones inputs, or None where
+    that rerun took more than twice the run it repeats (as a kernel whose
+    loops depend on the values may: the diagnosis is then left out).  A time
+    limit does not count it: it is the engine's question, not the run's."""
+    from .backends.phases import ONES_RERUN, not_counted
+
+    deadline = time.monotonic() + max(ALL_ONES_LEAST_SECONDS, 2 * ran_for)
+    try:
+        with not_counted(ONES_RERUN):
+            return run_here(request.with_(pattern="ones", repeats=1), backend_note,
+                            cancel=lambda: cancel() or time.monotonic() > deadline,
+                            diagnosed=False).verdict.errors
+    except RunCancelled:
+        if cancel():
+            raise
+        return None
 
 
 def _all_ones_worth_trying(result: RunResult) -> bool:

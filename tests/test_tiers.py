@@ -132,6 +132,25 @@ def test_a_time_limit_counts_the_run_never_the_compile(tmp_path, monkeypatch):
     assert result.timing("compile").seconds > 0
 
 
+def test_a_time_limit_counts_neither_an_instant_try_nor_the_all_ones_rerun(tmp_path,
+                                                                          monkeypatch):
+    """The seed's kernel does 256x the work of the matmul the estimates
+    assume, so auto (its compile not ready) takes the instant tier: ~2 s, then
+    as much again on all-ones inputs for the diagnosis.  Both are the engine's
+    choices, not the kernel's run: a limit of 0.5 s does not end it as a hang
+    (it did, in a check of a course's submissions)."""
+    from tests.test_hunt import SEED
+
+    monkeypatch.setenv("THREADMAP_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "seed.py"
+    path.write_text(SEED + "# handed in\n")
+    request = RunRequest(kernel=None, kernel_file=str(path), m=16, k=16, n=16, grid=(1,),
+                         block=(256,), backend="cpu")
+    result = run(request, time_limit=0.5)
+    assert "numpy lockstep: no compile (estimated" in result.backend_note
+    assert result.verdict.errors.wrong == 256 and result.maps.count.max() == 256
+
+
 def test_the_run_clock_leaves_out_start_up_and_compiles(monkeypatch):
     from kernels.backends import child
 
@@ -156,6 +175,26 @@ def test_the_run_clock_leaves_out_start_up_and_compiles(monkeypatch):
     now[0] = 10_000.0
     message, hung = slow.past(10.0)
     assert not hung and "numba's compile of the emulation went past" in message
+    # the engine's own work is left out as well, and named
+    tried = child._RunClock(0.0, fresh=False)
+    now[0] = 0.0
+    tried.compiling(True, "an instant-tier try")
+    now[0] = 30.0
+    tried.compiling(False, "an instant-tier try")
+    tried.compiling(True, "the all-ones rerun")
+    now[0] = 50.0
+    assert tried.past(10.0) is None
+    tried.compiling(False, "the all-ones rerun")
+    now[0] = 60.5
+    message, hung = tried.past(10.0)
+    assert hung and ("not counting 50.0 s of an instant-tier try and the all-ones rerun"
+                     in message)
+    # a rerun on all-ones inputs past its cap is the kernel not finishing on them
+    rerun = child._RunClock(0.0, fresh=False)
+    rerun.compiling(True, "the all-ones rerun")
+    now[0] = 10_000.0
+    message, hung = rerun.past(10.0)
+    assert hung and "rerun of the kernel on all-ones inputs went past 600 s" in message
     import pickle
 
     from kernels.errors import RunTimedOut

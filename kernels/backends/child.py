@@ -27,7 +27,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from ..errors import KernelRuntimeError, RunCancelled, RunTimedOut, ThreadMapError
-from . import lifeline, sandbox
+from . import lifeline, phases, sandbox
 from .callbacks import CancelCallback, ProgressCallback, _never, _no_progress
 
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
@@ -203,7 +203,8 @@ class ChildRunner:
                         self.sandbox = message[1] if len(message) > 1 \
                             and isinstance(message[1], dict) else None
                     elif kind == "compiling":
-                        clock.compiling(bool(message[1]))
+                        clock.compiling(bool(message[1]),
+                                        str(message[2]) if len(message) > 2 else phases.COMPILE)
                     elif kind == "progress":
                         progress(message[1], message[2])
                     elif kind == "result":
@@ -249,32 +250,49 @@ _PLAIN_GLOBALS = frozenset({
 #: (tens of seconds on a busy machine; a compile is never the kernel's fault,
 #: so it is not counted in the run's own limit).
 COMPILE_TIME_LIMIT = 600.0
+#: What the work a time limit does not count was, past its own limit: the
+#: compile is slow, or the engine's own work is (neither is the kernel's).
+_EXCLUDED_WORDS = {
+    phases.COMPILE: "numba's compile of the emulation went past {limit:g} s and was ended: the "
+                    "compile was slow, the kernel never ran (try --tier instant)",
+    phases.INSTANT_TRY: "the instant tier's try before handing over to the compiled tier went "
+                        "past {limit:g} s and was ended",
+    phases.ONES_RERUN: "the diagnosis's rerun of the kernel on all-ones inputs went past "
+                       "{limit:g} s and was ended",
+}
 #: How long a child may take to start (imports, sandbox) before it is ended.
 START_UP_TIME_LIMIT = 120.0
 
 
 class _RunClock:
     """The time a run has had in its child: wall time less the child's
-    start-up and numba's compiles (which the child announces)."""
+    start-up and the work the child announces as not the kernel's own
+    (numba's compiles, an instant-tier try that handed over, the all-ones
+    rerun: phases.py)."""
 
     def __init__(self, started: float, fresh: bool):
         self.started = started
         self.waiting_for_start = fresh
         self.excluded = 0.0
+        self.excluded_what: list[str] = ["start-up"] if fresh else []
         self.compile_since: float | None = None
+        self.compile_what = phases.COMPILE
 
     def ready(self) -> None:
         if self.waiting_for_start:
             self.excluded += time.monotonic() - self.started
             self.waiting_for_start = False
 
-    def compiling(self, started: bool) -> None:
+    def compiling(self, started: bool, what: str = phases.COMPILE) -> None:
         now = time.monotonic()
         if started:
             self.compile_since = now
+            self.compile_what = what if what in _EXCLUDED_WORDS else phases.COMPILE
         elif self.compile_since is not None:
             self.excluded += now - self.compile_since
             self.compile_since = None
+            if self.compile_what not in self.excluded_what:
+                self.excluded_what.append(self.compile_what)
 
     def past(self, time_limit: float) -> tuple[str, bool] | None:
         """Why the run is over its limit, in words, and whether the kernel's
@@ -288,12 +306,16 @@ class _RunClock:
             return None
         if self.compile_since is not None:
             if now - self.compile_since > max(time_limit, COMPILE_TIME_LIMIT):
-                return (f"numba's compile of the emulation went past "
-                        f"{max(time_limit, COMPILE_TIME_LIMIT):g} s and was ended: the "
-                        f"compile was slow, the kernel never ran (try --tier instant)"), False
+                # (a rerun on all-ones inputs that ignored its own deadline
+                # is the kernel not finishing on those values)
+                return _EXCLUDED_WORDS[self.compile_what].format(
+                    limit=max(time_limit, COMPILE_TIME_LIMIT)), \
+                    self.compile_what == phases.ONES_RERUN
             return None
         if now - self.started - self.excluded > time_limit:
-            excluded = f" (not counting {self.excluded:.1f} s of start-up and compile)" \
+            what = self.excluded_what or ["start-up"]
+            words = what[0] if len(what) == 1 else ", ".join(what[:-1]) + " and " + what[-1]
+            excluded = f" (not counting {self.excluded:.1f} s of {words})" \
                 if self.excluded >= 0.05 else ""
             return (f"the run went past its time limit of {time_limit:g} s{excluded} "
                     f"and was ended (a kernel that never finishes?)"), True

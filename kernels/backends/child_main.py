@@ -57,16 +57,17 @@ def main(argv: list[str]) -> int:
     from . import phases, tiers
 
     # The parent's clock stops while numba compiles (a time limit counts the
-    # run, never the compile), and so does the CPU limit: a compile's CPU
-    # seconds are given back to the run when it ends.
+    # run, never the compile) or the engine does other work of its own
+    # (phases.py), and so does the CPU limit: that work's CPU seconds are
+    # given back to the run when it ends.
     compile_began: list[float] = []
 
-    def on_compile(started: bool) -> None:
+    def on_compile(started: bool, what: str) -> None:
         import threading
 
         if threading.current_thread() is not threading.main_thread():
             return  # a compile in the background, between runs
-        send(("compiling", started))
+        send(("compiling", started, what))
         if started:
             compile_began.append(sandbox.cpu_seconds_used())
         elif compile_began:
