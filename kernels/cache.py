@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +53,10 @@ SANDBOX_ENV = "THREADMAP_SANDBOX_CACHE"
 #: The sandboxed kernels' folders are kept to this size (least recently used
 #: removed first).
 SANDBOX_LIMIT_BYTES = 256 * 1024 * 1024
+#: ... and measured at most this often while the same kernels are rerun.
+SANDBOX_PRUNE_INTERVAL_S = 300.0
+#: (a file beside the kernels' folders: its time is the last pruning's)
+_PRUNED_STAMP = ".last-pruned"
 
 _checked: dict[Path, Path] = {}
 
@@ -92,8 +97,26 @@ def sandbox_cache_dir(key: str) -> Path:
 def prune_sandbox_caches(keep: Path) -> None:
     """Remove the least recently used sandboxed kernels' folders besides
     ``keep`` past :data:`SANDBOX_LIMIT_BYTES` (their sizes summed file by
-    file: 0.2 s over a few thousand files)."""
+    file).
+
+    Summing costs 0.25 s of a core over a few thousand files, at each child's
+    start, where it competes with the child's own start-up (a whole run of a
+    warm kernel takes 2-3 s).  So it is done only when it can matter: for a
+    new kernel (an empty ``keep``: its compile will add a few megabytes), or
+    when the last pruning is :data:`SANDBOX_PRUNE_INTERVAL_S` old.  A warm
+    kernel's rerun adds next to nothing."""
     root = keep.parent
+    stamp = root / _PRUNED_STAMP
+    try:
+        age = time.time() - stamp.stat().st_mtime
+    except OSError:
+        age = None
+    if age is not None and 0 <= age < SANDBOX_PRUNE_INTERVAL_S and _has_files(keep):
+        return
+    try:
+        stamp.touch()
+    except OSError:
+        pass  # (pruned every time, then)
     folders = []
     for folder in root.iterdir():
         if folder.is_dir() and not folder.is_symlink():
@@ -107,6 +130,13 @@ def prune_sandbox_caches(keep: Path) -> None:
         if folder != keep:
             shutil.rmtree(folder, ignore_errors=True)
             total -= size
+
+
+def _has_files(folder: Path) -> bool:
+    try:
+        return any(folder.iterdir())
+    except OSError:
+        return False
 
 
 def _check_private(folder: Path, where: str, named: bool) -> None:

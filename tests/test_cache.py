@@ -61,3 +61,43 @@ def test_threadmap_cache_clear_empties_it(tmp_path):
                              capture_output=True, text=True, check=True).stdout
     assert cleared.startswith("removed 2 files")
     assert not any(p.is_file() for p in (cache / "generated").rglob("*"))
+
+
+def fake_kernel_folder(root, name, size, used):
+    folder = root / name
+    (folder / "numba").mkdir(parents=True)
+    (folder / "numba" / "code.nbc").write_bytes(b"\0" * size)
+    os.utime(folder, (used, used))
+    return folder
+
+
+def test_sandboxed_kernels_are_pruned_for_a_new_kernel_and_otherwise_every_few_minutes(
+        tmp_path, monkeypatch):
+    from kernels import cache
+
+    monkeypatch.setattr(cache, "SANDBOX_LIMIT_BYTES", 2500)
+    now = time.time()
+    old = fake_kernel_folder(tmp_path, "old", 1000, now - 300)
+    middle = fake_kernel_folder(tmp_path, "middle", 1000, now - 200)
+    warm = fake_kernel_folder(tmp_path, "warm", 1000, now - 100)
+    # The first pruning (no stamp yet): 3,000 bytes past 2,500, the oldest goes.
+    cache.prune_sandbox_caches(keep=warm)
+    assert not old.exists() and middle.exists() and warm.exists()
+    # A warm kernel's rerun soon after does not measure again, though the
+    # folders are past the limit again.
+    fake_kernel_folder(tmp_path, "older", 1000, now - 400)
+    cache.prune_sandbox_caches(keep=warm)
+    assert (tmp_path / "older").exists()
+    # A new kernel (its folder still empty) does: the least recently used goes.
+    new = tmp_path / "new"
+    new.mkdir()
+    cache.prune_sandbox_caches(keep=new)
+    assert not (tmp_path / "older").exists() and middle.exists() and new.exists()
+    # And so does a rerun once the last pruning is old; the kept one stays,
+    # even when it is the oldest.
+    fake_kernel_folder(tmp_path, "another", 1000, now - 50)
+    stamp_time = now - cache.SANDBOX_PRUNE_INTERVAL_S - 1
+    os.utime(tmp_path / ".last-pruned", (stamp_time, stamp_time))
+    os.utime(warm, (now - 500, now - 500))
+    cache.prune_sandbox_caches(keep=warm)
+    assert warm.exists() and not middle.exists() and (tmp_path / "another").exists()
