@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import zipfile
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 from numpy.lib import format as npy_format
 
 from .errors import ThreadMapError
-from .npz_writer import write_npz
+from .npz_writer import usable_cores, write_npz
 
 #: Integer types tried, smallest first.
 _INTEGER_TYPES = (np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.int64)
@@ -57,21 +58,26 @@ def compact_maps(arrays: dict[str, np.ndarray], dtype: str) -> tuple[dict, dict]
     the layout for ``result.json``: ``{"stored": {name: {stored, dtype,
     shape, encoding}}}``, ``stored`` the dtype on disk and ``dtype`` the one
     :func:`load_maps` gives back."""
-    stored: dict[str, np.ndarray] = {}
-    layout: dict = {"stored": {}}
-    for name, array in arrays.items():
-        array = np.asarray(array)
-        if name in _VALUES:  # (the kernel's own numbers, in its own type: int32 bins stay so)
-            value = array if name == "C" or array.dtype == np.dtype(dtype) else \
-                array.astype(np.dtype(dtype))
-        elif array.dtype.kind in "iub":
-            value = _in_smallest_type(array)
-        else:
-            value = array
-        stored[name] = value
-        layout["stored"][name] = {"stored": value.dtype.str, "dtype": array.dtype.str,
-                                  "shape": list(array.shape), "encoding": "raw"}
-    return stored, layout
+    stored = {name: stored_form(name, np.asarray(array), dtype)
+              for name, array in arrays.items()}
+    return stored, _layout(arrays, stored)
+
+
+def stored_form(name: str, array: np.ndarray, dtype: str) -> np.ndarray:
+    """``array`` as maps.npz stores it (see the module's docstring)."""
+    if name in _VALUES:  # (the kernel's own numbers, in its own type: int32 bins stay so)
+        return array if name == "C" or array.dtype == np.dtype(dtype) else \
+            array.astype(np.dtype(dtype))
+    if array.dtype.kind in "iub":
+        return _in_smallest_type(array)
+    return array
+
+
+def _layout(arrays: dict[str, np.ndarray], stored: dict[str, np.ndarray]) -> dict:
+    return {"stored": {name: {"stored": stored[name].dtype.str,
+                              "dtype": np.asarray(array).dtype.str,
+                              "shape": list(np.shape(array)), "encoding": "raw"}
+                       for name, array in arrays.items()}}
 
 
 def _in_smallest_type(array: np.ndarray) -> np.ndarray:
@@ -103,22 +109,43 @@ def save_maps(path: Path, arrays: dict[str, np.ndarray], dtype: str,
     """Write ``arrays`` to ``path``, an .npz that ``np.load`` reads, and
     return the layout.  ``run_id`` goes into the archive's comment and the
     layout, so that :func:`load_maps` can tell that a ``result.json`` and a
-    ``maps.npz`` come from one run."""
-    stored, layout = compact_maps(arrays, dtype)
-    # equal maps (max_writer where no element was stored twice) share one deflate
-    same_as = {}
-    if "max_writer" in stored and "min_writer" in stored \
-            and stored["max_writer"].dtype == stored["min_writer"].dtype \
-            and np.array_equal(stored["max_writer"], stored["min_writer"]):
-        same_as["max_writer"] = "min_writer"
+    ``maps.npz`` come from one run.
+
+    Each map is narrowed (:func:`stored_form`) on a thread of the writer's
+    pool while the maps already made are written: a 4096 x 4096 run's
+    narrowing took 0.1-0.3 s of one core before its first byte was written,
+    with the disk idle."""
+    arrays = {name: np.asarray(array) for name, array in arrays.items()}
     comment = f"{_RUN_ID_PREFIX}{run_id}".encode() if run_id else b""
-    write_npz(path, stored, deflate={name for name, value in stored.items()
-                                     if value.dtype.kind in "iub"},
-              same_as=same_as, comment=comment)
+    with ThreadPoolExecutor(max_workers=usable_cores()) as pool:
+        # the values first (the reference's conversion is the one the writer
+        # waits for), then the writer maps compared, then the rest
+        stored: dict = {name: arrays[name] if name == "C" else
+                        pool.submit(stored_form, name, arrays[name], dtype)
+                        for name in _VALUES if name in arrays}
+        # equal maps (max_writer where no element was stored twice) share one deflate
+        same_as = {"max_writer": "min_writer"} if pool.submit(_equal_writers, arrays).result() \
+            else {}
+        stored.update({name: pool.submit(stored_form, name, array, dtype)
+                       for name, array in arrays.items()
+                       if name not in stored and name not in same_as})
+        write_npz(path, stored, deflate={name for name, array in arrays.items()
+                                         if array.dtype.kind in "iub"},
+                  same_as=same_as, comment=comment, pool=pool)
+    made = {name: value if isinstance(value, np.ndarray) else value.result()
+            for name, value in stored.items()}
+    made.update({name: made[other] for name, other in same_as.items()})
+    layout = _layout(arrays, made)
     if run_id:
         layout["run_id"] = run_id
     layout["bytes"] = Path(path).stat().st_size
     return layout
+
+
+def _equal_writers(arrays: dict[str, np.ndarray]) -> bool:
+    lowest, highest = arrays.get("min_writer"), arrays.get("max_writer")
+    return lowest is not None and highest is not None and lowest.dtype == highest.dtype \
+        and np.array_equal(lowest, highest)
 
 
 _RUN_ID_PREFIX = "threadmap run "

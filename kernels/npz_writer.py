@@ -104,30 +104,39 @@ def _dos_time() -> tuple[int, int]:
             ((t.tm_year - 1980) << 9) | (t.tm_mon << 5) | t.tm_mday)
 
 
-def write_npz(path: Path, arrays: dict[str, np.ndarray], deflate: set[str],
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def write_npz(path: Path, arrays: dict[str, "np.ndarray | Future"], deflate: set[str],
               same_as: dict[str, str] | None = None, comment: bytes = b"",
-              workers: int | None = None) -> None:
+              workers: int | None = None, pool: ThreadPoolExecutor | None = None) -> None:
     """Write ``arrays`` to ``path`` as an ``.npz``: the members named in
     ``deflate`` deflated, the rest stored; ``same_as[name] = other`` says
     ``arrays[name]`` equals ``arrays[other]`` (written before it), so its
-    compressed bytes are reused."""
+    compressed bytes are reused.
+
+    An array may be a future (being made on ``pool``, the one given here):
+    its member is compressed as soon as it is made, and written in turn."""
     same_as = same_as or {}
-    if workers is None:
-        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-            else (os.cpu_count() or 1)
-    members = {name: _Member(name, array, name in deflate) for name, array in arrays.items()
-               if name not in same_as}
+    if pool is None:
+        with ThreadPoolExecutor(max_workers=workers or usable_cores()) as own:
+            return write_npz(path, arrays, deflate, same_as, comment, pool=own)
+    members = {name: _started(pool, name, array, name in deflate)
+               for name, array in sorted(arrays.items(), key=lambda item: item[0] not in deflate)
+               if name not in same_as}  # (the deflated ones first into the pool)
     clock, date = _dos_time()
     directory = []
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, open(path, "wb") as out:
+    with open(path, "wb") as out:
         writeback = Writeback(out)  # (the flush to disk of what is written goes on meanwhile)
-        # the deflated members first into the pool, so that they compress
-        # while this thread checks and writes the stored ones
-        for member in sorted(members.values(), key=lambda m: m.method != _DEFLATED):
-            member.start(pool)
-        order = sorted(members.values(), key=lambda m: m.method == _DEFLATED)
+        # the stored members first, written while the deflated ones compress
+        order = sorted(members, key=lambda name: name in deflate)
         written: dict[str, tuple] = {}
-        for member in order:
+        for name in order:
+            member = members[name].result()
             crc = member.crc.result()
             if member.compressed is None:
                 body = member.pieces
@@ -149,6 +158,28 @@ def write_npz(path: Path, arrays: dict[str, np.ndarray], deflate: set[str],
             for piece in body:
                 out.write(piece)
         _write_directory(out, directory, clock, date, comment)
+
+
+def _started(pool: ThreadPoolExecutor, name: str, array, deflate: bool) -> Future:
+    """A future of ``name``'s member, its CRC and compression under way on
+    ``pool`` as soon as ``array`` (an array, or a future of one) is made."""
+    member: Future = Future()
+
+    def start(made) -> None:
+        try:
+            started = _Member(name, made.result() if isinstance(made, Future) else made,
+                              deflate)
+            started.start(pool)
+        except BaseException as exc:  # noqa: BLE001 (raised where the member is taken)
+            member.set_exception(exc)
+        else:
+            member.set_result(started)
+
+    if isinstance(array, Future):
+        array.add_done_callback(start)
+    else:
+        start(array)
+    return member
 
 
 def _write_local(out, name: bytes, entry: tuple, clock: int, date: int) -> None:

@@ -1,8 +1,10 @@
 """maps.npz is lean on disk, gives back the same maps (issue 9, point 13), and numpy
 alone reads every map it documents (issue 20, point 7)."""
+import time
 import zipfile
 
 import numpy as np
+import pytest
 
 from kernels import RunRequest, run
 from kernels.maps_file import load_maps, save_maps, smallest_integer_type
@@ -194,3 +196,31 @@ def test_the_iteration_count_is_made_with_the_maps_and_survives_stowing(tmp_path
         assert stowage.unstow(light).maps.iterations == result.maps.iterations
     finally:
         stowage.close()
+
+
+def test_members_made_on_the_writers_pool_are_written_as_arrays_are(tmp_path):
+    """save_maps hands the writer futures of the narrowed maps: each member
+    is written when made, and a map that fails to be made fails the file."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from kernels import npz_writer
+
+    rng = np.random.default_rng(3)
+    counts = rng.integers(0, 3, (512, 300)).astype(np.uint8)
+    values = rng.random((512, 300), dtype=np.float32)
+    npz_writer.write_npz(tmp_path / "given.npz", {"count": counts, "C": values},
+                         deflate={"count"})
+    late: Future = Future()
+    with ThreadPoolExecutor(2) as pool:
+        pool.submit(lambda: (time.sleep(0.2), late.set_result(counts)))
+        npz_writer.write_npz(tmp_path / "made.npz", {"count": late, "C": values},
+                             deflate={"count"}, pool=pool)
+    with np.load(tmp_path / "given.npz") as given, np.load(tmp_path / "made.npz") as made:
+        assert sorted(given.files) == sorted(made.files) == ["C", "count"]
+        for name in given.files:
+            np.testing.assert_array_equal(made[name], given[name])
+    failed: Future = Future()
+    failed.set_exception(MemoryError("no room for the narrowed map"))
+    with pytest.raises(MemoryError, match="narrowed"):
+        npz_writer.write_npz(tmp_path / "failed.npz", {"count": failed, "C": values},
+                             deflate={"count"})
