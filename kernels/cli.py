@@ -22,6 +22,7 @@ from .errors import (
     RunTimedOut,
     ThreadMapError,
 )
+from .machine import usable_cores
 from .outputs import OutputFolder
 from .presets import default_launch
 from .request import (
@@ -314,13 +315,6 @@ def check_cases(shapes, launches, args: argparse.Namespace) -> None:
             except ThreadMapError as exc:
                 where = f"--launches {launch.text}" if launch.grid else f"--shapes {m}x{k}x{n}"
                 raise ThreadMapError(f"{where} (with shape {m}x{k}x{n}): {exc}") from None
-
-
-def usable_cores() -> int:
-    """The cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
 
 
 def time_limit(args: argparse.Namespace, request: RunRequest) -> float | None:

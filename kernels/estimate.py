@@ -16,8 +16,8 @@ kernels may do many more, so these are lower bounds.
 from __future__ import annotations
 
 import math
-import os
 
+from .machine import usable_cores
 from .request import RunRequest
 
 SECONDS_PER_THREAD = 340e-6
@@ -93,8 +93,7 @@ def tier_seconds(request: RunRequest, plan, compiled_ready: bool = False) -> dic
     if request.tier in ("auto", "instant"):
         seconds["instant"] = instant_seconds(request, plan)
     if request.tier in ("auto", "compiled"):
-        cores = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                    else (os.cpu_count() or 1), 8)
+        cores = min(usable_cores(), 8)
         run = COMPILED_RUN_SECONDS + COMPILED_RUN_FACTOR * emulation_seconds(request) / max(
             1, min(cores, request.blocks))
         seconds["compiled"] = (run + (0.0 if compiled_ready else compile_seconds(plan))) \

@@ -31,7 +31,8 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from .errors import ThreadMapError
-from .npz_writer import usable_cores, write_npz
+from .machine import usable_cores
+from .npz_writer import write_npz
 
 #: Integer types tried, smallest first.
 _INTEGER_TYPES = (np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.int64)

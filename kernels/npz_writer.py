@@ -23,7 +23,6 @@ Each member is a plain ``.npy`` (format 1.0 or 2.0 header from numpy itself).
 """
 from __future__ import annotations
 
-import os
 import struct
 import time
 import zlib
@@ -34,6 +33,7 @@ from pathlib import Path
 import numpy as np
 from numpy.lib import format as npy_format
 
+from .machine import usable_cores
 from .outputs import Writeback
 
 try:  # (ISA-L's deflate: see above; zlib where it is missing)
@@ -104,14 +104,7 @@ def _dos_time() -> tuple[int, int]:
             ((t.tm_year - 1980) << 9) | (t.tm_mon << 5) | t.tm_mday)
 
 
-def usable_cores() -> int:
-    """The cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
-
-
-def write_npz(path: Path, arrays: dict[str, "np.ndarray | Future"], deflate: set[str],
+def write_npz(path: Path, arrays: dict[str, np.ndarray | Future], deflate: set[str],
               same_as: dict[str, str] | None = None, comment: bytes = b"",
               workers: int | None = None, pool: ThreadPoolExecutor | None = None) -> None:
     """Write ``arrays`` to ``path`` as an ``.npz``: the members named in

@@ -28,6 +28,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..machine import usable_cores
+
 #: Largest file the child may write (a numba cache file is a few MB).
 MAX_FILE_BYTES = 512 * 2**20
 #: Processes and threads of the user, as seen by the child (the simulator
@@ -210,9 +212,7 @@ def cpu_budget(time_limit: float | None) -> float | None:
     the whole of it, and some slack."""
     if time_limit is None:
         return None
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-        else (os.cpu_count() or 1)
-    return time_limit * max(cores, 1) + CPU_SLACK_SECONDS
+    return time_limit * usable_cores() + CPU_SLACK_SECONDS
 
 
 def device_entries(folder: str = "/dev") -> list[str]:

@@ -26,6 +26,8 @@ import os
 import pickle
 import stat
 
+from ..machine import usable_cores
+
 #: Arrays smaller than this stay inside the pickle (no memfd for a small array).
 OUT_OF_BAND_BYTES = 1 << 20
 #: A result whose large arrays total less than this is sent in the pipe.
@@ -88,10 +90,7 @@ def _write_all(pairs: list[tuple[int, pickle.PickleBuffer]]) -> None:
     time is the memfd's fresh pages faulted in: 0.23 s for a 4096 x 4096
     run's maps on one core)."""
     pairs = sorted(pairs, key=lambda pair: -pair[1].raw().nbytes)
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
+    cores = usable_cores()
     if cores < 2 or len(pairs) < 2:
         for descriptor, buffer in pairs:
             _write_one(descriptor, buffer)
