@@ -66,7 +66,7 @@ from ..records import (
     record_names,
 )
 from ..inputs import poison_value
-from ..machine import usable_cores
+from ..machine import emulation_cores
 from ..request import RunRequest, available_memory
 from ..result import Timing
 from ..sources.loader import scalar_arguments
@@ -100,7 +100,7 @@ def worker_count(job: KernelJob, units: int) -> int:
     if env:
         cores = max(1, int(env))
     else:
-        cores = min(usable_cores(), 8)
+        cores = emulation_cores()
     cores = min(cores, units)
     if cores > 1:
         # Each extra worker holds a private copy of C and of the per-element maps.
