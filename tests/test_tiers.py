@@ -203,6 +203,11 @@ def test_the_run_clock_leaves_out_start_up_and_compiles(monkeypatch):
 
 # -- estimates -------------------------------------------------------------------------
 
+#: How far a tier's estimate may be from its run, either way: machines differ
+#: by up to 2x, a VM's speed swings within minutes (a cold CI on a busy 2-core
+#: VM measured 2.004x once), and the tiers' choice needs only the magnitude.
+ESTIMATE_MARGIN = 2.5
+
 ESTIMATED = [
     ("grid-stride", (128, 128, 128), (4,), (256,)),
     ("grid-stride-colmajor", (96, 64, 80), (2,), (128,)),
@@ -234,9 +239,7 @@ def test_the_instant_tier_s_estimate_is_within_2_5x_of_its_time(kernel, shape, g
     # the best of three: a moment's load only lengthens a run (one of these
     # took 0.28 s, then 0.54 s, in one process)
     measured = min(run(req).timing("instrumented kernel").seconds for _ in range(3))
-    # (2.5x either way: a cold CI on a busy 2-core VM measured 2.004x once,
-    # and machines differ by up to 2x; the tiers' choice needs the magnitude)
-    assert 1 / 2.5 <= estimate / measured <= 2.5, (estimate, measured)
+    assert 1 / ESTIMATE_MARGIN <= estimate / measured <= ESTIMATE_MARGIN, (estimate, measured)
 
 
 @pytest.mark.parametrize("name", ["huge_tile.py", "barrier_in_expression.py"])
@@ -309,10 +312,7 @@ def test_the_compiled_tier_s_estimate_is_within_2_5x_of_its_run(kernel, shape, g
         run(req)
         times.append(time.perf_counter() - began)
     measured = min(times)
-    # (2.5x either way, as for the instant tier: machines differ by up to 2x
-    # and a VM's speed swings within minutes; the tiers' choice needs the
-    # magnitude)
-    assert 1 / 2.5 <= estimate / measured <= 2.5, (estimate, times)
+    assert 1 / ESTIMATE_MARGIN <= estimate / measured <= ESTIMATE_MARGIN, (estimate, times)
 
 
 def test_a_sweep_runs_every_configuration_on_the_compiled_tier(tmp_path, monkeypatch):
