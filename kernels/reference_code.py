@@ -91,7 +91,9 @@ def check_against_reference(result: RunResult, plan, given=None,
         return dataclasses.replace(result, verdict=verdict)
     reference = _in_shape(expected.reference, result.c.shape)
     errors = compare(result.c, reference)
-    verdict = make_verdict(result.maps, errors, result.analysis, plan.output)
+    # (the maps' counts as the run's own verdict made them: in its child)
+    verdict = make_verdict(result.maps, errors, result.analysis, plan.output,
+                           counts_from=result.verdict)
     return dataclasses.replace(result, verdict=verdict, reference=reference.c)
 
 
