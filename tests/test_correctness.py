@@ -92,3 +92,40 @@ def test_the_reference_runs_blas_on_one_thread_and_gives_the_pool_back():
     ref = reference(a, b)
     assert blas_threads() == before
     assert np.allclose(ref.c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_a_user_reference_s_compiled_comparison_gives_numpy_s_figures(dtype):
+    """Against a user's reference (issue 22) the compiled comparison makes
+    each element's bound ``rtol * |ref| + floor`` inside its loop, not as an
+    array: its figures are those of numpy's whole-array comparison against
+    the bound made as an array, for blocks large enough to be compiled and
+    with a NaN, a wrong element and a cancelled one among them."""
+    from kernels.analyses import correctness
+    from kernels.analyses.correctness import _compare_block_numpy, elementwise_reference
+
+    rng = np.random.default_rng(3)
+    shape = (1100, 700)  # (blocks of 512 rows x 700 > NUMPY_COMPARE_ELEMENTS: compiled)
+    assert correctness._BLOCK_ROWS * shape[1] > correctness.NUMPY_COMPARE_ELEMENTS
+    expected = rng.standard_normal(shape) * 100
+    if dtype == "int32":
+        expected = np.round(expected)
+    expected[5, 6] = 0.0
+    ref = elementwise_reference(expected, dtype)
+    c = expected.astype(dtype)
+    c[0, 1] += 3  # one element far off
+    if dtype != "int32":
+        c[2, 3] = np.nan
+    figures = compare(c, ref)
+    numpy_sums = np.zeros(8)
+    for start in range(0, shape[0], correctness._BLOCK_ROWS):
+        rows = slice(start, start + correctness._BLOCK_ROWS)
+        part = _compare_block_numpy(c[rows], ref.c[rows], ref.bound(rows))
+        numpy_sums[[0, 2, 4, 5, 7]] += part[[0, 2, 4, 5, 7]]
+        numpy_sums[[1, 3, 6]] = np.maximum(numpy_sums[[1, 3, 6]], part[[1, 3, 6]])
+    assert figures.wrong == numpy_sums[4] >= 1
+    assert figures.non_finite == numpy_sums[5] == (0 if dtype == "int32" else 1)
+    assert figures.abs_tolerance == numpy_sums[3]
+    assert figures.worst_ratio == pytest.approx(numpy_sums[6], rel=1e-12)
+    assert figures.rel_tolerance == pytest.approx(
+        np.sqrt(numpy_sums[2]) / np.sqrt(numpy_sums[7]), rel=1e-12)
