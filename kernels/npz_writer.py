@@ -122,35 +122,44 @@ def write_npz(path: Path, arrays: dict[str, np.ndarray | Future], deflate: set[s
                for name, array in sorted(arrays.items(), key=lambda item: item[0] not in deflate)
                if name not in same_as}  # (the deflated ones first into the pool)
     clock, date = _dos_time()
-    directory = []
     with open(path, "wb") as out:
-        writeback = Writeback(out)  # (the flush to disk of what is written goes on meanwhile)
-        # the stored members first, written while the deflated ones compress
-        order = sorted(members, key=lambda name: name in deflate)
-        written: dict[str, tuple] = {}
-        for name in order:
-            member = members[name].result()
-            crc = member.crc.result()
-            if member.compressed is None:
-                body = member.pieces
-            else:
-                body = [f.result() for f in member.compressed]
-            compressed_size = sum(len(p) for p in body)
-            entry = (member.method, crc, compressed_size, member.size)
-            written[member.name] = (entry, body)
-            directory.append((member.name, entry, out.tell()))
-            _write_local(out, member.name, entry, clock, date)
-            for piece in body:
-                out.write(piece)
-                writeback.written()
-        for name, other in same_as.items():
-            entry, body = written[f"{other}.npy".encode()]
-            own = f"{name}.npy".encode()
-            directory.append((own, entry, out.tell()))
-            _write_local(out, own, entry, clock, date)
-            for piece in body:
-                out.write(piece)
-        _write_directory(out, directory, clock, date, comment)
+        writeback = Writeback(out)  # (what is written is flushed to disk meanwhile)
+        try:
+            _write_members(out, writeback, members, deflate, same_as, clock, date, comment)
+        finally:
+            writeback.finish()
+
+
+def _write_members(out, writeback: Writeback, members: dict[str, Future], deflate: set[str],
+                   same_as: dict[str, str], clock: int, date: int, comment: bytes) -> None:
+    directory = []
+    # the stored members first, written while the deflated ones compress
+    order = sorted(members, key=lambda name: name in deflate)
+    written: dict[bytes, tuple] = {}
+    for name in order:
+        member = members[name].result()
+        crc = member.crc.result()
+        if member.compressed is None:
+            body = member.pieces
+        else:
+            body = [f.result() for f in member.compressed]
+        compressed_size = sum(len(p) for p in body)
+        entry = (member.method, crc, compressed_size, member.size)
+        written[member.name] = (entry, body)
+        directory.append((member.name, entry, out.tell()))
+        _write_local(out, member.name, entry, clock, date)
+        for piece in body:
+            out.write(piece)
+            writeback.written()
+    for name, other in same_as.items():
+        entry, body = written[f"{other}.npy".encode()]
+        own = f"{name}.npy".encode()
+        directory.append((own, entry, out.tell()))
+        _write_local(out, own, entry, clock, date)
+        for piece in body:
+            out.write(piece)
+            writeback.written()
+    _write_directory(out, directory, clock, date, comment)
 
 
 def _started(pool: ThreadPoolExecutor, name: str, array, deflate: bool) -> Future:

@@ -16,7 +16,6 @@ import contextlib
 import errno
 import os
 import signal
-import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -48,49 +47,58 @@ def _sync(path: Path) -> None:
 
 
 class Writeback:
-    """Starts the disk writes of a large file while it is still being
-    written, so that its flush (fsync) at the end waits only for the last
-    part: Linux's ``sync_file_range`` (``SYNC_FILE_RANGE_WRITE``: start,
-    don't wait), which Python's ``os`` lacks; elsewhere nothing is started
-    early and the flush does it all, as before."""
+    """Flushes a large file to disk part by part while it is still being
+    written, so that its final flush (fsync) waits only for the last part.
 
-    #: bytes written between two starts
+    On this project's VMs a flush costs ~1.2 ms per MB written since the
+    one before, whenever those MB were written: asking the kernel to start
+    the disk writes early (Linux's ``sync_file_range``, tried first) left
+    the final flush of a 160 MB file at 0.2 s.  A flush (``fdatasync``) of
+    what is written so far, started on a thread while the rest is written,
+    took the first 128 MB off it: the final flush then took 0.055 s.  One
+    flush at a time; each covers all that was written before it started."""
+
+    #: bytes written between the starts of two flushes (at least)
     STEP = 16 << 20
 
     def __init__(self, out):
         self.out = out
-        self.started_to = 0
-        self._call = _sync_file_range()
+        #: where the last flush started: what it covers ends there
+        self.flushed_to = 0
+        self._flush: threading.Thread | None = None
 
     def written(self) -> None:
-        """Call after writing: starts writing to disk what was written since
-        the last start, once that is at least :attr:`STEP`."""
-        if self._call is None:
-            return
+        """Call after writing: starts a flush of what is written, once
+        :attr:`STEP` bytes have been written since the last one started
+        and that one has ended."""
         end = self.out.tell()
-        if end - self.started_to < self.STEP:
+        if end - self.flushed_to < self.STEP or (self._flush is not None
+                                                 and self._flush.is_alive()):
             return
         self.out.flush()
-        self._call(self.out.fileno(), self.started_to, end - self.started_to)
-        self.started_to = end
+        # (its own descriptor, closed when it is done: the file may be
+        # closed here meanwhile, and its number reused for another)
+        fd = os.dup(self.out.fileno())
+        self._flush = threading.Thread(target=_flush_early, args=(fd,), daemon=True,
+                                       name="threadmap early flush")
+        self._flush.start()
+        self.flushed_to = end
+
+    def finish(self) -> None:
+        """Wait for the flush under way, if any (the caller's own final
+        flush follows, and reports any error: these only save time)."""
+        if self._flush is not None:
+            self._flush.join()
+            self._flush = None
 
 
-def _sync_file_range():
-    """``sync_file_range(fd, offset, nbytes, SYNC_FILE_RANGE_WRITE)`` from the
-    C library, or None where there is none (not Linux)."""
-    if not sys.platform.startswith("linux"):
-        return None
+def _flush_early(fd: int) -> None:
     try:
-        import ctypes
-
-        function = ctypes.CDLL(None, use_errno=True).sync_file_range
-    except (OSError, AttributeError):
-        return None
-    function.argtypes = (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
-    function.restype = ctypes.c_int
-    write = 2  # SYNC_FILE_RANGE_WRITE
-    # (a failure only means the flush at the end does it all: its own errors are raised there)
-    return lambda fd, offset, nbytes: function(fd, offset, nbytes, write)
+        getattr(os, "fdatasync", os.fsync)(fd)
+    except OSError:  # (the final flush meets the same error and reports it)
+        pass
+    finally:
+        os.close(fd)
 
 
 def _sync_folder(folder: Path) -> None:

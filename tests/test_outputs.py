@@ -8,6 +8,7 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
 import zipfile
 from pathlib import Path
 
@@ -320,27 +321,41 @@ def test_a_flush_to_disk_that_fails_is_said_and_keeps_the_previous_file(tmp_path
     assert contents(out) == {"maps.npz": b"old maps"}
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sync_file_range is Linux's")
-def test_a_large_file_s_disk_writes_start_while_it_is_written(tmp_path):
-    """``Writeback`` asks the kernel to start writing each step of a file as
-    it is written (the flush at the end then waits for the last part only):
-    every byte once, in order, and the file as written."""
-    from kernels.outputs import Writeback, _sync_file_range
+def test_a_large_file_is_flushed_part_by_part_while_it_is_written(tmp_path, monkeypatch):
+    """``Writeback`` flushes what is written so far on a thread, one flush at
+    a time, each once STEP more bytes are written (the final flush then
+    waits for the last part only); each flush has its own descriptor, closed
+    when it ends; ``finish`` waits for the last; the file is as written."""
+    import kernels.outputs
+    from kernels.outputs import Writeback
 
-    started = []
+    real = kernels.outputs._flush_early
+    flushed_at, threads = [], []
+
+    def flush(fd):
+        flushed_at.append(os.fstat(fd).st_size)  # (what this flush covers)
+        threads.append(threading.current_thread())
+        real(fd)
+
+    monkeypatch.setattr(kernels.outputs, "_flush_early", flush)
+    descriptors_before = set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") \
+        else None
     piece = os.urandom(1 << 20)
     with open(tmp_path / "big", "wb") as out:
         writeback = Writeback(out)
-        real = writeback._call
-        assert real is not None  # (Linux: the C library's sync_file_range)
-        writeback._call = lambda fd, offset, nbytes: started.append((offset, nbytes)) \
-            or real(fd, offset, nbytes)
-        for _ in range(40):
+        for i in range(80):
             out.write(piece)
             writeback.written()
-    assert (tmp_path / "big").read_bytes() == piece * 40
-    ends = [offset + nbytes for offset, nbytes in started]
-    assert [offset for offset, _ in started] == [0] + ends[:-1]  # (contiguous, each once)
-    assert all(nbytes >= Writeback.STEP for _, nbytes in started)
-    assert ends[-1] > (40 << 20) - Writeback.STEP
-    assert _sync_file_range() is not None
+            if i % 8 == 7:  # (now and then the flush under way has ended: a new one may start)
+                writeback.finish()
+                assert not any(thread.is_alive() for thread in threads)
+        writeback.finish()
+        assert not any(thread.is_alive() for thread in threads)
+    assert (tmp_path / "big").read_bytes() == piece * 80
+    assert len(flushed_at) >= 80 // (Writeback.STEP >> 20) - 1
+    assert flushed_at[0] >= Writeback.STEP
+    assert all(later - earlier >= Writeback.STEP
+               for earlier, later in zip(flushed_at, flushed_at[1:]))
+    assert all(thread is not threading.main_thread() for thread in threads)
+    if descriptors_before is not None:  # (each flush's own descriptor closed)
+        assert set(os.listdir("/proc/self/fd")) == descriptors_before
