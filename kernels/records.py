@@ -183,8 +183,8 @@ def record_nbytes(output_size: int, input_sizes: tuple[int, int], n_threads: int
     """Bytes the recording arrays take (for the memory estimate); ``n_sites``
     counts access and branch sites, each with two int64 figures per warp."""
     per_element = 4 + 4 + 2 * writer_dtype(n_threads).itemsize + 4
-    per_thread = 4 + 8 + n_sites * 16 / 32
-    return int(output_size * per_element + n_threads * per_thread + 8 * sum(input_sizes))
+    per_thread = 4 + 4 + n_sites * 16 / 32
+    return int(output_size * per_element + n_threads * per_thread + 4 * sum(input_sizes))
 
 
 def margin_record_shape(shape_c: tuple[int, int]) -> tuple[int, int]:
@@ -287,12 +287,12 @@ def allocate_records(output_shape: tuple[int, ...], input_shapes: tuple[tuple[in
     records = maps[:STORES + 1] + [
         np.zeros((n_slots, 2), np.int64),                # oob
         np.full((n_slots, 2), INT64_MAX, np.int64),      # oob_min_thread
-        np.zeros(n_threads, np.int64),                   # oob_thread
+        np.zeros(n_threads, np.int32),                   # oob_thread
         np.zeros((n_slots, 2, 3), np.int64),             # oob_index: (i, j, k)
         np.zeros(DIVISION_SITES, np.int64),              # divz
         np.full(DIVISION_SITES, INT64_MAX, np.int64),    # divz_thread
         maps[-1],                                        # oob_margin
-    ] + [np.zeros(shape, np.int64) for shape in input_shapes]
+    ] + [np.zeros(shape, np.int32) for shape in input_shapes]  # read counts
     for other in written:
         records += _write_maps(other.shape, other.drawn, n_threads, writers, other.atomics,
                                encoded)
