@@ -140,6 +140,41 @@ def test_a_native_file_not_for_this_machine_is_passed_over_for_numba(damage):
         codegen._LOADED.clear()
 
 
+def test_a_native_file_made_for_other_argument_types_is_replaced(monkeypatch):
+    """Drivers kept for arrays of other types (the read counts were int64
+    before) decline a run's arguments, which go through numba; the file is
+    then made again from numba's code for them, and the next run takes the
+    native route (else every run would pay numba's 0.24 s)."""
+    request = _example("vector_add")
+    path = _native_file(request)
+    expected = run(request)
+    codegen._LOADED.clear()
+    kept = json.loads(path.read_text())
+    record = json.loads(path.read_text())
+    params = record["drivers"]["_tm_run_record"]["params"]
+    which = next(i for i, p in enumerate(params) if p[0] == "array" and p[1] == "<i4")
+    params[which][1] = "<i8"  # (as a file made when that record was int64)
+    path.write_text(json.dumps(record))
+    from kernels.backends import cpu
+
+    monkeypatch.setattr(cpu, "_NATIVE_TRIED", set())  # (as in a new process)
+    try:
+        declined = run(request)
+        (gen,) = codegen._LOADED.values()
+        assert isinstance(gen.module, native.NativeDrivers) and gen.module.declined
+        assert_same_results(expected, declined)
+        assert json.loads(path.read_text())["drivers"]["_tm_run_record"]["params"] == \
+            kept["drivers"]["_tm_run_record"]["params"]  # (made again, for these types)
+        codegen._LOADED.clear()
+        again = run(request)
+        (gen,) = codegen._LOADED.values()
+        assert isinstance(gen.module, native.NativeDrivers) and not gen.module.declined
+        assert_same_results(expected, again)
+    finally:
+        path.write_text(json.dumps(kept))
+        codegen._LOADED.clear()
+
+
 def test_arguments_the_native_code_was_not_made_for_go_through_numba():
     request = _example("vector_add")
     path = _native_file(request)

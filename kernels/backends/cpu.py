@@ -36,7 +36,7 @@ from ..derived.codegen import (
 )
 from ..derived.local_types import kernel_types
 from ..derived.lockstep import ROUNDS, LockstepLayout, lockstep_code
-from ..derived.native import NativeDrivers, keep_native, native_path
+from ..derived.native import NativeDrivers, keep_native, native_path, replace_native
 from ..derived.transform import (
     GLOBAL_SHADOW_COLUMNS,
     global_ranges_param,
@@ -277,7 +277,8 @@ def _compile_now(gen: GeneratedModule, job: KernelJob, workers: dict[str, _Worke
         raise
     _COMPILED.add(_kernel_key(job.plan, job.request))
     seconds = time.perf_counter() - start
-    _keep_native(gen)
+    _keep_native(gen, lambda function, mode: function(
+        *_call_args(workers[mode], gen.layout, job, mode, 0, 0, 0)))
     return seconds
 
 
@@ -285,15 +286,32 @@ def _compile_now(gen: GeneratedModule, job: KernelJob, workers: dict[str, _Worke
 _NATIVE_TRIED: set[Path] = set()
 
 
-def _keep_native(gen: GeneratedModule) -> None:
+def _keep_native(gen: GeneratedModule, call_on_no_blocks) -> None:
     """Keep the drivers numba has just compiled (or loaded) as native code
     beside its files, once: later runs of the module need no numba
-    (derived/native.py; ~0.3 s, once per module)."""
-    if isinstance(gen.module, NativeDrivers) or gen.path in _NATIVE_TRIED:
+    (derived/native.py; ~0.3 s, once per module).  Native drivers that
+    declined this run's arguments are replaced by numba's code for them: a
+    file made for other types (the read counts were int64 before) would
+    otherwise send every later run through numba, 0.24 s each.
+    ``call_on_no_blocks(driver, mode)`` calls a driver as the compile did."""
+    if gen.path in _NATIVE_TRIED:
+        return
+    module = gen.module
+    if isinstance(module, NativeDrivers):
+        if not module.declined:
+            return
+        _NATIVE_TRIED.add(gen.path)
+        numba_module = module.through_numba()
+        for mode in ("record", "plain"):  # (each compiled for these arguments, by numba:
+            call_on_no_blocks(getattr(numba_module, f"_tm_run_{mode}"), mode)  # its cache)
+        replace_native(native_path(gen.path), {name: getattr(numba_module, name)
+                                               for name in _DRIVERS})
         return
     _NATIVE_TRIED.add(gen.path)  # (once a process: a module it cannot hold is not tried again)
-    keep_native(native_path(gen.path), {f"_tm_run_{mode}": gen.function(f"_tm_run_{mode}")
-                                        for mode in ("record", "plain")})
+    keep_native(native_path(gen.path), {name: gen.function(name) for name in _DRIVERS})
+
+
+_DRIVERS = ("_tm_run_record", "_tm_run_plain")
 
 
 def _lockstep_records(layout: LockstepLayout, job: KernelJob,
@@ -499,12 +517,6 @@ def run_cpu(job: KernelJob, plain: bool = True) -> BackendOutput:
     return output
 
 
-#: From this size on, the buffer the plain run's C is kept in while its
-#: repeats are timed is faulted in ahead (a 4096 x 4096 C's copy took 0.16 s
-#: into fresh memory, 0.02 s into memory already faulted in).
-KEPT_PREFAULT_BYTES = 4 << 20
-
-
 class _Prefaulted:
     """The run's full-size arrays, allocated on a thread of their own while
     this one loads the emulation's module (mostly single-threaded imports).
@@ -520,8 +532,6 @@ class _Prefaulted:
         #: a second worker's private recording arrays and C (None with one worker)
         self.private: list[np.ndarray] | None = None
         self.c_private: np.ndarray | None = None
-        #: where the plain run's C is kept while its repeats are timed
-        self.c_kept: np.ndarray | None = None
         self._failure: BaseException | None = None
         self._thread = threading.Thread(target=self._allocate, daemon=True)
         self._thread.start()
@@ -531,9 +541,6 @@ class _Prefaulted:
         try:
             self.records = job.fresh_records(encoded=True)
             self.c = job.fresh_output()
-            if job.request.repeats > 1 and self.c.nbytes >= KEPT_PREFAULT_BYTES:
-                self.c_kept = np.empty_like(self.c)
-                self.c_kept.fill(0)  # (faulted in here, on the core the imports leave free)
             warps = job.request.blocks * (-(-job.request.threads_per_block // WARP))
             if worker_count(job, warps) > 1:
                 output_shape, input_shapes = job.record_shapes()
@@ -575,8 +582,7 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
     output_shape, input_shapes = job.record_shapes()
     private, private_lockstep = [], []
     ready = [(arrays.private, arrays.c_private)] if arrays.private is not None else []
-    kept = arrays.c_kept
-    arrays.private = arrays.c_private = arrays.c_kept = None
+    arrays.private = arrays.c_private = None
     # (a kernel that stores into arrays besides its output runs on one worker,
     # worker_count: the private copies and _merge know the output's maps only)
     assert len(ranges) == 1 or not job.written_shapes(), "written arrays on several workers"
@@ -626,7 +632,6 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
     # (From here on c_record, worker 0's C, is the plain run's.)
     workers = plain_workers + [_make_worker(gen, job, control, False, None, None, c=c)
                                for c in spare_outputs]
-    outputs: list[np.ndarray] = []
 
     def timed_plain_run() -> float:
         # Only worker 0's C shows unwritten elements; the others' give only
@@ -643,9 +648,6 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
         with kernel_prints(None), TIMING:
             seconds = _run_ranges(plain, workers, ranges, job, layout, "plain", control, lo, hi,
                                   "plain emulation")
-        if not outputs:
-            _take_later_writes(workers[0].c, [w.c for w in workers[1:]], written)
-            outputs.append(workers[0].c)
         return seconds
 
     first = timed_plain_run()
@@ -655,27 +657,28 @@ def _run_emulation(job: KernelJob, gen, plain: bool, arrays: _Prefaulted) -> Bac
         # recording run just before warmed the caches and the code (measured
         # over a sweep of 64 configurations: the first run took 16.7 ms on
         # average, the median of three more 16.6 ms, and the first was the
-        # slower in 33 of 64).  The repeats write over worker 0's C, so the
-        # first run's is kept apart.  Three runs at least, more only within
+        # slower in 33 of 64).  Three runs at least, more only within
         # 0.15 s: a run of 0.1-0.2 s (4096 x 4096 at K = 16) is timed 3 times,
         # not 5, as is a 4096 x 4096 transpose's of ~50 ms; two more had cost
         # a 3.3 s command 0.35 s (median of 5: 172 ms; of 3: 172 ms), and the
         # transpose's 0.12 s of a 2.9 s command (medians of 5 in two commands: 44 and
         # 52 ms; of 3: 50, 55, 60 and 61 ms: the spread is between commands).
-        if kept is not None:  # (made like worker 0's C, which outputs[0] is)
-            np.copyto(kept, outputs[0])
-            outputs[0] = kept
-        else:
-            outputs[0] = outputs[0].copy()
         seconds, samples = median_time(timed_plain_run, request.repeats, budget=0.15,
                                        earlier=(first,), least=3)
+    # Every run stored the same C (the emulation runs the threads in one
+    # order, each worker its own range): the last run's is the output, worker
+    # 0's C with the elements the other workers' threads stored.  (The first
+    # run's, kept apart while the others ran, cost a 64 MB buffer for a
+    # 4096 x 4096 C, slow to fault in on a VM, and its copy.)
+    _take_later_writes(workers[0].c, [w.c for w in workers[1:]], written)
+    output = workers[0].c
     timings.append(Timing("kernel", "cpu", seconds,
                           method + (f", median of {samples} runs" if samples > 1 else ""),
                           samples, job.flops))
     if c_raced is not None:
         return BackendOutput(c_raced, records, None, timings, [RACED_NOTE], lockstep=lockstep,
                              layout=layout, prints=prints)
-    return BackendOutput(outputs[0], records, outputs[0], timings, lockstep=lockstep,
+    return BackendOutput(output, records, output, timings, lockstep=lockstep,
                          layout=layout, prints=prints)
 
 

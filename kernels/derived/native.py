@@ -125,6 +125,15 @@ def keep_native(path: Path, dispatchers: dict[str, object]) -> None:
         pass
 
 
+def replace_native(path: Path, dispatchers: dict[str, object]) -> None:
+    """:func:`save_native` over the file at ``path``, whose code declined
+    the arguments ``dispatchers`` were just compiled for.  Never an error."""
+    try:
+        save_native(path, dispatchers)
+    except Exception:  # noqa: BLE001 (llvmlite and numba raise many kinds)
+        pass
+
+
 
 def save_native(path: Path, dispatchers: dict[str, object]) -> bool:
     """Write the native form of ``dispatchers`` (driver name -> numba
@@ -213,9 +222,22 @@ class NativeDrivers:
 
     def __init__(self, engine, record: dict, numba):
         self._engine = engine  # (the code lives as long as its engine)
-        for name, driver in record["drivers"].items():
-            setattr(self, name, _Driver(name, engine.get_function_address(driver["entry"]),
-                                        driver, numba))
+        self._numba = numba
+        self._drivers = [_Driver(name, engine.get_function_address(driver["entry"]), driver,
+                                 numba) for name, driver in record["drivers"].items()]
+        for driver in self._drivers:
+            setattr(self, driver.name, driver)
+
+    @property
+    def declined(self) -> bool:
+        """Whether a driver was called with arguments its code was not made
+        for (they went through numba): the file is then out of date, as when
+        the recording arrays' types change from one version to the next."""
+        return any(driver.declined for driver in self._drivers)
+
+    def through_numba(self):
+        """The generated module, imported through numba."""
+        return self._numba()
 
 
 #: Sets of arrays whose words a driver keeps (and so keeps alive): one per
@@ -229,6 +251,8 @@ class _Driver:
     def __init__(self, name: str, address: int, driver: dict, numba):
         self.name = name
         self._numba = numba
+        #: whether a call took numba's route (arguments not the code's)
+        self.declined = False
         self._params = [(p[0], np.dtype(p[1]) if p[0] == "array" else p[1], *p[2:])
                         for p in driver["params"]]
         self._arrays = [i for i, p in enumerate(self._params) if p[0] == "array"]
@@ -291,6 +315,7 @@ class _Driver:
         """Run the driver; its return value (an int64, as numba returns it)."""
         laid_out = self._layout(args, _keep)
         if laid_out is None:
+            self.declined = True
             return getattr(self._numba(), self.name)(*args)
         kept, template, slots = laid_out
         words = type(template)()  # (one per call: workers call at once)
@@ -299,6 +324,7 @@ class _Driver:
         for slot, index in zip(slots, self._numbers):
             value = args[index]
             if number_type(value) != self._params[index][1]:
+                self.declined = True
                 return getattr(self._numba(), self.name)(*args)  # (numba: another signature)
             if self._reals[slot]:
                 ctypes.c_double.from_address(base + 8 * slot).value = float(value)
