@@ -144,9 +144,10 @@ def save_maps(path: Path, arrays: dict[str, np.ndarray], dtype: str,
 
 
 def _equal_writers(arrays: dict[str, np.ndarray]) -> bool:
+    from .records import same_values
+
     lowest, highest = arrays.get("min_writer"), arrays.get("max_writer")
-    return lowest is not None and highest is not None and lowest.dtype == highest.dtype \
-        and np.array_equal(lowest, highest)
+    return lowest is not None and highest is not None and same_values(lowest, highest)
 
 
 _RUN_ID_PREFIX = "threadmap run "

@@ -1,6 +1,7 @@
 """A child's large result comes back in sealed memfds that the parent maps
 (backends/transfer.py), not copied through the pipe: the same result, and
 nothing the parent trusts more than before."""
+import dataclasses
 import os
 import pickle
 
@@ -36,6 +37,42 @@ def test_a_large_result_through_memory_equals_the_run_in_this_process():
     isolated = engine.run(request, isolate=True)
     for name, array in here.maps_arrays().items():
         np.testing.assert_array_equal(isolated.maps_arrays()[name], array, err_msg=name)
+
+
+def test_equal_writer_maps_are_one_array_sent_once():
+    """Where no element was stored by two threads, the lowest and highest
+    writer maps are equal: read_back makes them one array, which travels in
+    one memfd, comes back as one, and counts no collision without a pass."""
+    from kernels import engine
+    from kernels.records import same_values
+
+    request = describe_request(RunRequest(
+        kernel=None, kernel_file=os.path.join(ROOT, "examples", "transpose_naive.py"),
+        backend="cpu", tier="instant", grid=(32, 32), block=(32, 8), repeats=1),
+        ["a=float32[1024,1024]", "out=float32[1024,1024]"])
+    resolved, _, note = engine.prepare(request)
+    here = engine.run_here(resolved, note)
+    assert here.maps.min_writer is here.maps.max_writer
+    assert here.maps.collided == 0 and here.verdict.collided == 0
+    apart = dataclasses.replace(here, maps=dataclasses.replace(
+        here.maps, max_writer=here.maps.max_writer.copy()))
+    message = transfer.write_result(("result", apart))
+    sent_apart = len(message[2])
+    transfer.release()
+    message = transfer.write_result(("result", here))
+    assert len(message[2]) == sent_apart - 1  # (one 4 MB map fewer)
+    _, back = transfer.read_result(message[1], message[2], os.getpid(), child_message)
+    transfer.release()
+    assert back.maps.min_writer is back.maps.max_writer
+    assert back.maps.min_writer.min() == 0 and back.maps.min_writer.max() == 32 * 32 * 256 - 1
+
+    a = np.arange(3 << 20, dtype=np.int32)
+    b = a.copy()
+    assert same_values(a, b)
+    b[-1] += 1  # (in the last piece only)
+    assert not same_values(a, b)
+    assert not same_values(a, a.astype(np.int64))
+    assert not same_values(a, a[:-1])
 
 
 def test_a_broadcast_map_is_pickled_as_its_one_value():
