@@ -42,6 +42,7 @@ Sections
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -311,23 +312,34 @@ def _whole_commands(arguments: list[str], trees: list[tuple[str, Path]],
                     rounds: int) -> tuple[dict, dict]:
     """``threadmap ARGUMENTS --out TMP`` in a new process per tree, alternating,
     ``rounds`` times after one unmeasured round (it warms numba's cache):
-    the sorted wall times and the bytes written, by tree."""
+    the sorted wall times and the bytes written, by tree.  Each tree has a
+    cache of its own: files one version keeps (native drivers made for its
+    record types) must not decide another's route."""
     samples: dict = {label: [] for label, _ in trees}
     sizes: dict = {}
-    for round_ in range(rounds + 1):
-        for label, root in trees:
-            with tempfile.TemporaryDirectory() as out:
-                command = [sys.executable, "-m", "app.launcher", *arguments, "--out", out]
-                started = time.perf_counter()
-                proc = subprocess.run(command, cwd=root, capture_output=True, text=True,
-                                      env=dict(os.environ, PYTHONPATH=str(root)))
-                wall = time.perf_counter() - started
-                if proc.returncode != 0:
-                    raise RuntimeError(f"{label}: {proc.stderr[-2000:]}")
-                if round_:
-                    samples[label].append(wall)
-                    sizes[label] = _folder_bytes(Path(out))
+    with contextlib.ExitStack() as stack:
+        caches = {label: stack.enter_context(tempfile.TemporaryDirectory(
+            prefix=f"threadmap-bench-{label}-")) for label, _ in trees}
+        for round_ in range(rounds + 1):
+            _round(arguments, trees, caches, samples, sizes, measured=round_ > 0)
     return {label: sorted(values) for label, values in samples.items()}, sizes
+
+
+def _round(arguments: list[str], trees: list[tuple[str, Path]], caches: dict, samples: dict,
+           sizes: dict, measured: bool) -> None:
+    for label, root in trees:
+        with tempfile.TemporaryDirectory() as out:
+            command = [sys.executable, "-m", "app.launcher", *arguments, "--out", out]
+            started = time.perf_counter()
+            proc = subprocess.run(command, cwd=root, capture_output=True, text=True,
+                                  env=dict(os.environ, PYTHONPATH=str(root),
+                                           THREADMAP_CACHE_DIR=caches[label]))
+            wall = time.perf_counter() - started
+            if proc.returncode != 0:
+                raise RuntimeError(f"{label}: {proc.stderr[-2000:]}")
+            if measured:
+                samples[label].append(wall)
+                sizes[label] = _folder_bytes(Path(out))
 
 
 def lean_commands(baseline: Path | None, rounds: int = 3) -> dict:
