@@ -16,15 +16,26 @@ from kernels.sources.arguments import describe_request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def test_a_large_result_through_memory_equals_the_run_in_this_process():
-    from kernels import engine
-
-    request = describe_request(RunRequest(
+def _transpose_request() -> RunRequest:
+    """A 1024 x 1024 transpose: ~20 MB of maps, sent through memory."""
+    return describe_request(RunRequest(
         kernel=None, kernel_file=os.path.join(ROOT, "examples", "transpose_naive.py"),
         backend="cpu", tier="instant", grid=(32, 32), block=(32, 8), repeats=1),
         ["a=float32[1024,1024]", "out=float32[1024,1024]"])
+
+
+def _run_here(request: RunRequest):
+    from kernels import engine
+
     resolved, _, note = engine.prepare(request)
-    here = engine.run_here(resolved, note)
+    return engine.run_here(resolved, note)
+
+
+def test_a_large_result_through_memory_equals_the_run_in_this_process():
+    from kernels import engine
+
+    request = _transpose_request()
+    here = _run_here(request)
     message = transfer.write_result(("result", here))
     assert message is not None and message[0] == "result_memory"  # (~20 MB of maps)
     assert len(message[1]) < transfer.MEMFD_WORTH_BYTES  # (the pickle alone is small)
@@ -43,15 +54,9 @@ def test_equal_writer_maps_are_one_array_sent_once():
     """Where no element was stored by two threads, the lowest and highest
     writer maps are equal: read_back makes them one array, which travels in
     one memfd, comes back as one, and counts no collision without a pass."""
-    from kernels import engine
     from kernels.records import same_values
 
-    request = describe_request(RunRequest(
-        kernel=None, kernel_file=os.path.join(ROOT, "examples", "transpose_naive.py"),
-        backend="cpu", tier="instant", grid=(32, 32), block=(32, 8), repeats=1),
-        ["a=float32[1024,1024]", "out=float32[1024,1024]"])
-    resolved, _, note = engine.prepare(request)
-    here = engine.run_here(resolved, note)
+    here = _run_here(_transpose_request())
     assert here.maps.min_writer is here.maps.max_writer
     assert here.maps.collided == 0 and here.verdict.collided == 0
     apart = dataclasses.replace(here, maps=dataclasses.replace(
