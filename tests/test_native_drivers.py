@@ -227,9 +227,9 @@ def test_the_comparison_runs_as_native_code_with_numba_s_figures():
             function = correctness._compiled_compare(np.dtype(np.float32))
             assert isinstance(function.__self__, native._Driver)
         out = np.zeros(8)
-        function(c, ref, np.abs(ref) * 1e-5 + 1e-6, out)
+        function(c, ref, np.abs(ref) * 1e-5 + 1e-6, 0.0, 0.0, out)
         elementwise = np.zeros(8)  # (its bound made in the loop: a user's reference's)
-        correctness._compiled(np.dtype(np.float32)).elementwise(c, ref, 1e-5, 1e-6, elementwise)
+        function(c, ref, correctness.NO_BOUNDS, 1e-5, 1e-6, elementwise)
         assert np.array_equal(elementwise, out)
         figures[route] = out
     correctness._compare_compiled.clear()

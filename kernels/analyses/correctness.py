@@ -159,7 +159,7 @@ def _compare_block(c: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> np.ndar
     if c.size <= NUMPY_COMPARE_ELEMENTS:
         return _compare_block_numpy(c, ref, bound)
     out = np.zeros(8)
-    _compiled_compare(c.dtype)(c, ref, bound, out)
+    _compiled_compare(c.dtype)(c, ref, bound, 0.0, 0.0, out)
     return out
 
 
@@ -173,19 +173,21 @@ def _compare_block_elementwise(c: np.ndarray, ref: "ElementwiseReference",
     if c.size <= NUMPY_COMPARE_ELEMENTS:
         return _compare_block_numpy(c, expected, ref.bound(rows))
     out = np.zeros(8)
-    _compiled(c.dtype).elementwise(c, expected, ref.rtol, ref.floor, out)
+    _compiled_compare(c.dtype)(c, expected, NO_BOUNDS, float(ref.rtol), float(ref.floor), out)
     return out
 
 
-#: The compiled comparisons, by C's dtype: native code loaded without numba
+#: The bounds the compiled loop is given where it makes each element's bound
+#: itself, ``rtol * |ref| + floor`` (no rows: none given).
+NO_BOUNDS = np.zeros((0, 0))
+
+#: The compiled comparison, by C's dtype: native code loaded without numba
 #: where numba made it before (derived/native.py), else numba's.
 _compare_compiled: dict[np.dtype, object] = {}
 _compiling_lock = threading.Lock()
 
 
-def _compiled(dtype: np.dtype):
-    """Both comparisons for C of ``dtype``: ``compare`` (against a bound
-    given as an array) and ``elementwise`` (a bound of ``rtol`` and ``floor``)."""
+def _compiled_compare(dtype: np.dtype):
     with _compiling_lock:  # (one per dtype, whichever thread asks first)
         found = _compare_compiled.get(np.dtype(dtype))
         if found is None:
@@ -193,15 +195,11 @@ def _compiled(dtype: np.dtype):
     return found
 
 
-def _compiled_compare(dtype: np.dtype):
-    return _compiled(dtype).compare
-
-
 def _load_compare(dtype: np.dtype):
-    """The comparisons for ``dtype``: their native code if kept (no numba
-    import in a process that only compares: ~0.5 s of a core, which the
-    reference made while the kernel runs took from the kernel's run), else
-    numba's, kept as native code for the next process."""
+    """The comparison for ``dtype``: its native code if kept (no numba import
+    in a process that only compares: ~0.5 s of a core, which the reference
+    made while the kernel runs took from the kernel's run), else numba's,
+    kept as native code for the next process."""
     import functools
     import hashlib
     import inspect
@@ -214,26 +212,20 @@ def _load_compare(dtype: np.dtype):
     def compiled():
         from numba import njit
 
-        def jit(function):
-            return njit(cache=True, nogil=True, error_model="numpy", _nrt=False)(function)
+        function = njit(cache=True, nogil=True, error_model="numpy", _nrt=False)(
+            _compare_block_py)
+        return SimpleNamespace(compare=function)
 
-        return SimpleNamespace(compare=jit(_compare_block_py),
-                               elementwise=jit(_compare_block_elementwise_py))
-
-    code = hashlib.sha256((inspect.getsource(_compare_block_py)
-                           + inspect.getsource(_compare_block_elementwise_py)).encode()
-                          ).hexdigest()[:16]
+    code = hashlib.sha256(inspect.getsource(_compare_block_py).encode()).hexdigest()[:16]
     path = cache_dir() / "__pycache__" / f"compare_{dtype.name}_{code}.native.json"
     native = load_native(path, compiled)
-    if native is not None:  # (``once``: new blocks each call, none kept alive)
-        return SimpleNamespace(compare=native.compare.once,
-                               elementwise=native.elementwise.once)
-    functions = compiled()
-    c, ref, out = np.zeros((1, 1), dtype), np.zeros((1, 1)), np.zeros(8)
-    functions.compare(c, ref, np.ones((1, 1)), out)  # (compiled, or loaded from numba's
-    functions.elementwise(c, ref, 1.0, 1.0, out)      # cache, here)
-    keep_native(path, {"compare": functions.compare, "elementwise": functions.elementwise})
-    return functions
+    if native is not None:
+        return native.compare.once  # (new blocks each call: none kept alive)
+    function = compiled().compare
+    first = np.zeros((1, 1), dtype), np.zeros((1, 1)), np.ones((1, 1)), 0.0, 0.0, np.zeros(8)
+    function(*first)  # (compiled, or loaded from numba's cache, here)
+    keep_native(path, {"compare": function})
+    return function
 
 
 def prepare_compare(dtype: np.dtype, ref: "ElementwiseReference") -> None:
@@ -243,39 +235,18 @@ def prepare_compare(dtype: np.dtype, ref: "ElementwiseReference") -> None:
     rows, columns = ref.c.shape
     if not rows or min(rows, _BLOCK_ROWS) * columns <= NUMPY_COMPARE_ELEMENTS:
         return
-    _compiled(dtype)
+    _compiled_compare(dtype)
 
 
-def _compare_block_py(c, ref, bound, out):
+def _compare_block_py(c, ref, bound, rtol, floor, out):
+    # (``bound`` without rows: each element's bound is made here from
+    # ``rtol`` and ``floor``, a user's reference's, never made as arrays)
+    given = bound.shape[0] > 0
     for i in range(c.shape[0]):
         for j in range(c.shape[1]):
             value = np.float64(c[i, j])
             r = ref[i, j]
-            t = bound[i, j]
-            out[2] += t * t
-            out[3] = max(out[3], t)
-            out[7] += r * r
-            if not np.isfinite(value):
-                out[5] += 1
-                continue
-            d = abs(value - r)
-            out[0] += d * d
-            out[1] = max(out[1], d)
-            if d > t:
-                out[4] += 1
-            if d > 0:
-                out[6] = max(out[6], d / t if t > 0 else np.inf)
-    return 0
-
-
-# (the same loop, its bound made here; written out twice, not as a shared
-# jitted step: each is kept as one self-contained native function)
-def _compare_block_elementwise_py(c, ref, rtol, floor, out):
-    for i in range(c.shape[0]):
-        for j in range(c.shape[1]):
-            value = np.float64(c[i, j])
-            r = ref[i, j]
-            t = rtol * abs(r) + floor
+            t = bound[i, j] if given else rtol * abs(r) + floor
             out[2] += t * t
             out[3] = max(out[3], t)
             out[7] += r * r
