@@ -247,3 +247,38 @@ def test_a_child_cannot_write_shared_memory_in_dev_shm(tmp_path):
     finally:
         target.unlink()
         sandbox.remove_workdir(own)
+
+
+FOLDER_CHURN = textwrap.dedent('''
+    import os, sys, tempfile
+    from pathlib import Path
+    from kernels.backends import sandbox
+
+    tempfile.tempdir = sys.argv[1]
+    vanished = 0
+    for _ in range(int(sys.argv[2])):
+        path = sandbox.make_workdir()  # (removes the orphans it finds first)
+        for _ in range(3):
+            if not (path / sandbox.OWNER_FILE).exists():
+                vanished += 1
+                break
+            os.sched_yield()
+        sandbox.remove_workdir(path)
+    print(vanished)
+''')
+
+
+def test_no_child_folder_vanishes_while_many_workers_make_and_remove_theirs(tmp_path):
+    """``check`` with many workers: each starts children whose folders are
+    made while the others remove orphans.  A folder made under its final
+    name stood unlocked for a moment, was taken for an orphan and removed
+    under its live child ("cannot write /tmp/threadmap-child-...", seen
+    with 16 workers); none may vanish."""
+    workers = [subprocess.Popen([sys.executable, "-c", FOLDER_CHURN, str(tmp_path), "400"],
+                                cwd=ROOT, stdout=subprocess.PIPE, text=True)
+               for _ in range(6)]
+    vanished = [int(w.communicate(timeout=120)[0]) for w in workers]
+    assert all(w.returncode == 0 for w in workers)
+    assert vanished == [0] * 6
+    assert list(tmp_path.iterdir()) == []  # (each removed its own; none left half made)
+

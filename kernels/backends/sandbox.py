@@ -47,23 +47,45 @@ OWNER_FILE = ".owner"
 _owned: dict[Path, int] = {}
 
 
+#: Name prefix of a child's folder once it is locked (the only ones that
+#: :func:`_remove_orphans` judges), and of one being made.
+CHILD_PREFIX = "threadmap-child-"
+_MAKING_PREFIX = "threadmap-making-"
+
+
 def make_workdir() -> Path:
     """A new private (0700) empty folder for one child process (but for its
     lock file).  Folders left by a process that was killed (SIGKILL: it could
-    not remove them) are removed first."""
-    _remove_orphans(Path(tempfile.gettempdir()))
-    path = Path(tempfile.mkdtemp(prefix="threadmap-child-"))
-    _own(path)
+    not remove them) are removed first.
+
+    The folder is made under another name, locked, and only then renamed
+    into the ``threadmap-child-*`` that other processes look at: made under
+    its final name, its lock file stood unlocked for a moment, and a process
+    removing orphans (``check``'s many workers) could take the lock, judge
+    the folder orphaned and remove it under its live child."""
+    base = Path(tempfile.gettempdir())
+    _remove_orphans(base)
+    making = Path(tempfile.mkdtemp(prefix=_MAKING_PREFIX, dir=base))
+    descriptor = _lock(making)
+    path = making.with_name(CHILD_PREFIX + making.name[len(_MAKING_PREFIX):])
+    try:
+        os.rename(making, path)  # (same folder: atomic; the lock moves with the file)
+    except OSError:
+        os.close(descriptor)
+        shutil.rmtree(making, ignore_errors=True)
+        raise
+    _owned[path] = descriptor
     return path
 
 
-def _own(path: Path) -> None:
+def _lock(path: Path) -> int:
+    """Make ``path``'s lock file and hold its lock: the descriptor."""
     import fcntl
 
     descriptor = os.open(path / OWNER_FILE, os.O_RDWR | os.O_CREAT | os.O_EXCL
                          | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
     fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    _owned[path] = descriptor
+    return descriptor
 
 
 def _remove_orphans(base: Path) -> None:
@@ -72,7 +94,10 @@ def _remove_orphans(base: Path) -> None:
     import fcntl
 
     try:
-        entries = list(base.glob("threadmap-child-*"))
+        entries = list(base.glob(CHILD_PREFIX + "*"))
+        # (one still being made is judged only when old: a process killed
+        # between making it and renaming it)
+        entries += [e for e in base.glob(_MAKING_PREFIX + "*") if _older_than(e, 60.0)]
     except OSError:
         return
     for entry in entries:
@@ -90,6 +115,15 @@ def _remove_orphans(base: Path) -> None:
         finally:
             os.close(descriptor)
         shutil.rmtree(entry, ignore_errors=True)
+
+
+def _older_than(path: Path, seconds: float) -> bool:
+    import time
+
+    try:
+        return time.time() - path.lstat().st_mtime > seconds
+    except OSError:
+        return False
 
 
 def remove_workdir(path: Path | None) -> None:
