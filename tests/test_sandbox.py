@@ -282,3 +282,86 @@ def test_no_child_folder_vanishes_while_many_workers_make_and_remove_theirs(tmp_
     assert vanished == [0] * 6
     assert list(tmp_path.iterdir()) == []  # (each removed its own; none left half made)
 
+
+STAND_IN_CUDA = textwrap.dedent('''
+    """Started in the child (as sitecustomize): a stand-in for numba.cuda,
+    whose current_context records that the context was made, from a file
+    outside the child's folder (under Landlock that write fails), and fails
+    as the driver would when the test asks for that."""
+    import os, sys, time, types
+
+    def current_context():
+        failure = os.environ.get("STAND_IN_FAILURE")
+        if failure:
+            raise RuntimeError(failure)
+        with open(os.environ["STAND_IN_MARKER"], "w") as file:
+            file.write(repr(time.monotonic()))
+        return object()
+
+    stand_in = types.ModuleType("numba.cuda")
+    stand_in.current_context = current_context
+    sys.modules["numba.cuda"] = stand_in
+''')
+
+
+def stand_in_cuda(tmp_path, monkeypatch) -> Path:
+    """numba.cuda replaced by :data:`STAND_IN_CUDA` in the children started
+    from now on; the file its context writes."""
+    folder = tmp_path / "stand_in"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(STAND_IN_CUDA)
+    monkeypatch.setenv("PYTHONPATH", str(folder))
+    marker = tmp_path / "context-made"
+    monkeypatch.setenv("STAND_IN_MARKER", str(marker))
+    return marker
+
+
+def test_a_gpu_child_makes_its_cuda_context_before_it_enters_the_sandbox(tmp_path, monkeypatch):
+    """Landlock applied before cuInit makes it fail (CUDA_ERROR_OPERATING_SYSTEM
+    on an H200 under gVisor): the GPU child makes its context first, then
+    enters the same sandbox as every child; a CPU child makes none."""
+    from kernels.backends.child import ChildRunner
+    from kernels.engine import prepare
+    from tests.conftest import request
+
+    marker = stand_in_cuda(tmp_path, monkeypatch)
+    # (the run itself on the instant tier, which needs no numba: the stand-in has none)
+    resolved, _, note = prepare(request(shape=(8, 4, 8), grid=(2,), block=(32,), backend="cpu",
+                                        tier="instant"))
+    for gpu in (False, True):
+        child = ChildRunner(simulator=False, gpu=gpu)
+        try:
+            result = child.run(resolved, note)
+        finally:
+            child.stop()
+        assert result.verdict.passed
+        report = child.sandbox
+        if not gpu:
+            assert report["cuda_context"] is None and not marker.exists()
+            continue
+        assert report["cuda_context"]["made"], report
+        made_at = float(marker.read_text())  # (written from the child: outside its folder)
+        assert made_at <= report["cuda_context"]["at"]
+        assert report["cuda_context"]["at"] < report["entered_at"]
+        if landlock_abi() >= 1:
+            assert report["landlock"]  # (the full sandbox, entered after the context)
+
+
+def test_a_gpu_child_whose_context_fails_says_why_in_one_sentence(tmp_path, monkeypatch):
+    from kernels.backends.child import ChildRunner
+    from kernels.engine import prepare
+    from kernels.errors import BackendUnavailable
+    from tests.conftest import request
+
+    stand_in_cuda(tmp_path, monkeypatch)
+    monkeypatch.setenv("STAND_IN_FAILURE", "Call to cuInit results in\n CUDA_ERROR_NO_DEVICE (100)")
+    resolved, _, note = prepare(request(shape=(8, 4, 8), grid=(2,), block=(32,), backend="cpu",
+                                        tier="instant"))
+    child = ChildRunner(simulator=False, gpu=True)
+    try:
+        with pytest.raises(BackendUnavailable) as raised:
+            child.run(resolved.with_(backend="gpu"), note)
+    finally:
+        child.stop()
+    assert str(raised.value) == ("the GPU could not be initialised: Call to cuInit results in "
+                                 "CUDA_ERROR_NO_DEVICE (100)")

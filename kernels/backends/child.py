@@ -31,13 +31,19 @@ from . import lifeline, phases, sandbox
 from .callbacks import CancelCallback, ProgressCallback, _never, _no_progress
 
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
+#: Set to "1" in the environment of a child that runs kernels on the GPU.
+GPU_CHILD_ENV = "THREADMAP_CHILD_GPU"
 
 
 class ChildRunner:
     """One child process, started on first use, running one request at a time."""
 
-    def __init__(self, simulator: bool):
+    def __init__(self, simulator: bool, gpu: bool = False):
         self.simulator = simulator
+        #: whether the child makes its CUDA context before its sandbox (a
+        #: child for GPU runs: see device.make_context); a CPU child never
+        #: pays numba.cuda's import and the driver's start for it
+        self.gpu = gpu
         self._process: subprocess.Popen | None = None
         self._to_child: Connection | None = None
         self._from_child: Connection | None = None
@@ -74,6 +80,7 @@ class ChildRunner:
         env = sandbox.child_environment(self._workdir, own_cache)
         self._cache_key = cache_key
         env["NUMBA_ENABLE_CUDASIM"] = "1" if self.simulator else "0"
+        env[GPU_CHILD_ENV] = "1" if self.gpu else "0"
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (_PROJECT_ROOT, env.get("PYTHONPATH")) if p)
         try:
@@ -433,7 +440,7 @@ def _with_start_up(result, seconds: float | None, simulator: bool):
     return dataclasses.replace(result, timings=(start_up,) + tuple(result.timings))
 
 
-_runners: dict[bool, ChildRunner] = {}
+_runners: dict[tuple[bool, bool], ChildRunner] = {}
 _runners_lock = threading.Lock()
 
 
@@ -481,12 +488,13 @@ def warm_for_file(path: str) -> None:
         pass
 
 
-def runner(simulator: bool) -> ChildRunner:
-    """The shared child runner for the simulator or for isolated native runs."""
+def runner(simulator: bool, gpu: bool = False) -> ChildRunner:
+    """The shared child runner for the simulator, for isolated runs on the
+    CPU emulation, or (``gpu``) for isolated runs on the GPU."""
     with _runners_lock:
-        if simulator not in _runners:
-            _runners[simulator] = ChildRunner(simulator)
-        return _runners[simulator]
+        if (simulator, gpu) not in _runners:
+            _runners[simulator, gpu] = ChildRunner(simulator, gpu)
+        return _runners[simulator, gpu]
 
 
 @atexit.register

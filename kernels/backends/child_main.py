@@ -29,11 +29,25 @@ def main(argv: list[str]) -> int:
 
     from . import sandbox, transfer
     from ..cache import cache_dir
+    from .child import GPU_CHILD_ENV
 
+    import time
+
+    # A GPU child makes its CUDA context first: under Landlock the driver's
+    # cuInit fails (CUDA_ERROR_OPERATING_SYSTEM).  The context is made by
+    # ThreadMap's own code before anything of the kernel file is read; the
+    # driver's threads started for it run no code of the kernel's.
+    context = None
+    if os.environ.get(GPU_CHILD_ENV) == "1":
+        from .device import make_context
+
+        context = make_context()
     # Its kernel's own cache (numba's files inside it) and its folder: nothing else.
     workdir = Path(os.environ.get("THREADMAP_SANDBOX_WORKDIR", os.getcwd()))
     writable = [cache_dir(), workdir]
     applied = sandbox.enter(writable, simulator=os.environ.get("NUMBA_ENABLE_CUDASIM") == "1")
+    applied["entered_at"] = time.monotonic()
+    applied["cuda_context"] = context
 
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         import numba.cuda  # noqa: F401  (the simulator's start-up: counted in it)
@@ -41,15 +55,13 @@ def main(argv: list[str]) -> int:
     # instant tier never needs it): half a second off a new kernel's answer.
 
     from ..engine import run_here
-    from ..errors import KernelRuntimeError, ThreadMapError
+    from ..errors import BackendUnavailable, KernelRuntimeError, ThreadMapError
 
     def send(message) -> None:
         try:
             outbox.send(message)
         except (BrokenPipeError, ConnectionError, OSError):
             os._exit(0)  # the parent is gone or stopped listening: nothing to say
-
-    import time
 
     send(("ready", applied, time.monotonic()))  # (when: the parent may read it later)
 
@@ -93,6 +105,8 @@ def main(argv: list[str]) -> int:
         local_types.give_types(known_types)  # the parent's typing pass, not done again
         sandbox.limit_cpu(cpu_seconds)
         try:
+            if request.backend == "gpu" and context is not None and not context["made"]:
+                raise BackendUnavailable(f"the GPU could not be initialised: {context['error']}")
             result = run_here(request, note, progress=progress)
         except ThreadMapError as exc:
             send(("error", exc))
