@@ -37,8 +37,7 @@ APP_NAME = "ThreadMap"
 def backend_availability() -> dict[str, str | None]:
     """None for usable backends, else why not (shown as the item's tooltip)."""
     return {"auto": None, "cpu": None, "sim": None,
-            "gpu": None if gpu_available() else
-            "no CUDA device here (numba.cuda.is_available() is False)"}
+            "gpu": None if gpu_available() else gpu_status()}
 
 
 class MainWindow(QtWidgets.QMainWindow):

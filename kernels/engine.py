@@ -25,6 +25,7 @@ from .analyses.diagnoses import diagnose
 from .analyses.occupancy import MAX_STATIC_SHARED
 from .backends import backend as backend_named
 from .backends.device import gpu_available, gpu_status  # noqa: F401  (engine's names)
+from .backends.device import gpu_present, gpu_stack_problem
 from .backends.device import simulating as _simulating
 from .backends.common import (
     CancelCallback,
@@ -64,11 +65,14 @@ def resolve_backend(request: RunRequest, plan: KernelPlan) -> tuple[str, str]:
     backend = request.backend
     if backend == "gpu":
         if not backend_named("gpu").available():
-            raise BackendUnavailable("the gpu backend was asked for, but there is no CUDA "
-                                     "device here (numba.cuda.is_available() is False)")
+            raise BackendUnavailable(
+                f"the gpu backend was asked for, but {gpu_stack_problem()}" if gpu_present()
+                else "the gpu backend was asked for, but there is no CUDA device here "
+                     "(numba.cuda.is_available() is False)")
         return "gpu", gpu_status()
     if backend == "auto" and backend_named("gpu").available():
         return "gpu", gpu_status()
+    unusable = f"; {gpu_status()}" if backend == "auto" and gpu_present() else ""
     if backend == "sim":
         check_simulator(plan)
         return "sim", "the CUDA simulator, as asked"
@@ -89,6 +93,8 @@ def resolve_backend(request: RunRequest, plan: KernelPlan) -> tuple[str, str]:
         plan.local_arrays or plan.barrier_lines) else ""
     if backend == "cpu":
         return "cpu", f"the CPU emulation, as asked{blocks}"
+    if unusable:
+        return "cpu", f"CPU emulation{blocks}{unusable}"
     return "cpu", f"no CUDA device: CPU emulation{blocks}"
 
 
@@ -221,7 +227,7 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
         if simulator:
             result = runner(simulator=True).run(resolved, note, progress, cancel, time_limit)
         else:
-            result = runner(simulator=False).run(
+            result = runner(simulator=False, gpu=resolved.backend == "gpu").run(
                 resolved, note, progress, cancel, time_limit,
                 compile_ahead=compile_ahead and compiling_ahead(), known_types=known_types)
     else:
