@@ -101,3 +101,39 @@ def test_stores_and_atomic_updates_of_one_element_agree(grid, block):
     assert (cpu.maps.count > 0).all() and (cpu.maps.atomics > 0).all()
     assert (cpu.maps.max_writer == cpu.maps.min_writer + 1).all()  # an even and an odd thread
     assert cpu.maps.iteration.max() > 0  # some pairs went round the grid-stride loop
+
+
+CUDA_CACHE_PROBE = '''
+import sys
+from kernels import RunRequest, run
+from kernels.derived.codegen import load_module
+from kernels.sources.loader import _builtin_plan
+
+result = run(RunRequest(kernel="naive-2d", m=40, k=24, n=36, grid=(3, 3), block=(16, 16),
+                        backend="gpu"))
+plan = _builtin_plan("naive-2d")
+module = load_module(plan, "cuda", "float32")
+hits = sum(sum(module.function(name).stats.cache_hits.values())
+           for name in (plan.name, plan.name + "__tm_record"))
+print(result.verdict.word, hits)
+'''
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_a_second_command_on_the_gpu_compiles_nothing(tmp_path):
+    """The CUDA forms are cached on disk (numba-cuda's cache=True, beside the
+    generated module): the first process compiles both kernels, the second
+    loads both."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, THREADMAP_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("NUMBA_CACHE_DIR", None)
+    found = [subprocess.run([sys.executable, "-c", CUDA_CACHE_PROBE], cwd=root, env=env,
+                            capture_output=True, text=True, timeout=300, check=True)
+             .stdout.split() for _ in range(2)]
+    assert found == [["PASS", "0"], ["PASS", "2"]]

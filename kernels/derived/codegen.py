@@ -157,8 +157,12 @@ def module_text(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
         original.returns = None
         for argument in original.args.args:
             argument.annotation = None
-        text.add_function("@_tm_cuda.jit", original)
-        text.add_function("@_tm_cuda.jit", derive_cuda_record(plan))
+        # cache=True: numba-cuda keeps the compiled kernels on disk beside this module
+        # (keyed by the GPU's compute capability), so a second command on a GPU compiles
+        # nothing; the JIT of the recording kernel had cost 1.2-1.9 s at every command.
+        # (The simulator ignores it.)
+        text.add_function("@_tm_cuda.jit(cache=True)", original)
+        text.add_function("@_tm_cuda.jit(cache=True)", derive_cuda_record(plan))
         return text, None
     if types is None:
         raise ValueError("the CPU emulation needs the types of the kernel's locals")
