@@ -45,6 +45,7 @@ from .result import (
     BACKEND_LABELS,
     BACKEND_SHORT,
     KERNEL_OUTPUT_LINES,
+    Confirmation,
     KernelSnapshot,
     RunResult,
     format_seconds,
@@ -134,13 +135,23 @@ def reassume_registers(result: RunResult, assumed_registers: int) -> RunResult:
     return dataclasses.replace(result, occupancy=table, assumed_registers=assumed_registers)
 
 
-def resolve_backend(request: RunRequest) -> tuple[str, str]:
+def resolve_backend(request: RunRequest, gpu_follows: bool = False) -> tuple[str, str]:
     """Check ``request`` as a run would (raises ThreadMapError with the
-    user's message); the backend it would run on, and why, in words."""
+    user's message); the backend it would run on, and why, in words
+    (``gpu_follows``: as :func:`run`'s)."""
     from .engine import prepare
 
-    resolved, _, why = prepare(request)
+    resolved, _, why = prepare(request, gpu_follows)
     return resolved.backend, why
+
+
+def confirm(result: RunResult, progress=None, cancel=None, **options) -> RunResult:
+    """``result`` with the run that its ``follows`` names (the GPU's, after a
+    first answer from the CPU emulation) added: its times, its own verdict,
+    and where it disagrees (kernels.engine.confirm)."""
+    from .engine import confirm as engine_confirm
+
+    return engine_confirm(result, progress, cancel, **options)
 
 
 def simulator_estimate(request: RunRequest) -> tuple[float, bool]:
@@ -241,7 +252,7 @@ __all__ = [
     "OutputFolder", "parse_dims", "parse_list", "parse_scalars", "PATTERNS", "percent",
     "PRESETS", "reassume_registers", "RequestError", "resolve_backend", "run", "run_sweep",
     "RunCancelled", "RunRequest", "RunResult", "RunTimedOut", "simulator_estimate", "FileWatcher",
-    "compile_ahead",
+    "compile_ahead", "confirm", "Confirmation",
     "SLOW_SIMULATOR_SECONDS", "stop_child_processes", "store_lines", "Stowage",
     "split_argument_text", "sweep_defaults", "sweep_requests", "SweepCell", "threadmap", "ThreadMapError", "ThreadMapResult",
     "UnsupportedConstruct", "with_occupancy", "wrapped_shape", "drawn_shape", "write_atomically", "write_sweep", "__version__",

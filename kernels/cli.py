@@ -39,6 +39,7 @@ from .run_files import (  # noqa: F401  (also cli's)
     RUN_FILES,
     MapsWrittenAhead,
     stage_outputs,
+    update_result_json,
     write_outputs,
 )
 from .sources.catalogue import CATALOGUE
@@ -495,11 +496,15 @@ def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
         maps = MapsWrittenAhead(folder)  # (written while the reference check goes on)
         try:
             # (a child compiling ahead is for a session that goes on: --watch)
+            # (on a GPU machine, auto answers from the CPU emulation first and
+            # the GPU's run follows below; --watch keeps the first answer only)
             result = run(request, progress=progress, time_limit=time_limit(args, request),
-                         compile_ahead=args.watch, maps_final=maps.start)
+                         compile_ahead=args.watch, maps_final=maps.start,
+                         gpu_follows=not args.watch)
         finally:
             progress.clear()
-        write_outputs(result, out, occupancy_for(result, args), folder=folder, maps=maps)
+        occupancy = occupancy_for(result, args)
+        write_outputs(result, out, occupancy, folder=folder, maps=maps)
         if exporter is not None and (args.png or args.svg):
             exporter(result, png=args.png, svg=args.svg, map_name=args.map, size=size)
         folder.publish()
@@ -507,8 +512,38 @@ def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
     print(f"  wrote {out / 'result.json'} and {out / 'maps.npz'}")
     if args.watch:
         return _watch(args, request, result, exporter, size)
+    if result.follows:
+        result = _follow(result, args, out, occupancy, maps)
     _keep_until_exit(result, maps)
     return 0
+
+
+def _follow(result, args: argparse.Namespace, out: Path, occupancy, maps):
+    """The run that follows a first answer (the GPU's, after the CPU
+    emulation's): its times, verdict and agreement printed, and result.json
+    written again with them (maps.npz, the first answer's, stays)."""
+    from .cli_progress import CommandLineProgress
+    from .engine import confirm
+    from .result import BACKEND_SHORT
+
+    print(f"  the {BACKEND_SHORT.get(result.follows, result.follows)}'s run of the same launch "
+          "follows...", flush=True)
+    progress = CommandLineProgress()
+    try:
+        confirmed = confirm(result, progress=progress, isolate=bool(result.request.kernel_file),
+                            time_limit=time_limit(args, result.request))
+    finally:
+        progress.clear()
+    added = confirmed.timings[len(result.timings):]
+    print(f"  {printable(confirmed.confirmation.line())}")
+    for timing in added:
+        print(f"  {timing.describe()}")
+    with OutputFolder(out, files=RUN_FILES) as folder:
+        update_result_json(confirmed, folder, occupancy, maps)
+        folder.publish()
+    print(f"  wrote {out / 'result.json'} again, with the "
+          f"{BACKEND_SHORT.get(confirmed.confirmation.backend, 'second')}'s figures")
+    return confirmed
 
 
 #: What the last command made, never freed by it: its process ends right

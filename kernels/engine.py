@@ -55,14 +55,28 @@ from .sources.loader import load_plan, resolve_scalars, scalar_arguments
 from .sources.plan import KernelPlan
 
 
-def resolve_backend(request: RunRequest, plan: KernelPlan) -> tuple[str, str]:
+#: Why a first answer on a machine with a GPU comes from the CPU emulation.
+GPU_FOLLOWS = ("the CPU emulation first, for the maps at once; the GPU's run of the same "
+               "launch follows with its times and its own verdict")
+
+
+def resolve_backend(request: RunRequest, plan: KernelPlan,
+                    gpu_follows: bool = False) -> tuple[str, str]:
     """The backend a request runs on, and why, in words.
 
     ``auto``: the GPU if there is one, else the CPU emulation, else (for
     kernels the emulation cannot run) the simulator.  ``cpu`` for such a
-    kernel also falls back to the simulator, and says so.
+    kernel also falls back to the simulator, and says so.  With
+    ``gpu_follows`` (a caller that runs :func:`confirm` after), ``auto`` on a
+    machine with a GPU takes the CPU emulation where it can run the kernel:
+    it answers in well under a second where the GPU's first command JITs.
     """
     backend = request.backend
+    if backend == "auto" and gpu_follows and backend_named("gpu").available() \
+            and emulation_refusal(request, plan) is None:
+        blocks = " (shared memory and barriers in block lockstep)" if (
+            plan.local_arrays or plan.barrier_lines) else ""
+        return "cpu", f"{GPU_FOLLOWS}{blocks}"
     if backend == "gpu":
         if not backend_named("gpu").available():
             raise BackendUnavailable(
@@ -164,10 +178,12 @@ def check_shared_memory(request: RunRequest, plan: KernelPlan) -> None:
             "GPU can build it (ptxas refuses it): use smaller tiles")
 
 
-def prepare(request: RunRequest) -> tuple[RunRequest, KernelPlan, str]:
+def prepare(request: RunRequest,
+            gpu_follows: bool = False) -> tuple[RunRequest, KernelPlan, str]:
     """Every check that can refuse ``request`` before anything runs; the
     request as it will run (dtype from a signature, backend resolved), its
-    kernel's plan, and why that backend, in words."""
+    kernel's plan, and why that backend, in words (``gpu_follows``: see
+    :func:`resolve_backend`)."""
     check_request(request)
     plan = load_plan(request)
     if plan.signature_dtype and plan.signature_dtype[0] != request.dtype:
@@ -179,14 +195,15 @@ def prepare(request: RunRequest) -> tuple[RunRequest, KernelPlan, str]:
     scalar_arguments(plan, request)  # refuse missing scalars before starting anything
     check_whole_scalars(request, plan)
     check_shared_memory(request, plan)
-    backend, note = resolve_backend(request, plan)
+    backend, note = resolve_backend(request, plan, gpu_follows)
     return request.with_(backend=backend), plan, note
 
 
 def run(request: RunRequest, progress: ProgressCallback | None = None,
         cancel: CancelCallback | None = None, *, isolate: bool = False,
         time_limit: float | None = None, compile_ahead: bool = True,
-        reference=None, maps_final: Callable[[RunResult], None] | None = None) -> RunResult:
+        reference=None, maps_final: Callable[[RunResult], None] | None = None,
+        gpu_follows: bool = False) -> RunResult:
     """Run a request and return its result.
 
     Raises a :class:`~kernels.errors.ThreadMapError` subclass, with a message
@@ -205,6 +222,10 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
     ``maps_final`` is called with the result once its maps and its
     reference's output are what it returns with, before the reference check
     gives its verdict: the command line writes maps.npz from then on.
+
+    ``gpu_follows``: the caller runs :func:`confirm` on the result when its
+    ``follows`` says a backend is due, so ``auto`` on a machine with a GPU
+    answers first from the CPU emulation (:func:`resolve_backend`).
     """
     progress = progress or _no_progress
     cancel = cancel or _never
@@ -212,7 +233,9 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
         from .backends.child import warm_for
 
         warm_for(request)  # its imports overlap prepare() below
-    resolved, plan, note = prepare(request)
+    resolved, plan, note = prepare(request, gpu_follows)
+    follows = "gpu" if gpu_follows and request.backend == "auto" \
+        and resolved.backend == "cpu" and backend_named("gpu").available() else None
     referenced = resolved.reference is not None or reference is not None
     simulator = backend_named(resolved.backend).needs_own_process and not _simulating()
     expected = None
@@ -245,7 +268,44 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
         from .reference_code import check_against_reference
 
         result = check_against_reference(result, plan, reference, expected=found)
-    return result
+    return dataclasses.replace(result, follows=follows) if follows else result
+
+
+def confirm(result: RunResult, progress: ProgressCallback | None = None,
+            cancel: CancelCallback | None = None, *, backend: str | None = None,
+            isolate: bool = False, time_limit: float | None = None,
+            reference=None) -> RunResult:
+    """``result`` with the run of its request on ``backend`` (by default the
+    one its ``follows`` names) added: that run's times, its own verdict, and
+    every figure where its maps disagree with ``result``'s
+    (analyses/agreement.py).  The maps, findings and verdict shown stay
+    ``result``'s.  A second run that fails is one sentence in the
+    confirmation, never an error: the first answer stands.  A cancel still
+    raises RunCancelled."""
+    from .analyses.agreement import disagreements
+    from .result import Confirmation
+
+    backend = backend or result.follows
+    if backend is None:
+        return result
+    try:
+        second = run(result.request.with_(backend=backend), progress, cancel, isolate=isolate,
+                     time_limit=time_limit, compile_ahead=False, reference=reference)
+    except RunCancelled:
+        raise
+    except Exception as exc:  # (a GPU that fails to initialise, a driver too old, ...)
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        if not isinstance(exc, ThreadMapError):
+            detail = f"{type(exc).__name__}: {detail}"
+        return dataclasses.replace(result, follows=None, confirmation=Confirmation(
+            backend, error=f"the {backend.upper() if backend == 'gpu' else backend} run "
+                           f"failed: {detail}"))
+    found, compared = disagreements(result, second)
+    own = tuple(t for t in second.timings if t.backend == second.backend)
+    return dataclasses.replace(
+        result, follows=None, timings=tuple(result.timings) + own,
+        confirmation=Confirmation(second.backend, second.verdict.word,
+                                  second.verdict.summary(), found, compared))
 
 
 def compiling_ahead() -> bool:

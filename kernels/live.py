@@ -138,7 +138,7 @@ def threadmap(kernel, shape: tuple[int, int, int] | None = None, grid=None, bloc
 
     ``grid`` and ``block`` as ints or tuples (x first), or None for the
     file's own launch or a guessed one, said so."""
-    from .engine import run
+    from .engine import confirm, run
     from .presets import default_launch
     from .request import check_request
 
@@ -199,7 +199,13 @@ def threadmap(kernel, shape: tuple[int, int, int] | None = None, grid=None, bloc
                                     + chosen.launch_source)
         check_request(request)
         try:
-            result = run(request, isolate=True, time_limit=time_limit, reference=reference)
+            # (on a GPU machine auto answers from the CPU emulation, and the
+            # GPU's run follows here, before the caller's arrays are let go)
+            result = run(request, isolate=True, time_limit=time_limit, reference=reference,
+                         gpu_follows=True)
+            if result.follows:
+                result = confirm(result, isolate=True, time_limit=time_limit,
+                                 reference=reference)
         except KernelSourceError as exc:
             raise ThreadMapError(f"{exc} (the kernel's source from {origin})") from None
     finally:

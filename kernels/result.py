@@ -222,6 +222,44 @@ class KernelSnapshot:
         return self.source.splitlines()
 
 
+@dataclass(frozen=True)
+class Confirmation:
+    """The same request run again on a second backend (the GPU) after the
+    first (the CPU emulation) answered: its own verdict, and where its maps
+    disagree with the ones shown.  A disagreement is a bug in ThreadMap or
+    in the hardware: it is shown as a fault, never hidden."""
+
+    backend: str  # a key of BACKEND_LABELS
+    #: its verdict word ("PASS", "FAIL", "CHECKED"), and in a line; "" when it failed
+    verdict: str = ""
+    summary: str = ""
+    #: each figure of the shown result that the second backend did not give
+    disagreements: tuple[str, ...] = ()
+    #: what was compared ("verdict", "write counts", ...)
+    compared: tuple[str, ...] = ()
+    #: why the second run gave nothing, in one sentence (None when it ran)
+    error: str | None = None
+
+    @property
+    def agrees(self) -> bool:
+        return self.error is None and not self.disagreements
+
+    def line(self) -> str:
+        """One line for a summary or a status bar."""
+        who = BACKEND_SHORT.get(self.backend, self.backend)
+        if self.error is not None:
+            return f"{who}: not run ({self.error})"
+        if self.disagreements:
+            return (f"{who}: {self.verdict}; DISAGREES with the figures shown (a bug in "
+                    f"ThreadMap or in the hardware): {'; '.join(self.disagreements)}")
+        return f"{who}: {self.verdict}, and its maps agree with the figures shown"
+
+    def as_dict(self) -> dict:
+        return {"backend": self.backend, "verdict": self.verdict, "summary": self.summary,
+                "agrees": self.agrees, "disagreements": list(self.disagreements),
+                "compared": list(self.compared), "error": self.error}
+
+
 @dataclass(frozen=True, eq=False)
 class RunResult:
     """Everything one run produced."""
@@ -267,6 +305,12 @@ class RunResult:
     stowed: object | None = None
     #: the causes of its failure, named at their lines (analyses/diagnoses.py)
     diagnoses: tuple = ()
+    #: the backend whose run of the same request follows this one, to add its
+    #: times and its own verdict (engine.confirm): "gpu" for a first answer
+    #: from the CPU emulation on a machine with a GPU; None when none follows
+    follows: str | None = None
+    #: that run, once it came (maps, findings and verdict stay this result's)
+    confirmation: Confirmation | None = None
 
     @property
     def backend(self) -> str:
@@ -292,15 +336,21 @@ class RunResult:
         return "instant" if any(t.backend == "cpu-instant" for t in self.timings) \
             else "compiled"
 
+    def measured(self, what: str) -> Timing | None:
+        """The timing of ``what``: the GPU's where a GPU ran it too (a
+        confirmed result holds the CPU emulation's as well)."""
+        return next((t for t in self.timings if t.what == what and t.is_gpu_time),
+                    None) or self.timing(what)
+
     @property
     def kernel_timing(self) -> Timing | None:
-        return self.timing("kernel")
+        return self.measured("kernel")
 
     @property
     def shown_timing(self) -> Timing | None:
         """The time a summary shows: the kernel's, or the instrumented
         kernel's where the plain kernel was not launched."""
-        return self.kernel_timing or self.timing("instrumented kernel")
+        return self.kernel_timing or self.measured("instrumented kernel")
 
     @property
     def reference_timing(self) -> Timing | None:
@@ -357,6 +407,8 @@ class RunResult:
                              is_gpu_time=t.is_gpu_time, gflops=t.gflops)
                         for t in self.timings],
             "notes": list(self.notes),
+            **({"confirmation": self.confirmation.as_dict()} if self.confirmation else {}),
+            **({"follows": self.follows} if self.follows else {}),
         }
 
     def _analysis_summary(self) -> dict:

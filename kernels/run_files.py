@@ -42,6 +42,17 @@ def stage_outputs(folder: OutputFolder, result, occupancy: dict | None = None,
     folder.write_text(f"{prefix}result.json", json.dumps(summary, indent=2))
 
 
+def update_result_json(result, folder: OutputFolder, occupancy: dict | None,
+                       maps: "MapsWrittenAhead") -> None:
+    """Stage ``result.json`` again for the same run (its maps.npz, written
+    by ``maps``, unchanged): a result that a second backend's run confirmed."""
+    summary = result.summary()
+    if occupancy is not None:
+        summary["occupancy"] = occupancy
+    summary["maps"] = maps.layout()
+    folder.write_text("result.json", json.dumps(summary, indent=2))
+
+
 class MapsWrittenAhead:
     """A run's ``maps.npz``, staged in ``folder`` on a thread of its own as
     soon as its maps are final (``engine.run``'s ``maps_final``): a 4096 x

@@ -25,7 +25,8 @@ class Finding:
     kind: str  # "out of bounds", "coalescing", "bank conflicts", "divergence",
     #            "barrier divergence", "race", "uninitialised read", "warp operation",
     #            "division by zero", "store",
-    #            "cause" (a diagnosis: analyses/diagnoses.py)
+    #            "cause" (a diagnosis: analyses/diagnoses.py),
+    #            "disagreement" (a second backend's run: analyses/agreement.py)
     text: str
     #: a fault (FAIL reason, or traffic past the ideal) rather than information
     fault: bool
@@ -41,6 +42,12 @@ def _plural(n: int, word: str) -> str:
 def line_findings(result: RunResult) -> tuple[Finding, ...]:
     """Every finding of ``result``, in line order."""
     found: list[Finding] = []
+    confirmation = result.confirmation
+    if confirmation is not None and confirmation.disagreements:
+        # (a bug in ThreadMap or in the hardware: on the lines that made the
+        # figures, as a fault, never hidden)
+        for line in store_lines(result) or ((result.kernel.first_line,) if result.kernel else ()):
+            found.append(Finding(line, "disagreement", confirmation.line(), True, "count"))
     for diagnosis in result.diagnoses:  # (the cause, first on its line and in the list)
         for line in diagnosis.lines:
             found.append(Finding(line, "cause", f"{diagnosis.message}. Evidence: "
