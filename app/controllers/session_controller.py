@@ -56,6 +56,7 @@ class SessionController(QtCore.QObject):
         self.worker.busy_changed.connect(self.busy_changed)
         self.worker.progress.connect(self.progress)
         self.worker.run_finished.connect(self._on_run_finished)
+        self.worker.run_confirmed.connect(self._on_run_confirmed)
         self.worker.sweep_cell.connect(session.add_sweep_cell)
         self.worker.sweep_finished.connect(self._on_sweep_finished)
         self.worker.hunt_finished.connect(self._on_hunt_finished)
@@ -91,7 +92,7 @@ class SessionController(QtCore.QObject):
         session) when it is refused or declined."""
         if self.busy:
             return False
-        backend = self._checked_backend(request)
+        backend = self._checked_backend(request, gpu_follows=True)
         if backend is None:
             return False
         if backend[0] == "sim" and not self._simulator_ok(request.with_(backend="sim"), 1):
@@ -167,9 +168,10 @@ class SessionController(QtCore.QObject):
     def wait(self, msecs: int = 30000) -> bool:
         return self.worker.wait(msecs)
 
-    def _checked_backend(self, request: RunRequest) -> tuple[str, str] | None:
+    def _checked_backend(self, request: RunRequest,
+                         gpu_follows: bool = False) -> tuple[str, str] | None:
         try:
-            return resolve_backend(request)
+            return resolve_backend(request, gpu_follows)
         except ThreadMapError as exc:
             self.session.raise_error(str(exc))
             return None
@@ -191,7 +193,17 @@ class SessionController(QtCore.QObject):
 
     def _on_run_finished(self, result: RunResult) -> None:
         self.session.add_result(result)
-        self.session.tell(f"done: {run_title(result)}")
+        if result.follows:
+            self.session.tell(f"{run_title(result)}; the GPU's run of the same launch "
+                              "follows...", 0)
+        else:
+            self.session.tell(f"done: {run_title(result)}")
+
+    def _on_run_confirmed(self, pair) -> None:
+        first, confirmed = pair
+        if self.session.replace_result(first, confirmed):
+            self.session.tell(confirmed.confirmation.line(), 0 if not
+                              confirmed.confirmation.agrees else 10000)
 
     def _on_sweep_finished(self) -> None:
         self.session.finish_sweep()

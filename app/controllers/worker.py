@@ -20,6 +20,7 @@ from kernels import (
     RunRequest,
     ThreadMapError,
     compile_ahead,
+    confirm,
     hunt,
     run,
     run_sweep,
@@ -54,6 +55,8 @@ class _Job(QtCore.QThread):
 
     progressed = QtCore.Signal(float, str)
     produced = QtCore.Signal(object)
+    #: (a first answer, the same with a second backend's run added)
+    confirmed = QtCore.Signal(object)
     failed = QtCore.Signal(str)
     was_cancelled = QtCore.Signal()
 
@@ -85,6 +88,8 @@ class Worker(QtCore.QObject):
     busy_changed = QtCore.Signal(bool)
     progress = QtCore.Signal(float, str)
     run_finished = QtCore.Signal(object)  # RunResult
+    #: (first answer, confirmed result): the GPU's run of a shown result came
+    run_confirmed = QtCore.Signal(object)
     sweep_cell = QtCore.Signal(object)  # SweepCell
     sweep_finished = QtCore.Signal()
     hunt_finished = QtCore.Signal(object)  # kernels.HuntReport
@@ -106,13 +111,22 @@ class Worker(QtCore.QObject):
 
     def start_run(self, request: RunRequest, assumed_registers: int = 32) -> None:
         def body(job: _Job) -> None:
+            # (on a GPU machine auto answers from the CPU emulation at once,
+            # and the GPU's run follows below)
             result = run(request, progress=job.progressed.emit, cancel=job.cancel_event.is_set,
-                         **run_options(request))
+                         gpu_follows=True, **run_options(request))
             job.progressed.emit(1.0, "measuring the kernel's registers for the occupancy figures")
             job.check_cancel()
             result = attach_occupancy(result, assumed_registers)
             job.check_cancel()  # cancelled meanwhile: the result is dropped, as asked
             job.produced.emit(result)
+            if result.follows:
+                job.progressed.emit(0.0, "the GPU's run of the same launch: its times and "
+                                         "its own verdict")
+                confirmed = confirm(result, progress=job.progressed.emit,
+                                    cancel=job.cancel_event.is_set, **run_options(request))
+                job.check_cancel()
+                job.confirmed.emit((result, confirmed))
             # An instant-tier answer of a built-in kernel: its compiled tier
             # compiles meanwhile, in a process of its own, for the next, larger
             # run (here, off the GUI thread: it reads the kernel's plan).
@@ -170,6 +184,7 @@ class Worker(QtCore.QObject):
             else QtCore.Qt.ConnectionType.DirectConnection
         job.progressed.connect(self.progress, queued)
         job.produced.connect(item_signal, queued)
+        job.confirmed.connect(self.run_confirmed, queued)
         job.failed.connect(self._on_job_failed, queued)
         job.was_cancelled.connect(self._on_job_cancelled, queued)
         self.busy_changed.emit(True)

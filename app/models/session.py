@@ -118,6 +118,23 @@ class Session(QtCore.QObject):
         self.show(result)
         return row
 
+    def replace_result(self, old: RunResult, new: RunResult) -> bool:
+        """Put ``new`` in ``old``'s row (the same run with a second backend's
+        figures added), and on screen where ``old`` was; False when ``old``
+        is no longer kept as it was (moved to disk meanwhile)."""
+        row = self.row_of(old)
+        if row is None:
+            return False
+        self.results[row] = new
+        self.selection = [new if r is old else r for r in self.selection]
+        if self.diff_pair is not None:
+            self.diff_pair = tuple(new if r is old else r for r in self.diff_pair)
+        self.result_moved.emit(row)
+        if self.current is old:
+            self.current = new
+            self.current_changed.emit(new)
+        return True
+
     def show(self, result: RunResult) -> None:
         """Put ``result`` on screen (it keeps its row; a diff no longer applies).
         A result on disk is read back first (off the GUI thread)."""

@@ -24,6 +24,21 @@ def kernel_time_text(result: RunResult) -> str:
     return f"{format_seconds(timing.seconds)} ({label})"
 
 
+def backend_text(result: RunResult) -> str:
+    """``"CPU emulation (instant)"``; with the run that followed it,
+    ``"... then GPU: agrees"`` (or ``DISAGREES``, or ``not run``)."""
+    r = result.request
+    text = BACKEND_SHORT.get(r.backend, r.backend) + (f" ({result.tier})" if result.tier else "")
+    confirmation = result.confirmation
+    if result.follows:
+        return f"{text}, then {BACKEND_SHORT.get(result.follows, result.follows)}: running"
+    if confirmation is None:
+        return text
+    state = "not run" if confirmation.error else (
+        "agrees" if confirmation.agrees else "DISAGREES")
+    return f"{text}, then {BACKEND_SHORT.get(confirmation.backend, confirmation.backend)}: {state}"
+
+
 class ResultsModel(QtCore.QAbstractTableModel):
     """The session's runs, in the order they finished: a table over
     :attr:`Session.results`, told of each new one by the session."""
@@ -71,7 +86,7 @@ class ResultsModel(QtCore.QAbstractTableModel):
         values = (
             f"{row + 1} (on disk)" if result.stowed is not None else str(row + 1), r.kernel_label, r.shape_label if r.arguments else f"{r.m}x{r.k}x{r.n} {r.dtype}",
             f"{format_dims(r.grid)} x {format_dims(r.block)}",
-            BACKEND_SHORT.get(r.backend, r.backend) + (f" ({result.tier})" if result.tier else ""),
+            backend_text(result),
             verdict.shown_word, verdict.short_reasons,
             f"{verdict.errors.rel_error:.2e}" if verdict.errors.computed else
             "not computed", kernel_time_text(result),
@@ -93,8 +108,13 @@ class ResultsModel(QtCore.QAbstractTableModel):
             if result.verdict.reference_note:
                 lines = list(result.verdict.reasons) + [
                     f"no correctness verdict: {result.verdict.reference_note}"]
+            if result.confirmation is not None:
+                lines.append(result.confirmation.line())
             lines += [t.describe() for t in result.timings]
             return "\n".join(lines)
+        if role == QtCore.Qt.ItemDataRole.ForegroundRole and COLUMNS[index.column()] == "backend" \
+                and result.confirmation is not None and not result.confirmation.agrees:
+            return QtGui.QBrush(QtGui.QColor("#c62828"))  # (a disagreement, or no GPU run)
         if role == QtCore.Qt.ItemDataRole.ForegroundRole and COLUMNS[index.column()] == "verdict":
             return QtGui.QBrush(QtGui.QColor({"PASS": "#1a7f37", "CHECKED": "#6d4c41"}.get(
                 result.verdict.shown_word, "#c62828")))

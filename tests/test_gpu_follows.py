@@ -1,0 +1,216 @@
+"""The first map at once on a machine with a GPU (issue 40, point 3): ``auto``
+answers from the CPU emulation, and the GPU's run of the same request follows,
+adding its times and its own verdict to the same result; where its maps
+disagree, that is a fault shown on the kernel's lines.
+
+No GPU here: a stand-in takes the GPU backend's place.  It runs the job on the
+CPU emulation and labels its times as a GPU's, so every figure it gives is
+worked out, not written in; a tampering stand-in gives wrong values in C.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from kernels import RunRequest, confirm, line_findings, run
+from kernels.analyses.agreement import disagreements
+from kernels.backends import REGISTRY, CpuEmulation
+from tests.conftest import request
+
+
+class StandInGpu:
+    """A GPU that is the CPU emulation under another name."""
+
+    name = "gpu"
+    needs_own_process = False
+
+    def __init__(self, wrong_c: bool = False, failure: Exception | None = None):
+        self.wrong_c = wrong_c
+        self.failure = failure
+        self.runs = 0
+
+    def available(self) -> bool:
+        return True
+
+    def run(self, job):
+        self.runs += 1
+        if self.failure is not None:
+            raise self.failure
+        output = CpuEmulation().run(job)
+        output.timings = [dataclasses.replace(t, backend="gpu") for t in output.timings]
+        if self.wrong_c:  # (every element off: FAIL)
+            output.c_record = output.c_record + 1.0
+            if output.c_plain is not None:
+                output.c_plain = output.c_plain + 1.0
+        return output
+
+
+@pytest.fixture
+def stand_in_gpu(monkeypatch):
+    def install(**options) -> StandInGpu:
+        gpu = StandInGpu(**options)
+        monkeypatch.setitem(REGISTRY, "gpu", gpu)
+        return gpu
+    return install
+
+
+SMALL = dict(shape=(19, 7, 23), grid=(2,), block=(64,))
+
+
+def test_auto_answers_from_the_cpu_first_and_says_the_gpu_follows(stand_in_gpu):
+    gpu = stand_in_gpu()
+    first = run(request(**SMALL), gpu_follows=True)
+    assert first.backend == "cpu" and first.follows == "gpu" and gpu.runs == 0
+    assert "the GPU's run of the same launch follows" in first.backend_note
+    assert first.verdict.passed and first.confirmation is None
+    # Without a follow-up to come (check, hunt, sweep), auto still means the GPU:
+    alone = run(request(**SMALL))
+    assert alone.backend == "gpu" and alone.follows is None and gpu.runs == 1
+    # and --backend gpu forces it:
+    forced = run(request(backend="gpu", **SMALL), gpu_follows=True)
+    assert forced.backend == "gpu" and forced.follows is None
+
+
+def test_the_gpu_s_times_and_verdict_join_the_same_result(stand_in_gpu):
+    stand_in_gpu()
+    first = run(request(**SMALL), gpu_follows=True)
+    both = confirm(first)
+    assert both.follows is None and both.confirmation.agrees
+    assert both.confirmation.backend == "gpu" and both.confirmation.verdict == "PASS"
+    assert "write counts" in both.confirmation.compared
+    assert "lowest writers" in both.confirmation.compared  # (race-free: every map)
+    # The maps, C and verdict shown are the first answer's; the times are both.
+    assert both.maps is first.maps and both.c is first.c and both.verdict is first.verdict
+    assert both.shown_timing.backend == "gpu" and both.shown_timing.is_gpu_time
+    assert first.shown_timing.backend.startswith("cpu")
+    assert set(both.timings) == set(first.timings) | {
+        t for t in both.timings if t.backend == "gpu"}
+    summary = both.summary()
+    assert summary["backend"] == "cpu" and summary["confirmation"]["agrees"] is True
+    json.dumps(summary)  # (as result.json holds it)
+    assert not [f for f in line_findings(both) if f.kind == "disagreement"]
+
+
+def test_a_disagreement_is_a_fault_on_the_kernel_s_lines(stand_in_gpu):
+    stand_in_gpu(wrong_c=True)
+    both = confirm(run(request(**SMALL), gpu_follows=True))
+    confirmation = both.confirmation
+    assert not confirmation.agrees and confirmation.verdict == "FAIL"
+    assert confirmation.disagreements[0] == "its verdict is FAIL where the one shown is PASS"
+    assert "DISAGREES" in confirmation.line()
+    found = [f for f in line_findings(both) if f.kind == "disagreement"]
+    assert found and all(f.fault for f in found)
+    assert {f.line for f in found} == {line for line, kind, array, _ in both.kernel.accesses
+                                       if array == "C" and kind == "store"}
+
+
+def test_a_gpu_that_fails_is_one_sentence_and_the_first_answer_stands(stand_in_gpu):
+    stand_in_gpu(failure=RuntimeError("Call to cuInit results in\nCUDA_ERROR_NO_DEVICE (100)"))
+    first = run(request(**SMALL), gpu_follows=True)
+    both = confirm(first)
+    assert both.verdict.passed and both.maps is first.maps
+    assert both.confirmation.error == ("the GPU run failed: RuntimeError: Call to cuInit results "
+                                       "in CUDA_ERROR_NO_DEVICE (100)")
+    assert both.confirmation.line().startswith("GPU: not run (the GPU run failed")
+    assert both.timings == first.timings
+
+
+def test_maps_that_differ_are_named_with_their_first_element():
+    """Two real runs of one shape whose maps differ (the seed's kernel and the
+    canonical one): the write counts differ where tid-rows collides."""
+    shown = run(RunRequest(kernel="grid-stride", m=16, k=8, n=16, grid=(1,), block=(1024,),
+                           backend="cpu"))
+    other = run(RunRequest(kernel="tid-rows", m=16, k=8, n=16, grid=(1,), block=(1024,),
+                           backend="cpu"))
+    found, compared = disagreements(shown, other)
+    assert found[0] == "its verdict is FAIL where the one shown is PASS"
+    counts = next(d for d in found if d.startswith("write counts"))
+    differing = np.argwhere(shown.maps.count != other.maps.count)
+    first = tuple(differing[0])
+    assert counts.startswith(f"write counts differ at {len(differing):,} of 256 elements "
+                             f"(first C[{first[0]}, {first[1]}]: "
+                             f"{other.maps.count[first]} on the CPU emulation, "
+                             f"{shown.maps.count[first]} shown)")
+    # a run whose threads race is held only to its counts and out-of-bounds figures
+    _, raced = disagreements(other, shown)
+    assert "lowest writers" not in raced and "write counts" in raced
+
+
+def test_run_writes_the_first_answer_then_the_gpu_s_figures(stand_in_gpu, tmp_path, capsys):
+    from kernels.cli import main
+    from kernels.maps_file import load_maps
+
+    stand_in_gpu()
+    out = tmp_path / "out"
+    assert main(["run", "--kernel", "grid-stride", "--shape", "19x7x23", "--grid", "2",
+                 "--block", "64", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    first, _, after = printed.partition("the GPU's run of the same launch follows...")
+    assert first.startswith("PASS") and "[cpu: the CPU emulation first" in first
+    assert "GPU: PASS, and its maps agree with the figures shown" in after
+    assert "(GPU;" in after  # (its times, labelled)
+    summary = json.loads((out / "result.json").read_text())
+    assert summary["backend"] == "cpu" and "follows" not in summary  # (it came)
+    assert summary["confirmation"] == {
+        **summary["confirmation"], "backend": "gpu", "verdict": "PASS", "agrees": True,
+        "disagreements": [], "error": None}
+    assert any(t["is_gpu_time"] for t in summary["timings"])
+    maps = load_maps(out / "maps.npz", summary["maps"])  # (the same run id: still its pair)
+    np.testing.assert_array_equal(maps["count"], 1)
+
+
+def test_a_gpu_run_that_fails_after_the_first_answer_keeps_it(stand_in_gpu, tmp_path, capsys):
+    from kernels.cli import main
+
+    stand_in_gpu(failure=RuntimeError("CUDA_ERROR_OUT_OF_MEMORY"))
+    out = tmp_path / "out"
+    assert main(["run", "--kernel", "grid-stride", "--shape", "19x7x23", "--grid", "2",
+                 "--block", "64", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "GPU: not run (the GPU run failed: RuntimeError: CUDA_ERROR_OUT_OF_MEMORY)" in printed
+    summary = json.loads((out / "result.json").read_text())
+    assert summary["verdict"] == "PASS" and summary["confirmation"]["agrees"] is False
+    assert "Traceback" not in printed
+
+
+def test_the_app_shows_the_first_answer_then_puts_the_gpu_s_run_in_its_row(qapp, stand_in_gpu):
+    from app.controllers.session_controller import SessionController
+    from app.models.session import Session
+    from app.views.results_table import ResultsModel
+
+    stand_in_gpu()
+    session = Session()
+    controller = SessionController(session, confirm=lambda title, text: True, synchronous=True)
+    table = ResultsModel(session)
+    seen, told = [], []
+    session.current_changed.connect(seen.append)
+    session.told.connect(lambda message, ms: told.append(message))
+    assert controller.run(RunRequest(kernel="grid-stride", m=19, k=7, n=23, grid=(2,),
+                                     block=(64,)))
+    first, shown = seen  # (the CPU emulation's answer, then the same run with the GPU's)
+    assert first.follows == "gpu" and shown.confirmation.agrees
+    assert session.results == [shown] and session.current is shown
+    assert table.cell_text(0, 4) == "CPU emulation (instant), then GPU: agrees"
+    assert told[-1] == "GPU: PASS, and its maps agree with the figures shown"
+    assert any("GPU: PASS" in line for line in table.data(table.index(0, 5), 3).splitlines())
+
+
+def test_the_app_shows_a_disagreement_in_red(qapp, stand_in_gpu):
+    from app.controllers.session_controller import SessionController
+    from app.models.session import Session
+    from app.qt import QtCore
+    from app.views.results_table import ResultsModel
+
+    stand_in_gpu(wrong_c=True)
+    session = Session()
+    controller = SessionController(session, confirm=lambda title, text: True, synchronous=True)
+    table = ResultsModel(session)
+    assert controller.run(RunRequest(kernel="grid-stride", m=19, k=7, n=23, grid=(2,),
+                                     block=(64,)))
+    assert table.cell_text(0, 4) == "CPU emulation (instant), then GPU: DISAGREES"
+    brush = table.data(table.index(0, 4), QtCore.Qt.ItemDataRole.ForegroundRole)
+    assert brush.color().name() == "#c62828"
+    assert session.current.verdict.passed  # (the first answer's verdict, shown as it was)
