@@ -25,6 +25,7 @@ from .analyses.diagnoses import diagnose
 from .analyses.occupancy import MAX_STATIC_SHARED
 from .backends import backend as backend_named
 from .backends.device import gpu_available, gpu_status  # noqa: F401  (engine's names)
+from .backends import device as _device
 from .backends.device import gpu_present, gpu_stack_problem
 from .backends.device import simulating as _simulating
 from .backends.common import (
@@ -72,8 +73,10 @@ def resolve_backend(request: RunRequest, plan: KernelPlan,
     it answers in well under a second where the GPU's first command JITs.
     """
     backend = request.backend
-    if backend == "auto" and gpu_follows and backend_named("gpu").available() \
+    if backend == "auto" and gpu_follows and _device.might_have_gpu() \
             and emulation_refusal(request, plan) is None:
+        # (whether the GPU is usable is asked after this first answer, by
+        # confirm: importing numba.cuda and starting the driver take ~1 s)
         blocks = " (shared memory and barriers in block lockstep)" if (
             plan.local_arrays or plan.barrier_lines) else ""
         return "cpu", f"{GPU_FOLLOWS}{blocks}"
@@ -234,8 +237,7 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
 
         warm_for(request)  # its imports overlap prepare() below
     resolved, plan, note = prepare(request, gpu_follows)
-    follows = "gpu" if gpu_follows and request.backend == "auto" \
-        and resolved.backend == "cpu" and backend_named("gpu").available() else None
+    follows = "gpu" if note.startswith(GPU_FOLLOWS) else None
     referenced = resolved.reference is not None or reference is not None
     simulator = backend_named(resolved.backend).needs_own_process and not _simulating()
     expected = None
@@ -289,6 +291,12 @@ def confirm(result: RunResult, progress: ProgressCallback | None = None,
     if backend is None:
         return result
     try:
+        if not backend_named(backend).available():  # (a device file, but no usable GPU)
+            raise BackendUnavailable(
+                f"the {backend} backend is not available here" if backend != "gpu" else
+                gpu_status() if gpu_present() else
+                "numba finds no usable CUDA device (numba.cuda.is_available() is False), "
+                "though the machine has one's device files: a driver missing or too old?")
         second = run(result.request.with_(backend=backend), progress, cancel, isolate=isolate,
                      time_limit=time_limit, compile_ahead=False, reference=reference)
     except RunCancelled:
@@ -297,9 +305,10 @@ def confirm(result: RunResult, progress: ProgressCallback | None = None,
         detail = " ".join(str(exc).split()) or type(exc).__name__
         if not isinstance(exc, ThreadMapError):
             detail = f"{type(exc).__name__}: {detail}"
+        if not isinstance(exc, BackendUnavailable):
+            detail = f"the {backend.upper() if backend == 'gpu' else backend} run failed: {detail}"
         return dataclasses.replace(result, follows=None, confirmation=Confirmation(
-            backend, error=f"the {backend.upper() if backend == 'gpu' else backend} run "
-                           f"failed: {detail}"))
+            backend, error=detail))
     found, compared = disagreements(result, second)
     own = tuple(t for t in second.timings if t.backend == second.backend)
     return dataclasses.replace(

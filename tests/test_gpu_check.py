@@ -30,7 +30,7 @@ sys.meta_path.insert(0, _NotInstalled())
 '''
 
 SECTIONS = ("builtin", "warp", "files", "course", "api", "check", "hunt", "sandbox", "commands",
-            "plain")
+            "goals", "plain")
 
 
 @pytest.mark.slow
@@ -66,4 +66,8 @@ def test_the_gpu_check_dry_run_covers_the_product_with_the_engine_alone(tmp_path
     assert sandbox["cuda_context"] is None  # (a CPU child makes none)
     assert set(sandbox["limits"]) >= {"file size", "processes", "core files"}
     assert [len(row["seconds"]) for row in sections["commands"]] == [3] * 5
+    new_file, again, follow = sections["goals"]
+    assert new_file["backend"] == "cpu" and new_file["verdict"] == "PASS"
+    assert new_file["follows"] is None  # (no GPU: nothing follows)
+    assert again["status"] == 0 and follow["seconds"] is None and follow["met"] is None
     assert sections["plain"] == []  # (CUDA events: a GPU's only)

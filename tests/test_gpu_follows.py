@@ -50,9 +50,12 @@ class StandInGpu:
 
 @pytest.fixture
 def stand_in_gpu(monkeypatch):
+    from kernels.backends import device
+
     def install(**options) -> StandInGpu:
         gpu = StandInGpu(**options)
         monkeypatch.setitem(REGISTRY, "gpu", gpu)
+        monkeypatch.setattr(device, "might_have_gpu", lambda: True)  # (its device files)
         return gpu
     return install
 
@@ -193,7 +196,7 @@ def test_the_app_shows_the_first_answer_then_puts_the_gpu_s_run_in_its_row(qapp,
     first, shown = seen  # (the CPU emulation's answer, then the same run with the GPU's)
     assert first.follows == "gpu" and shown.confirmation.agrees
     assert session.results == [shown] and session.current is shown
-    assert table.cell_text(0, 4) == "CPU emulation (instant), then GPU: agrees"
+    assert table.cell_text(0, 4) == f"CPU emulation ({shown.tier}), then GPU: agrees"
     assert told[-1] == "GPU: PASS, and its maps agree with the figures shown"
     assert any("GPU: PASS" in line for line in table.data(table.index(0, 5), 3).splitlines())
 
@@ -210,7 +213,36 @@ def test_the_app_shows_a_disagreement_in_red(qapp, stand_in_gpu):
     table = ResultsModel(session)
     assert controller.run(RunRequest(kernel="grid-stride", m=19, k=7, n=23, grid=(2,),
                                      block=(64,)))
-    assert table.cell_text(0, 4) == "CPU emulation (instant), then GPU: DISAGREES"
+    assert table.cell_text(0, 4) == \
+        f"CPU emulation ({session.current.tier}), then GPU: DISAGREES"
     brush = table.data(table.index(0, 4), QtCore.Qt.ItemDataRole.ForegroundRole)
     assert brush.color().name() == "#c62828"
     assert session.current.verdict.passed  # (the first answer's verdict, shown as it was)
+
+
+def test_a_machine_without_a_gpu_s_device_files_never_asks_numba_for_one(monkeypatch):
+    """No /dev/nvidia0: auto is the CPU emulation as ever, nothing follows,
+    and numba.cuda is never imported to find that out (0.2 s; 0.8 s with a
+    driver)."""
+    from kernels.backends import device
+
+    monkeypatch.setattr(device, "might_have_gpu", lambda: False)
+    device.gpu_present.cache_clear()
+    try:
+        result = run(request(**SMALL), gpu_follows=True)
+        assert result.backend == "cpu" and result.follows is None
+        assert result.backend_note.startswith("no CUDA device: CPU emulation")
+        assert not device.gpu_present()
+    finally:
+        device.gpu_present.cache_clear()
+
+
+def test_device_files_without_a_usable_gpu_are_one_sentence_after_the_first_answer(
+        monkeypatch, stand_in_gpu):
+    gpu = stand_in_gpu()
+    monkeypatch.setattr(gpu, "available", lambda: False)
+    first = run(request(**SMALL), gpu_follows=True)
+    assert first.follows == "gpu"  # (asked only after the first answer)
+    both = confirm(first)
+    assert both.confirmation.error.startswith("numba finds no usable CUDA device")
+    assert both.verdict.passed and both.timings == first.timings

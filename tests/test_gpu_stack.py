@@ -20,6 +20,7 @@ def numpy_without_row_stack(monkeypatch):
 
     monkeypatch.delattr(np, "row_stack")
     monkeypatch.setattr(cuda, "is_available", lambda: True)
+    monkeypatch.setattr(device, "might_have_gpu", lambda: True)
     device.gpu_present.cache_clear()
     device.gpu_stack_problem.cache_clear()
     yield
