@@ -24,8 +24,8 @@ from .analyses.lockstep_analysis import read_analysis
 from .analyses.diagnoses import diagnose
 from .analyses.occupancy import MAX_STATIC_SHARED
 from .backends import backend as backend_named
+from .backends import device as _device  # (might_have_gpu looked up at each call: tests stand in)
 from .backends.device import gpu_available, gpu_status  # noqa: F401  (engine's names)
-from .backends import device as _device
 from .backends.device import gpu_present, gpu_stack_problem
 from .backends.device import simulating as _simulating
 from .backends.common import (
