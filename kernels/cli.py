@@ -497,7 +497,8 @@ def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
         try:
             # (a child compiling ahead is for a session that goes on: --watch)
             # (on a GPU machine, auto answers from the CPU emulation first and
-            # the GPU's run follows below; --watch keeps the first answer only)
+            # the GPU's run follows below; --watch runs on the GPU as before:
+            # its loop has no second step to show)
             result = run(request, progress=progress, time_limit=time_limit(args, request),
                          compile_ahead=args.watch, maps_final=maps.start,
                          gpu_follows=not args.watch)
