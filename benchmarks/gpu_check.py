@@ -215,54 +215,45 @@ def compare_folders(target: Path, baseline: Path) -> list[str]:
     return mismatched
 
 
+def run_on_both(target: str, work: Path, label: str, row: dict, *args: str) -> dict:
+    """``threadmap run ARGS`` on the target and on the CPU emulation (twice on
+    the CPU in --dry-run), compared: ``row`` with the times, the verdict and
+    what differs, or the error."""
+    outs = {}
+    for backend in (target, "cpu") if target != "cpu" else ("cpu", "cpu-again"):
+        out = work / f"{label}-{backend}"
+        seconds, done = threadmap_command("run", *args, "--backend",
+                                          backend.replace("-again", ""), "--out", str(out))
+        row[f"{backend}_seconds"] = seconds
+        if done.returncode not in (0, 1) or not (out / "result.json").exists():
+            row["error"] = f"{backend}: {last_line(done)}"
+            return row
+        outs[backend] = out
+    first, second = outs.values()
+    row["verdict"] = json.loads((first / "result.json").read_text())["verdict"]
+    row["mismatched"] = compare_folders(first, second)
+    row["maps_equal"] = not row["mismatched"]
+    return row
+
+
 def section_files(target: str, work: Path, shape: str) -> list[dict]:
     """Kernel files through ``threadmap run``, on the target and the CPU."""
-    rows = []
-    for name in FILES:
-        path = ROOT / "tests" / "kernels" / name
-        row: dict = {"file": f"tests/kernels/{name}", "shape": shape}
-        outs = {}
-        for backend in (target, "cpu") if target != "cpu" else ("cpu", "cpu-again"):
-            out = work / f"files-{name}-{backend}"
-            seconds, done = threadmap_command(
-                "run", "--kernel-file", str(path), "--shape", shape, "--backend",
-                backend.replace("-again", ""), "--out", str(out))
-            row[f"{backend}_seconds"] = seconds
-            if done.returncode not in (0, 1) or not (out / "result.json").exists():
-                row["error"] = f"{backend}: {last_line(done)}"
-                break
-            outs[backend] = out
-        if "error" not in row:
-            first, second = outs.values()
-            row["verdict"] = json.loads((first / "result.json").read_text())["verdict"]
-            row["mismatched"] = compare_folders(first, second)
-            row["maps_equal"] = not row["mismatched"]
-        rows.append(row)
-    return rows
+    return [run_on_both(target, work, f"files-{name}",
+                        {"file": f"tests/kernels/{name}", "shape": shape},
+                        "--kernel-file", str(ROOT / "tests" / "kernels" / name), "--shape", shape)
+            for name in FILES]
 
 
 def section_course(target: str, work: Path) -> list[dict]:
-    """The described kernels of examples/, each against its reference."""
+    """The described kernels of examples/, each against its reference: each
+    must PASS, and agree."""
     rows = []
     for name in COURSE:
-        row: dict = {"file": f"examples/{name}.py"}
-        outs = {}
-        for backend in (target, "cpu") if target != "cpu" else ("cpu", "cpu-again"):
-            out = work / f"course-{name}-{backend}"
-            seconds, done = threadmap_command(
-                "run", "--kernel-file", str(ROOT / "examples" / f"{name}.py"), "--reference",
-                f"{ROOT / 'examples' / 'references.py'}:{name}", "--backend",
-                backend.replace("-again", ""), "--out", str(out))
-            row[f"{backend}_seconds"] = seconds
-            if done.returncode not in (0, 1) or not (out / "result.json").exists():
-                row["error"] = f"{backend}: {last_line(done)}"
-                break
-            outs[backend] = out
-        if "error" not in row:
-            first, second = outs.values()
-            row["verdict"] = json.loads((first / "result.json").read_text())["verdict"]
-            row["mismatched"] = compare_folders(first, second)
-            row["maps_equal"] = not row["mismatched"] and row["verdict"] == "PASS"
+        row = run_on_both(target, work, f"course-{name}", {"file": f"examples/{name}.py"},
+                          "--kernel-file", str(ROOT / "examples" / f"{name}.py"), "--reference",
+                          f"{ROOT / 'examples' / 'references.py'}:{name}")
+        if "maps_equal" in row:
+            row["maps_equal"] = row["maps_equal"] and row["verdict"] == "PASS"
         rows.append(row)
     return rows
 
