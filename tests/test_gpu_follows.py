@@ -122,24 +122,44 @@ def test_a_gpu_that_fails_is_one_sentence_and_the_first_answer_stands(stand_in_g
 
 
 def test_maps_that_differ_are_named_with_their_first_element():
-    """Two real runs of one shape whose maps differ (the seed's kernel and the
-    canonical one): the write counts differ where tid-rows collides."""
+    """Two real runs of one shape whose maps differ, the canonical kernel and
+    the seed's, 16x8x16 on one block of 1024, figures worked out by hand:
+    grid-stride has thread e store element e once; tid-rows has every thread
+    store all 256 elements (thread t's e-th store is element e) and read
+    B[t, col], in bounds only for t < 8 (K = 8)."""
     shown = run(RunRequest(kernel="grid-stride", m=16, k=8, n=16, grid=(1,), block=(1024,),
                            backend="cpu"))
     other = run(RunRequest(kernel="tid-rows", m=16, k=8, n=16, grid=(1,), block=(1024,),
                            backend="cpu"))
     found, compared = disagreements(shown, other)
-    assert found[0] == "its verdict is FAIL where the one shown is PASS"
-    counts = next(d for d in found if d.startswith("write counts"))
-    differing = np.argwhere(shown.maps.count != other.maps.count)
-    first = tuple(differing[0])
-    assert counts.startswith(f"write counts differ at {len(differing):,} of 256 elements "
-                             f"(first C[{first[0]}, {first[1]}]: "
-                             f"{other.maps.count[first]} on the CPU emulation, "
-                             f"{shown.maps.count[first]} shown)")
+    assert found == (
+        "its verdict is FAIL where the one shown is PASS",
+        # 1,016 threads (8..1023) x 16 rows x 16 columns x 8 = 2,080,768
+        "out-of-bounds reads of B: 2,080,768 on the CPU emulation, 0 shown",
+        "write counts differ at 256 of 256 elements (first C[0, 0]: 1024 on the CPU "
+        "emulation, 1 shown)",
+        "out-of-bounds accesses per thread differ at 1,016 of 1,024 threads (first thread 8: "
+        "2048 on the CPU emulation, 0 shown)",
+        # C[0, 0]'s lowest writer is thread 0 in both
+        "lowest writers differ at 255 of 256 elements (first C[0, 1]: 0 on the CPU emulation, "
+        "1 shown)",
+        "highest writers differ at 256 of 256 elements (first C[0, 0]: 1023 on the CPU "
+        "emulation, 0 shown)",
+        "grid-stride iterations differ at 255 of 256 elements (first C[0, 1]: 1 on the CPU "
+        "emulation, 0 shown)",
+        "stores per thread differ at 1,024 of 1,024 threads (first thread 0: 256 on the CPU "
+        "emulation, 1 shown)",
+        # A[r, k]: once per element of row r (16), by each of 1,024 threads there
+        "reads of A differ at 128 of 128 elements (first A[0, 0]: 16384 on the CPU emulation, "
+        "16 shown)",
+        # B[t, c]: by thread t < 8, for each of 16 rows and 8 values of idx
+        "reads of B differ at 128 of 128 elements (first B[0, 0]: 128 on the CPU emulation, "
+        "16 shown)")
+    assert len(compared) == 2 + 2 + 5 + 2
     # a run whose threads race is held only to its counts and out-of-bounds figures
     _, raced = disagreements(other, shown)
-    assert "lowest writers" not in raced and "write counts" in raced
+    assert raced == ("verdict", "out-of-bounds tallies", "write counts",
+                     "out-of-bounds accesses per thread")
 
 
 def test_run_writes_the_first_answer_then_the_gpu_s_figures(stand_in_gpu, tmp_path, capsys):

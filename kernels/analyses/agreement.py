@@ -44,17 +44,17 @@ def disagreements(shown: RunResult, other: RunResult) -> tuple[tuple[str, ...], 
             array, direction = key
             found.append(f"out-of-bounds {direction}s of {array}: {theirs.get(key, 0):,} on "
                          f"the {who}, {ours.get(key, 0):,} shown")
-    maps = list(ALWAYS)
+    maps = [(name, words, shown.output) for name, words in ALWAYS]
     if not raced(shown):
-        maps += list(RACE_FREE)
-        maps += [(name, f"reads of {name.removeprefix('reads_')}")
-                 for name in shown.read_maps()]
-    for name, words in maps:
+        maps += [(name, words, shown.output) for name, words in RACE_FREE]
+        maps += [(name, f"reads of {array}", array)
+                 for name, array in zip(shown.read_maps(), shown.input_names)]
+    for name, words, array in maps:
         a, b = _map(shown, name), _map(other, name)
         if a is None or b is None:
             continue
         compared.append(words)
-        difference = _difference(a, b, words, who, shown.output, name)
+        difference = _difference(a, b, words, who, array, name.endswith("per_thread"))
         if difference:
             found.append(difference)
     return tuple(found), tuple(compared)
@@ -66,8 +66,9 @@ def _map(result: RunResult, name: str) -> np.ndarray | None:
     return getattr(result.maps, name, None)
 
 
-def _difference(shown: np.ndarray, other: np.ndarray, words: str, who: str, output: str,
-                name: str) -> str | None:
+def _difference(shown: np.ndarray, other: np.ndarray, words: str, who: str, array: str,
+                per_thread: bool) -> str | None:
+    """``words`` differ where, and how many: None where they do not."""
     if shown.shape != other.shape:
         return f"{words}: shaped {other.shape} on the {who}, {shown.shape} shown"
     differ = shown != other
@@ -75,10 +76,8 @@ def _difference(shown: np.ndarray, other: np.ndarray, words: str, who: str, outp
     if not count:
         return None
     first = tuple(int(i) for i in np.argwhere(differ)[0])
-    per_thread = name.endswith("per_thread")
     where = f"thread {first[0]:,}" if per_thread and len(first) == 1 else \
-        f"{output if not name.startswith('reads_') else name.removeprefix('reads_')}" \
-        f"[{', '.join(map(str, first))}]"
+        f"{array}[{', '.join(map(str, first))}]"
     return (f"{words} differ at {count:,} of {shown.size:,} "
             f"{'threads' if per_thread else 'elements'} (first {where}: {other[first]} on the "
             f"{who}, {shown[first]} shown)")
