@@ -4,7 +4,7 @@ One list (``RECORD_PARAMS``) names the recording arrays in the order the
 derived kernels take them; allocation and read-back follow the same list, so
 the GPU, the simulator and the emulation cannot disagree on the layout.
 
-Conventions (also in the README):
+Conventions (also in docs/maps.md):
 
 * ``count``: plain stores to each element of the output; 0 = never written,
   1 = once, > 1 = more than once.  A collision is an element stored by more

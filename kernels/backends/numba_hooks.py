@@ -11,7 +11,7 @@ progress rather than failing.  Everything else uses numba's public API.
 One private *option* is used elsewhere, not patched: ``_nrt=False`` in the
 emulation's ``njit`` options (``codegen._CPU_OPTIONS``), which numba's own
 library uses for allocation-free functions; with reference counting on, the
-recording loop runs 47-57x slower (see the README's benchmarks).
+recording loop runs 47-57x slower (see docs/benchmarks.md).
 """
 from __future__ import annotations
 
