@@ -547,3 +547,32 @@ def test_chunks_dealt_to_the_whole_grid_count_the_grids_threads():
         "336 out-of-bounds writes of C; the first by block (3, 0), thread (16, 0) (global "
         "400) at [40, 0]",
         "line 11: `for e in range(start, min(start + chunk, C.size)):`")
+
+
+def test_the_all_ones_rerun_is_left_out_where_the_run_read_its_inputs_out_of_bounds(
+        monkeypatch):
+    """tid-rows on 8 x 16 x 8: with 16 threads (tid < K = 16 rows of B) every
+    read is in bounds, each thread's sum on all-ones inputs is K = 16, and the
+    rerun finds the bug hidden.  With 64 threads, threads 16..63 read B past
+    its 16 rows: a GPU reads whatever lies there, never ones, so the rerun
+    cannot tell whether an all-ones test would pass, and is not run (at the
+    seed's own shape it doubled a half-minute run)."""
+    from kernels import engine
+
+    reruns = []
+    real = engine._errors_on_all_ones
+
+    def counted_rerun(*args, **kwargs):
+        reruns.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "_errors_on_all_ones", counted_rerun)
+    inside = run(RunRequest(kernel="tid-rows", m=8, k=16, n=8, grid=(1,), block=(16,),
+                            backend="cpu"))
+    assert not inside.maps.out_of_bounds and len(reruns) == 1
+    assert "all-ones-would-pass" in [d.rule for d in inside.diagnoses]
+    outside = run(RunRequest(kernel="tid-rows", m=8, k=16, n=8, grid=(1,), block=(64,),
+                             backend="cpu"))
+    assert outside.maps.out_of_bounds[0].array == "B" and len(reruns) == 1
+    assert not outside.verdict.passed
+    assert "all-ones-would-pass" not in [d.rule for d in outside.diagnoses]

@@ -135,10 +135,10 @@ def test_a_time_limit_counts_the_run_never_the_compile(tmp_path, monkeypatch):
 def test_a_time_limit_counts_neither_an_instant_try_nor_the_all_ones_rerun(tmp_path,
                                                                           monkeypatch):
     """The seed's kernel does 256x the work of the matmul the estimates
-    assume, so auto (its compile not ready) takes the instant tier: ~2 s, then
-    as much again on all-ones inputs for the diagnosis.  Both are the engine's
-    choices, not the kernel's run: a limit of 0.5 s does not end it as a hang
-    (it did, in a check of a course's submissions)."""
+    assume, so auto (its compile not ready) takes the instant tier: ~2 s (no
+    all-ones rerun follows: its threads read B out of bounds).  That try is
+    the engine's choice, not the kernel's run: a limit of 0.5 s does not end
+    it as a hang (it did, in a check of a course's submissions)."""
     from tests.test_hunt import SEED
 
     monkeypatch.setenv("THREADMAP_CACHE_DIR", str(tmp_path / "cache"))
@@ -406,3 +406,44 @@ def test_the_instant_tier_hands_over_when_a_kernel_does_more_work_than_estimated
     assert result.tier == "compiled"
     assert "the instant tier handed over after" in result.backend_note
     assert result.maps.collided > 0  # the compiled tier's whole run, its figures intact
+
+
+def test_the_instant_tier_projects_its_run_from_the_loops_trip_counts(monkeypatch, tmp_path):
+    """The seed's kernel at 64 x 256 x 64 on one block of 1,024: every thread
+    loops 64 x 64 x 256 times, 1M vector steps, minutes on the instant tier.
+    Its loops' trip counts show that at the first entry of the inner loop, so
+    it hands over then, with the projection, not when the deadline (here 20 s)
+    has passed.  Where the projection fits (8 x 16 x 8 on 64 threads), the
+    instant tier runs the kernel to its end."""
+    from kernels.backends import cpu, instant, tiers
+
+    monkeypatch.setenv("THREADMAP_CACHE_DIR", str(tmp_path / "cache"))  # nothing compiled
+    monkeypatch.setattr(tiers, "hand_over_after", lambda job: 20.0)
+    handed = []
+    real_run_instant = instant.run_instant
+
+    def watched(job, deadline):
+        try:
+            return real_run_instant(job, deadline)
+        except instant.TooSlow as exc:
+            handed.append(exc)
+            raise
+
+    class CompiledTier(Exception):
+        pass
+
+    def compiled_tier(job):
+        raise CompiledTier
+
+    monkeypatch.setattr(instant, "run_instant", watched)
+    monkeypatch.setattr(cpu, "run_cpu", compiled_tier)
+    with pytest.raises(CompiledTier):
+        run(RunRequest(kernel="tid-rows", m=64, k=256, n=64, grid=(1,), block=(1024,),
+                       backend="cpu"))
+    (exc,) = handed
+    assert exc.projected is not None and exc.projected > 20.0
+    assert exc.seconds < 10.0  # at the inner loop's first entry, long before the deadline
+    result = run(RunRequest(kernel="tid-rows", m=8, k=16, n=8, grid=(1,), block=(64,),
+                            backend="cpu"))
+    assert result.tier == "instant" and len(handed) == 1
+    assert result.maps.count.max() == 64  # every thread stored every element

@@ -118,9 +118,12 @@ class TooSlow(Exception):
     (every thread computing all of C), and the compiled tier takes over, as
     an optimising compiler takes over hot code from an interpreter."""
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, projected: float | None = None):
         super().__init__(f"{seconds:.1f} s")
         self.seconds = seconds
+        #: the instant tier's projected time, where its loops' trip counts
+        #: gave one (then it handed over at once, not at the deadline)
+        self.projected = projected
 
 
 @dataclass(frozen=True)
@@ -195,6 +198,13 @@ class VectorRuntime:
         #: past it, the instant tier hands over (see TooSlow)
         self.deadline: float | None = None
         self.progress_note = ""
+        #: per loop, the vector steps its body is projected to take in this
+        #: unit: its trip count times its enclosing loop's (see loop_entered)
+        self.nest: dict[int, float] = {}
+        #: units of the run not yet finished, this one included
+        self.units_left = 1
+        #: the least a vector step costs (the estimate's own figure)
+        self.step_seconds = 0.0
 
     # -- the unit -------------------------------------------------------------------------
 
@@ -227,6 +237,32 @@ class VectorRuntime:
                 raise RunCancelled("run cancelled")
             if self.deadline is not None and now > self.deadline:
                 raise TooSlow(now - self.started)
+
+    def loop_entered(self, k: int, parent: int, cur: np.ndarray, end: np.ndarray, step,
+                     mask: np.ndarray) -> None:
+        """A ``for`` loop starts on the lanes of ``mask``: project the run from
+        its trip count (the most any lane takes) times its enclosing loop's, and
+        hand over at once (TooSlow) where even that lower bound of the instant
+        tier's time is past the deadline.  The estimates assume a matmul's
+        M x N x K work; the seed's kernel does 1,024x that at its shape, which
+        the trip counts show at the first entry of its inner loop, where the
+        clock alone showed it only after the whole deadline (7 s and more)."""
+        if self.deadline is None:
+            return
+        lanes = np.flatnonzero(mask)
+        if not lanes.size:
+            return
+        if isinstance(step, np.ndarray):
+            step = step[lanes]
+        with np.errstate(all="ignore"):
+            turns = np.ceil((end[lanes] - cur[lanes]) / np.where(step == 0, 1, step))
+        trips = max(float(turns.max()), 0.0)
+        outer = self.nest.get(parent, 1.0) if parent >= 0 else 1.0
+        self.nest[k] = outer * (trips + 1)
+        now = time.perf_counter()
+        projected = (now - self.started) + self.nest[k] * self.units_left * self.step_seconds
+        if now + self.nest[k] * self.units_left * self.step_seconds > self.deadline:
+            raise TooSlow(now - self.started, projected)
 
     # -- values ---------------------------------------------------------------------------
 
@@ -963,7 +999,10 @@ def run_instant(job: KernelJob, hand_over_after: float | None = None) -> Backend
     grid_wide = layout.warpwise and not _order_matters(plan)
     runtime = VectorRuntime(job, code, records, lockstep, keyed=grid_wide, c=c)
     if hand_over_after is not None:
+        from ..estimate import INSTANT_SECONDS_PER_VECTOR_STEP, machine_factor
+
         runtime.deadline = runtime.started + hand_over_after
+        runtime.step_seconds = INSTANT_SECONDS_PER_VECTOR_STEP * machine_factor()
     gdx, gdy = request.grid2
     bdx, bdy = request.block2
     arguments = [_scalar(a) for a in job.arguments(c)]
@@ -990,6 +1029,7 @@ def run_instant(job: KernelJob, hand_over_after: float | None = None) -> Backend
             gtid = block_ids * tpb + lane
             warps = block_ids * nw + lane // WARP
             runtime.set_unit(gtid, warps, lane, b0)
+            runtime.units_left = len(units) - number
             runtime.epoch0 = runtime.epoch
             arrays = []
             for array, values in block_arrays:

@@ -73,9 +73,18 @@ def run_emulation(job: KernelJob) -> BackendOutput:
                                      "choose --tier compiled or auto") from None
             fallback = f"; the instant tier cannot run it ({exc})"
         except TooSlow as exc:
-            fallback = (f"; the instant tier handed over after {exc.seconds:.1f} s, past the "
-                        "compiled tier's estimate with its compile: the kernel does more "
-                        "work than M x N x K")
+            if exc.projected is not None:
+                from ..result import format_seconds
+
+                fallback = (f"; the instant tier handed over after {exc.seconds:.1f} s: its "
+                            f"loops' trip counts project at least "
+                            f"{format_seconds(exc.projected)}, past the compiled tier's "
+                            "estimate with its compile: the kernel does more work than "
+                            "M x N x K")
+            else:
+                fallback = (f"; the instant tier handed over after {exc.seconds:.1f} s, past "
+                            "the compiled tier's estimate with its compile: the kernel does "
+                            "more work than M x N x K")
         else:
             output.tier = f"{TIER_WORDS['instant']} ({why})"
             if BACKGROUND_COMPILE:

@@ -487,6 +487,12 @@ class _VectorWriter:
         if literal_step is None:
             init.append(f"{inc}[_tm_L] = {texts[2]}")
         self._lanes(indent, f"_tm_M[{depth}]", init, sites, stmt.lineno)
+        # (its trip count, for the projection that hands a kernel doing far
+        # more work than a matmul over to the compiled tier at once)
+        parent = loops[-1][0] if loops else -1
+        step_text = inc if literal_step is None else str(literal_step)
+        self.emit(indent, f"_tm_r.loop_entered({k}, {parent}, {cur}, {end}, {step_text}, "
+                          f"_tm_M[{depth}])")
         self.emit(indent, "while True:")
         i = indent + 1
         self.emit(i, "_tm_r.tick()")
