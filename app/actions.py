@@ -182,6 +182,10 @@ class ExportHeatmapAction(_Action):
     def exporting(self) -> bool:
         return self._pending is not None
 
+    def shut_down(self) -> None:
+        """The window closes: its offscreen figure goes with it."""
+        self._figure.close()
+
     def export_to(self, path: str | Path, background: bool = False) -> Path | None:
         """Export the shown map to ``path`` (no dialog).  With ``background``,
         a large map is made off the GUI thread and written when it is ready

@@ -82,6 +82,10 @@ def _offscreen_widget(size: tuple[int, int]) -> pg.GraphicsLayoutWidget:
     ensure_app()
     widget = pg.GraphicsLayoutWidget()
     widget.setAttribute(QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+    # Not a window the app waits for: the export figure the window keeps is
+    # "shown", so closing the main window left it the last window open, and
+    # Quit hid the window while the process ran on.
+    widget.setAttribute(QtCore.Qt.WidgetAttribute.WA_QuitOnClose, False)
     # Exports render the scene themselves: painting the unseen view on each
     # event loop pass only cost time (3 ms an image, 0.1 s a contact sheet).
     widget.setUpdatesEnabled(False)
@@ -191,8 +195,11 @@ class HeatmapExporter:
         return _write_scene(self.widget, Path(path), self.size)
 
     def close(self) -> None:
+        if self.widget is None:
+            return
         self.widget.close()
         self.widget.deleteLater()
+        self.widget = None
 
     def __enter__(self) -> HeatmapExporter:
         return self

@@ -43,6 +43,9 @@ def backend_availability() -> dict[str, str | None]:
 class MainWindow(QtWidgets.QMainWindow):
     """The app's one window."""
 
+    #: the window accepted its close: its runs and child processes are ended
+    closed = QtCore.Signal()
+
     def __init__(self, synchronous: bool | None = None, settings: Settings | None = None,
                  confirm=None):
         super().__init__()
@@ -348,7 +351,9 @@ class MainWindow(QtWidgets.QMainWindow):
             return
         self.sweep_view.shut_down()
         self.session.close()
+        self.export_action.shut_down()
         super().closeEvent(event)
+        self.closed.emit()
 
     def show_about(self) -> None:
         QtWidgets.QMessageBox.about(self, "About ThreadMap", about_text())
@@ -401,6 +406,9 @@ def run_app(argv: list[str] | None = None, open_file: str | None = None) -> int:
     app.setOrganizationName(APP_NAME)
     app.setWindowIcon(QtGui.QIcon(str(resources.path(resources.ICON))))
     window = MainWindow()
+    # Quit (and the window's close button) ends the process, whatever other
+    # top-level widget (an offscreen export figure) Qt would still wait for.
+    window.closed.connect(app.quit)
     if open_file is not None:
         window.controller.open_kernel_file(open_file)
     window.show()

@@ -62,3 +62,53 @@ def test_app_opens_a_window_titled_threadmap(tmp_path, command):
                 app.kill()
         xvfb.terminate()
         xvfb.wait(10)
+
+
+@pytest.mark.skipif(shutil.which("xdotool") is None,
+                    reason="needs xdotool (apt package xdotool: .ci/run installs it)")
+@pytest.mark.parametrize("keys", [["alt+f", "q"], ["ctrl+q"]], ids=["file-menu", "shortcut"])
+def test_quit_ends_the_process(tmp_path, keys):
+    """File > Quit (through the menu, as a user opens it) and Ctrl+Q end the
+    process within 2 s: they used to hide the window while the process ran
+    on, held by the export's offscreen figure, which Qt counted as a window."""
+    display = _free_display()
+    xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1600x1000x24", "-nolisten", "tcp"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = dict(os.environ, DISPLAY=display, QT_QPA_PLATFORM="xcb", HOME=str(tmp_path),
+               XDG_CONFIG_HOME=str(tmp_path / "config"))
+    app = None
+    try:
+        deadline = time.monotonic() + 20
+        while "Root window" not in _window_names(display):
+            assert time.monotonic() < deadline, "Xvfb did not start"
+            time.sleep(0.2)
+        app = subprocess.Popen([sys.executable, "-m", "app"], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 90
+        window = ""
+        while not window:
+            assert app.poll() is None, f"the app exited early with {app.returncode}"
+            assert time.monotonic() < deadline, "no ThreadMap window appeared"
+            found = subprocess.run(["xdotool", "search", "--name", "which CUDA thread"],
+                                   env=env, capture_output=True, text=True, timeout=10)
+            window = found.stdout.split()[0] if found.stdout.split() else ""
+            time.sleep(0.3)
+        time.sleep(1.0)  # (its first layout and paint)
+        subprocess.run(["xdotool", "windowfocus", "--sync", window], env=env,
+                       capture_output=True, timeout=10)
+        for key in keys:
+            subprocess.run(["xdotool", "key", key], env=env, timeout=10, check=True)
+            time.sleep(0.4)
+        asked = time.monotonic()
+        try:
+            app.wait(2.0)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the process still runs 2 s after {' then '.join(keys)}")
+        assert app.returncode == 0
+        assert time.monotonic() - asked <= 2.0
+    finally:
+        if app is not None and app.poll() is None:
+            app.kill()
+            app.wait(10)
+        xvfb.terminate()
+        xvfb.wait(10)
