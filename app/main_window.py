@@ -6,7 +6,14 @@ import os
 import sys
 
 import resources
-from kernels import ThreadMapError, __version__, gpu_available, gpu_status, kernel_names
+from kernels import (
+    ThreadMapError,
+    __version__,
+    gpu_available,
+    gpu_status,
+    kernel_names,
+    seed_tour,
+)
 
 from .actions import (
     CancelAction,
@@ -30,6 +37,7 @@ from .views.maps_view import MapsView
 from .views.results_table import ResultsView
 from .views.status_bar import StatusBar
 from .views.sweep_view import SweepView
+from .views.tour_window import TourWindow
 
 APP_NAME = "ThreadMap"
 
@@ -74,6 +82,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.setCentralWidget(self.tabs)
         self._dock_results()
         self._build_actions()
+        self._tour: TourWindow | None = None
+        #: the Start here step whose line and map are chosen once its run is shown
+        self._tour_step = None
         self._connect()
         self._load_settings()
         freeze_what_lasts()
@@ -161,6 +172,9 @@ class MainWindow(QtWidgets.QMainWindow):
         budget = run_menu.addAction("&Memory for results...")
         budget.triggered.connect(self._ask_memory_budget)
         help_menu = menu.addMenu("&Help")
+        start_here = help_menu.addAction("&Start here: the forum question, step by step")
+        start_here.triggered.connect(self.show_tour)
+        help_menu.addSeparator()
         about = help_menu.addAction("&About ThreadMap")
         about.triggered.connect(self.show_about)
 
@@ -193,6 +207,7 @@ class MainWindow(QtWidgets.QMainWindow):
             0, lambda: self.tabs.setCurrentWidget(self.sweep_view)))
         s.sweep_error_raised.connect(self._show_sweep_error)
         s.current_changed.connect(self._follow_shown_run)
+        s.current_changed.connect(self._finish_tour_step)
         controls.kernel_changed.connect(self._apply_sweep_defaults)
 
     def _on_busy_changed(self, busy: bool) -> None:
@@ -355,8 +370,52 @@ class MainWindow(QtWidgets.QMainWindow):
         super().closeEvent(event)
         self.closed.emit()
 
+    # -- Start here -----------------------------------------------------------------------
+
+    def show_tour(self) -> TourWindow:
+        """The Start here walk, beside the window (made once, kept)."""
+        if self._tour is None:
+            self._tour = TourWindow(seed_tour(), self)
+            self._tour.step_requested.connect(self.show_tour_step)
+        self._tour.show()
+        self._tour.activateWindow()
+        return self._tour
+
+    def show_tour_step(self, step) -> None:
+        """Show ``step``: its run (made unless it is the run on screen already:
+        steps 1 to 3 share one), the cause's line selected, its map chosen."""
+        self.tabs.setCurrentWidget(self.maps_view)
+        self._tour_step = step
+        backend = self.controls.backend_combo.currentData() or "auto"
+        request = step.request.with_(backend=backend)
+        shown = self.session.current
+        if shown is not None and _same_run(shown.request, request):
+            self._finish_tour_step(shown)
+            return
+        self.controls.set_request(request)
+        self.run_action.trigger()
+
+    def _finish_tour_step(self, result) -> None:
+        step, self._tour_step = self._tour_step, None
+        if result is None or step is None:
+            return
+        self.maps_view.analysis.setCurrentIndex(0)  # (the Source page)
+        # (the line first: selecting an access's line shows its own map)
+        self.maps_view.source_view.select_line(step.line)
+        combo = self.maps_view.map_combo
+        combo.setCurrentIndex(combo.findData(step.map_name))
+
     def show_about(self) -> None:
         QtWidgets.QMessageBox.about(self, "About ThreadMap", about_text())
+
+
+def _same_run(a, b) -> bool:
+    """Whether two requests ask for the same run (where the launch came from,
+    and the backend auto resolved to, aside)."""
+    keep = ("kernel", "kernel_file", "m", "k", "n", "dtype", "pattern", "seed", "grid", "block")
+    backends = {a.backend, b.backend}
+    return all(getattr(a, f) == getattr(b, f) for f in keep) and (
+        len(backends) == 1 or "auto" in backends)
 
 
 def about_text() -> str:
@@ -412,4 +471,8 @@ def run_app(argv: list[str] | None = None, open_file: str | None = None) -> int:
     if open_file is not None:
         window.controller.open_kernel_file(open_file)
     window.show()
+    if not window.settings.value("tour/offered", False, type=bool):
+        # the first start: the seed's story, beside the window
+        window.settings.setValue("tour/offered", True)
+        QtCore.QTimer.singleShot(0, window.show_tour)
     return app.exec()

@@ -26,6 +26,13 @@ API); "whole command" is a new ``threadmap`` process.
    matmul_warp_dot), 37x70x29 on 8 blocks of 64: the first complete result,
    whole ``threadmap run`` commands with cold caches, --tier auto (the instant
    tier: warp operations in numpy) against --tier compiled.
+8. The Start here walk (kernels/tour.py), caches cold, in-process: each
+   step's first complete result (goal: under 2 s each on 2 cores).  Then the
+   seed's kernel where it does 1,024x a matmul's work (tid-rows 8x1024x8 on
+   1 x 1024), as a whole ``threadmap run``, cold, --tier auto: the instant
+   tier's trip-count probe hands it over at once; with ``--baseline DIR``
+   (the commit before the probe), that tree's command alternates with this
+   one's, 3 rounds, each with its own cold caches.
 6. With ``--baseline DIR`` (a checkout of the commit before the tiers): the
    large launches on the compiled tier (grid-stride 4096x16x4096 at
    2048 x 256, ``tiled`` 1024^3), whole ``threadmap run`` commands with
@@ -254,6 +261,63 @@ def large_launches(baseline: Path, work: Path, rounds: int = 3) -> list[dict]:
     return out
 
 
+#: Section 8: each step of the walk run in a process that has started (as the app has).
+TOUR = r'''
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from kernels import RunRequest, run, seed_tour
+run(RunRequest(kernel="grid-stride", m=8, k=8, n=8, grid=(1,), block=(32,), backend="cpu",
+               tier="instant"))
+out = []
+for step in seed_tour():
+    began = time.perf_counter()
+    result = run(step.request.with_(backend="auto"))
+    out.append({"step": step.title, "seconds": time.perf_counter() - began,
+                "verdict": result.verdict.word, "tier": result.tier})
+print(json.dumps(out))
+'''
+
+
+def seed_walk(work: Path, baseline: Path | None, rounds: int = 3) -> dict:
+    folder = work / "tour"
+    folder.mkdir()
+    done = subprocess.run([PYTHON, "-c", TOUR, str(ROOT)], cwd=ROOT, env=cold_env(folder),
+                          capture_output=True, text=True, timeout=1200)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    steps = json.loads(done.stdout.strip().splitlines()[-1])
+    for step in steps:
+        print(f"8. walk, {step['step']}: {step['seconds']:.2f} s, {step['verdict']} "
+              f"({step['tier']} tier)", flush=True)
+    arguments = ["run", "--kernel", "tid-rows", "--shape", "8x1024x8", "--grid", "1",
+                 "--block", "1024", "--backend", "cpu"]
+    samples: dict = {"this": []}
+    trees = [("this", ROOT)]
+    if baseline is not None:
+        samples["baseline"] = []
+        trees.insert(0, ("baseline", baseline))
+    for turn in range(rounds):
+        for label, tree in trees:
+            cold = work / f"seed-{label}-{turn}"
+            cold.mkdir()
+            began = time.perf_counter()
+            ran = subprocess.run([PYTHON, "-m", "app.launcher", *arguments, "--out",
+                                  str(cold / "out")], cwd=tree, env=cold_env(cold),
+                                 capture_output=True, text=True, timeout=1200)
+            samples[label].append(time.perf_counter() - began)
+            if ran.returncode not in (0, 1):  # (1: the kernel FAILs, as it should)
+                raise RuntimeError(ran.stderr[-2000:])
+    line = ", ".join(f"{s:.2f}" for s in samples["this"])
+    if baseline is not None:
+        this, base = sorted(samples["this"]), sorted(samples["baseline"])
+        line += (f" s; baseline {', '.join(f'{s:.2f}' for s in samples['baseline'])} s "
+                 f"(median ratio {this[rounds // 2] / base[rounds // 2]:.2f})")
+    else:
+        line += " s"
+    print(f"8. tid-rows 8x1024x8 on 1 x 1024, cold whole command: {line}", flush=True)
+    return {"steps": steps, "seed_command": samples}
+
+
 WARP_FILE = ROOT / "tests" / "kernels" / "warp_ops.py"
 
 
@@ -294,7 +358,8 @@ def main() -> int:
                     3: ("hunt", lambda: hunt_case(work)),
                     4: ("check", lambda: check_case(work)),
                     5: ("against_simulator", lambda: against_simulator(args.quick)),
-                    7: ("warp_kernel", lambda: warp_kernel(work))}
+                    7: ("warp_kernel", lambda: warp_kernel(work)),
+                    8: ("seed_walk", lambda: seed_walk(work, args.baseline))}
         if args.baseline:
             sections[6] = ("large_launches", lambda: large_launches(args.baseline, work))
         for number, (key, section) in sections.items():

@@ -28,6 +28,13 @@ def seed_launch(request: RunRequest, launch_dims: int = 1) -> RunRequest:
     return request.with_(m=m, k=k, n=n, grid=(1,), block=(1024,))
 
 
+def seed_case(request: RunRequest, launch_dims: int = 1) -> RunRequest:
+    """The forum question itself: its kernel (``B[tid, col]``, built in as
+    tid-rows) on its launch, whatever kernel was chosen before."""
+    return seed_launch(request.with_(kernel="tid-rows", kernel_file=None, arguments=(),
+                                     reference=None, scalars=()))
+
+
 def ragged_edge(request: RunRequest, launch_dims: int) -> RunRequest:
     """A shape that is not a multiple of the block, launched one thread per element:
     the last blocks overhang C and the bounds check must hold."""
@@ -36,7 +43,8 @@ def ragged_edge(request: RunRequest, launch_dims: int) -> RunRequest:
 
 
 PRESETS = {
-    "seed": ("Seed launch: 1 x 1024 on 128x256x128", seed_launch),
+    "seed": ("The seed's case: B[tid, col] (tid-rows), 1 x 1024 on 128x256x128", seed_case),
+    "seed-launch": ("The seed's launch for this kernel: 1 x 1024 on 128x256x128", seed_launch),
     "per-element": ("One thread per element", one_thread_per_element),
     "ragged": ("Ragged edge: 100x37x90, one thread per element", ragged_edge),
 }

@@ -98,7 +98,7 @@ def test_every_page_is_readable(qapp, tmp_path, size):
         tour.look("start")
         # the seed's launch: grid-stride, one block of 1,024 threads
         controls.select_kernel("builtin", "grid-stride")
-        controls.apply_preset("seed")
+        controls.apply_preset("seed-launch")
         controls.backend_combo.setCurrentText("cpu")
         window.run_action.trigger()
         wait_idle(window)

@@ -164,6 +164,8 @@ class SourceView(QtWidgets.QWidget):
         row = self.row_of_line(line)
         if row is not None:
             self.table.selectRow(row)
+            self.table.scrollTo(self.table.model().index(row, 0),
+                                QtWidgets.QAbstractItemView.ScrollHint.PositionAtCenter)
 
     def select_finding(self, index: int) -> None:
         self.list.setCurrentRow(index)
