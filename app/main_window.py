@@ -28,6 +28,8 @@ from .actions import (
     SweepAction,
 )
 from .controllers.session_controller import SessionController
+from .glossary_tips import glossary_html
+from .glossary_tips import install as install_glossary_tips
 from .gui_gc import collect_on_gui_thread, freeze_what_lasts
 from .models.session import Session
 from .qt import QtCore, QtGui, QtWidgets
@@ -83,6 +85,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self._dock_results()
         self._build_actions()
         self._tour: TourWindow | None = None
+        self._glossary: QtWidgets.QDialog | None = None
+        install_glossary_tips(QtWidgets.QApplication.instance())
         #: the Start here step whose line and map are chosen once its run is shown
         self._tour_step = None
         self._connect()
@@ -174,6 +178,8 @@ class MainWindow(QtWidgets.QMainWindow):
         help_menu = menu.addMenu("&Help")
         start_here = help_menu.addAction("&Start here: the forum question, step by step")
         start_here.triggered.connect(self.show_tour)
+        glossary = help_menu.addAction("&Glossary")
+        glossary.triggered.connect(self.show_glossary)
         help_menu.addSeparator()
         about = help_menu.addAction("&About ThreadMap")
         about.triggered.connect(self.show_about)
@@ -404,6 +410,20 @@ class MainWindow(QtWidgets.QMainWindow):
         self.maps_view.source_view.select_line(step.line)
         combo = self.maps_view.map_combo
         combo.setCurrentIndex(combo.findData(step.map_name))
+
+    def show_glossary(self) -> QtWidgets.QDialog:
+        """Help > Glossary: every term the app uses (each also on hover where it appears)."""
+        if self._glossary is None:
+            dialog = QtWidgets.QDialog(self)
+            dialog.setObjectName("glossary")
+            dialog.setWindowTitle("Glossary")
+            text = QtWidgets.QTextBrowser()
+            text.setHtml(glossary_html())
+            QtWidgets.QVBoxLayout(dialog).addWidget(text)
+            dialog.resize(620, 560)
+            self._glossary = dialog
+        self._glossary.show()
+        return self._glossary
 
     def show_about(self) -> None:
         QtWidgets.QMessageBox.about(self, "About ThreadMap", about_text())

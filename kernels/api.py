@@ -30,6 +30,8 @@ from .estimate import KERNEL_FILE_TIME_LIMIT, SLOW_SIMULATOR_SECONDS, describe_s
 from .live import ThreadMapResult, threadmap
 from .outputs import OutputError, OutputFolder, write_atomically
 from .presets import PRESETS, default_launch
+from .glossary import GLOSSARY
+from .glossary import explain as explain_terms
 from .tour import TourStep, seed_tour
 from .records import OOB_MARGIN, margin_at, margin_frame
 from .request import (
@@ -253,7 +255,8 @@ __all__ = [
     "OutputFolder", "parse_dims", "parse_list", "parse_scalars", "PATTERNS", "percent",
     "PRESETS", "reassume_registers", "RequestError", "resolve_backend", "run", "run_sweep",
     "RunCancelled", "RunRequest", "RunResult", "RunTimedOut", "simulator_estimate", "FileWatcher",
-    "compile_ahead", "confirm", "Confirmation", "seed_tour", "TourStep",
+    "compile_ahead", "confirm", "Confirmation", "seed_tour", "TourStep", "GLOSSARY",
+    "explain_terms",
     "SLOW_SIMULATOR_SECONDS", "stop_child_processes", "store_lines", "Stowage",
     "split_argument_text", "sweep_defaults", "sweep_requests", "SweepCell", "threadmap", "ThreadMapError", "ThreadMapResult",
     "UnsupportedConstruct", "with_occupancy", "wrapped_shape", "drawn_shape", "write_atomically", "write_sweep", "__version__",

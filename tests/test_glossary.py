@@ -1,0 +1,54 @@
+"""One glossary (kernels/glossary.py): on hover wherever a term appears, in
+Help > Glossary, and in docs/GLOSSARY.md."""
+from pathlib import Path
+
+from kernels.glossary import GLOSSARY, explain, markdown, terms_in
+
+BEGINNER_TERMS = ("occupancy", "wave", "idle thread", "warp", "lane", "collision",
+                  "grid-stride iteration", "lowest writer")
+
+
+def test_the_terms_a_beginner_misreads_are_each_explained():
+    for term in BEGINNER_TERMS:
+        assert len(GLOSSARY[term]) > 40, term
+    # the occupancy line a user misread: each of its terms, "thread" not on
+    # its own where it only says "threads idle"
+    assert terms_in("occupancy 100%, 1 wave / last wave >99% idle / 0% of threads idle") == [
+        "occupancy", "wave", "idle thread"]
+    assert terms_in("3 out-of-bounds reads of B") == ["out of bounds"]
+    assert explain("nothing to explain here") == ""
+
+
+def test_docs_glossary_is_the_glossary():
+    page = Path(__file__).parent.parent / "docs" / "GLOSSARY.md"
+    assert page.read_text() == markdown()
+
+
+def test_a_label_with_a_term_explains_it_on_hover_and_help_lists_them_all(qtbot, tmp_path,
+                                                                           monkeypatch):
+    from app.main_window import MainWindow
+    from app.qt import QtCore, QtGui, QtWidgets
+    from app.settings import Settings
+
+    window = MainWindow(synchronous=True, settings=Settings(str(tmp_path / "s.ini")))
+    qtbot.addWidget(window)
+    label = QtWidgets.QLabel("occupancy 100%, 1 wave")
+    qtbot.addWidget(label)
+    label.show()
+    shown = []
+    monkeypatch.setattr(QtWidgets.QToolTip, "showText",
+                                 lambda pos, text, widget=None: shown.append(text))
+    event = QtGui.QHelpEvent(QtCore.QEvent.Type.ToolTip, QtCore.QPoint(2, 2),
+                             label.mapToGlobal(QtCore.QPoint(2, 2)))
+    QtWidgets.QApplication.sendEvent(label, event)
+    assert shown and shown[0].startswith("occupancy: ") and "wave: " in shown[0]
+    # a widget's own tooltip is left alone (Qt shows it)
+    from app.glossary_tips import GlossaryTips
+
+    label.setToolTip("its own")
+    tips = QtWidgets.QApplication.instance().findChild(GlossaryTips)
+    assert tips.eventFilter(label, event) is False and len(shown) == 1
+    dialog = window.show_glossary()
+    text = dialog.findChild(QtWidgets.QTextBrowser).toPlainText()
+    for term in BEGINNER_TERMS:
+        assert f"{term}: " in text
