@@ -17,8 +17,10 @@ def colour_bar_ticks(image: MapImage) -> list | None:
         return [[(0, "same"), (1, "value"), (2, "writer"), (3, "count")]]
     outside = [(-2, image.outside_label)] if image.margin else []
     if colouring.kind == "categorical":
-        return [outside + [(-1, "none")]
-                + [(v, str(v)) for v in range(0, int(colouring.top) + 1, 5)]]
+        # (-2 and -1 are a pixel apart on a bar of a thousand ids: one label
+        # for both bands, not two drawn over each other)
+        unwritten = [(-1.5, f"none / {image.outside_label}")] if image.margin else [(-1, "none")]
+        return [unwritten + [(v, str(v)) for v in range(0, int(colouring.top) + 1, 5)]]
     if colouring.kind == "count":
         return [count_ticks(colouring.top, image.outside_label)]
     if colouring.kind == "warp-lane":
@@ -61,20 +63,27 @@ def count_ticks(top: float, outside: str = "outside C") -> list[tuple[float, str
     ticks = [(-2.0, outside), (-1.0, "1 thread, 2+"), (0.0, "0"), (1.0, "1")]
     if top < 2:
         return ticks
-    ticks.append((2.0, "2"))
+    # (the band from 2 up is the collisions: named, not just numbered)
+    ticks.append((2.0, "2 collide"))
     if top == 2:
         return ticks
-    # Decades between 2 and the maximum, kept a third of the log band apart
-    # (the bar can be 100 px tall in a small window).
+    # Decades between 2 and the maximum, kept apart by about a label's
+    # height on a bar 200 px tall (at 0.3 of the band, "100" and "1,024"
+    # were drawn over each other at 1280 x 800).
     def place(value: int) -> float:
         return float(count_scale(np.array([value]), top)[0])
 
     for value in [10 ** e for e in range(1, 13) if 2 < 10 ** e < top] + [top]:
-        if place(value) - ticks[-1][0] >= 0.3 or value == top:
-            if value == top and place(value) - ticks[-1][0] < 0.3 and len(ticks) > 5:
+        if place(value) - ticks[-1][0] >= GAP or value == top:
+            if value == top and place(value) - ticks[-1][0] < GAP and len(ticks) > 5:
                 ticks.pop()  # the maximum's label wins over a close neighbour
             ticks.append((float(place(value)), f"{value:,}"))
     return ticks
+
+
+#: Least distance between two labels of the count bar, in its units (5 units
+#: from "outside C" to the maximum).
+GAP = 0.4
 
 
 def draw_map(item: pg.ImageItem, image: MapImage, rgba: np.ndarray | None = None) -> None:
@@ -139,7 +148,9 @@ class HeatmapPlot:
             # Rows, columns, warps: whole indices, never "(x0.001)".
             self.plot.getAxis(side).enableAutoSIPrefix(False)
         self.plot.invertY(True)
-        self.plot.setAspectLocked(False)
+        # Cells are square, whatever the widget's shape: a 1024 x 1024 C drawn
+        # 420 x 140 px made 16 x 16 blocks look like strips.
+        self.plot.setAspectLocked(True, ratio=1.0)
         self.plot.showGrid(x=False, y=False)
         self.image = pg.ImageItem(autoDownsample=False)
         self.plot.addItem(self.image)
