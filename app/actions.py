@@ -17,6 +17,7 @@ from .controllers.session_controller import SessionController
 from .export import (
     HeatmapExporter,
     export_contact_sheet,
+    export_file_name,
     export_replay,
     export_sweep_images,
     replay_iterations,
@@ -223,11 +224,10 @@ class ExportHeatmapAction(_Action):
         if self.session.current is None:
             self.session.raise_error("nothing to export yet: run something first", False)
             return
-        r = self.session.current.request
-        suggestion = f"{r.kernel_label}_{r.m}x{r.k}x{r.n}_{self.session.map_name}.png"
+        suggestion = export_file_name(self.session.current.request, self.session.map_name)
         path, _ = QtWidgets.QFileDialog.getSaveFileName(
             self.window, "Export heatmap",
-            str(Path(self.settings.dialog_folder("export")) / suggestion.replace(":", "_")),
+            str(Path(self.settings.dialog_folder("export")) / suggestion),
             "PNG image (*.png);;SVG image (*.svg)")
         if not path:
             return
@@ -259,20 +259,32 @@ class ExportSweepSheetAction(_Action):
 
 
 class ExportSweepFolderAction(_Action):
-    """summary.csv, summary.json, one .npz and .png per configuration, and the sheet."""
+    """summary.csv, summary.json, one .npz and .png per configuration (at the
+    export size chosen in the maps view), and the sheet."""
 
     def __init__(self, session: Session, sweep_view: SweepView, settings: Settings,
-                 parent: QtWidgets.QWidget):
+                 parent: QtWidgets.QWidget, maps_view: MapsView | None = None):
         super().__init__("Export all to folder...", parent)
         self.session, self.sweep_view, self.settings = session, sweep_view, settings
         self.window = parent
+        # Where the user chooses the export size (the images had been 800 x 600
+        # whatever size was chosen).
+        self.maps_view = maps_view
+
+    @property
+    def export_size(self) -> tuple[int, int]:
+        """The size the heatmap export uses: the maps view's, else the saved one."""
+        if self.maps_view is not None:
+            return self.maps_view.export_size
+        return self.settings.export_size()
 
     def export_to(self, folder: str | Path) -> Path:
         folder = Path(folder)
         # (locked as a command's folder is: never two writers at once)
         with OutputFolder(folder, "the sweep's folder"):
             write_sweep(self.session.sweep_cells, folder)
-            export_sweep_images(self.session.sweep_cells, folder, self.sweep_view.map_name)
+            export_sweep_images(self.session.sweep_cells, folder, self.sweep_view.map_name,
+                                self.export_size)
         return folder
 
     def act(self) -> None:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import errno
 import html
+import re
 from pathlib import Path
 
 import numpy as np
 
 from kernels import (
     BACKEND_SHORT,
+    RunRequest,
     RunResult,
     SweepCell,
     ThreadMapError,
@@ -60,6 +62,19 @@ def run_title(result: RunResult, html: bool = False) -> str:
         return f"{what}: {result.verdict.summary()}"
     colour = "#1a7f37" if result.verdict.passed else "#c62828"
     return f"{what}<br><b><span style='color:{colour}'>{result.verdict.summary()}</span></b>"
+
+
+def export_file_name(request: RunRequest, map_name: str, suffix: str = ".png") -> str:
+    """The name an export of map ``map_name`` suggests:
+    ``grid-stride_128x256x128_g4x1_b256_count.png``.  The launch is in it:
+    two launches of one shape had one name, and the second export
+    overwrote the first.  Letters, digits, ``.``, ``-`` and ``_`` only (a
+    kernel file's ``file.py:kernel``, a map's ``count:out``), safe on any
+    file system."""
+    grid, block = ("x".join(map(str, dims)) for dims in (request.grid, request.block))
+    r = request
+    name = f"{r.kernel_label}_{r.m}x{r.k}x{r.n}_g{grid}_b{block}_{map_name}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".") + suffix
 
 
 def _wrapped(text: str, width_px: int, point_size: float = 9) -> str:
@@ -223,17 +238,19 @@ class SweepImages:
     beside its .npz) as each comes (``threadmap sweep`` writes them while the
     next configurations run), then ``contact_sheet.png``."""
 
-    def __init__(self, out: Path, map_name: str = "count"):
+    def __init__(self, out: Path, map_name: str = "count", size: tuple[int, int] = (800, 600)):
         ensure_app()
         self.out = Path(out)
         self.map_name = map_name
+        #: each configuration's image size (the app's chosen export size)
+        self.size = size
         self._exporter: HeatmapExporter | None = None
 
     def add(self, cell: SweepCell) -> None:
         if cell.result is None:
             return
         if self._exporter is None:
-            self._exporter = HeatmapExporter((800, 600))
+            self._exporter = HeatmapExporter(self.size)
         self._exporter.write(cell.result, self.out / f"{cell.stem}.png",
                              self.map_name)
 
@@ -244,10 +261,11 @@ class SweepImages:
         export_contact_sheet(cells, self.out / "contact_sheet.png", self.map_name)
 
 
-def export_sweep_images(cells: list[SweepCell], out: Path, map_name: str = "count") -> None:
-    """Every image of a finished sweep (SweepImages): the sweep tab's export
-    to a folder."""
-    images = SweepImages(out, map_name)
+def export_sweep_images(cells: list[SweepCell], out: Path, map_name: str = "count",
+                        size: tuple[int, int] = (800, 600)) -> None:
+    """Every image of a finished sweep (SweepImages), each configuration's
+    ``size`` pixels: the sweep tab's export to a folder."""
+    images = SweepImages(out, map_name, size)
     for cell in cells:
         images.add(cell)
     images.finish(cells)
@@ -271,14 +289,20 @@ def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str
     """The sweep matrix (grids down, blocks across) as one PNG, every map on
     one shared colour scale with its colour bar, each cell titled with its
     verdict, time and, for a FAIL, why."""
+    ensure_app()  # (the bar's labels are measured before the figure is made)
     blocks = dims_order(c.grid for c in cells)
     threads = dims_order(c.block for c in cells)
-    # Room for the row labels, the colour bar and its ticks, and the titles.
-    size = (cell_size * len(threads) + 150, cell_size * len(blocks) + 110)
+    ok = [c for c in cells if c.result is not None]
+    top = shared_top(ok, map_name)
+    # (the first map made ahead: its colour bar's labels size the sheet)
+    shown = make_map(ok[0].result, map_name, shared_top=top) if ok else None
+    bar_axis = _SheetBarAxis(shown, cell_size * len(blocks)) if shown else None
+    # Room for the row labels, the colour bar with its tick labels and
+    # caption, and the titles.
+    room = max(150, 50 + bar_axis.width) if bar_axis else 150
+    size = (cell_size * len(threads) + room, cell_size * len(blocks) + 110)
     widget = _offscreen_widget(size)
     try:
-        ok = [c for c in cells if c.result is not None]
-        top = shared_top(ok, map_name)
         first = ok[0].result.request if ok else None
         title = (f"{first.kernel_label} {first.shape_label}: {map_label(map_name, first)}"
                  " (grids down, blocks across)") if first else "sweep"
@@ -289,7 +313,6 @@ def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str
         for row, dims in enumerate(blocks):
             widget.ci.addLabel(dims_heading(dims, "block"), row=row + 2, col=0, angle=-90,
                                size="9pt")
-        shown = None
         for cell in cells:
             row = 2 + blocks.index(cell.grid)
             col = 1 + threads.index(cell.block)
@@ -297,8 +320,7 @@ def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str
             if cell.result is None:
                 tile.set_caption(f"{cell.label}: error")
                 continue
-            image = make_map(cell.result, map_name, shared_top=top)
-            shown = shown or image
+            image = shown if cell is ok[0] else make_map(cell.result, map_name, shared_top=top)
             findings = cell_findings(cell)
             colour = "#1a7f37" if cell.result.verdict.passed else "#c62828"
             caption = f"<span style='color:{colour}'>{cell_title(cell)}</span>"
@@ -309,14 +331,43 @@ def export_contact_sheet(cells: list[SweepCell], path: str | Path, map_name: str
         if shown is not None:
             bar = pg.ColorBarItem(values=shown.levels, colorMap=colour_map(shown.colouring),
                                   interactive=False, width=14)
-            ticks = colour_bar_ticks(shown)
-            if ticks is not None:
-                bar.axis.setTicks(ticks)
+            bar_axis.apply(bar.axis)
             widget.ci.addItem(bar, row=2, col=len(threads) + 1, rowspan=len(blocks))
         return _write_scene(widget, Path(path), size)
     finally:
         widget.close()
         widget.deleteLater()
+
+
+class _SheetBarAxis:
+    """The contact sheet's colour bar axis: every tick label, and a caption
+    saying what the colour means (the map's title).  pyqtgraph's bar keeps
+    its axis 45 px wide and drops each label that does not fit ("outside C",
+    "1 thread, 2+", "20,000"), leaving a bar without words: the width is
+    measured from the labels instead."""
+
+    def __init__(self, image: MapImage, height_px: int, point_size: float = 9):
+        self.ticks = colour_bar_ticks(image)
+        self.font = QtGui.QFont()
+        self.font.setPointSizeF(point_size)
+        metrics = QtGui.QFontMetricsF(self.font)
+        # (labels pyqtgraph chooses itself, where ticks is None: numbers such
+        # as "8e-08" or "1,500")
+        labels = [label for level in self.ticks or [] for _, label in level] or ["-8.88e-08"]
+        longest = max(metrics.horizontalAdvance(label) for label in labels)
+        #: the caption, shortened to the bar's height (it runs along it)
+        self.caption = metrics.elidedText(image.title, QtCore.Qt.TextElideMode.ElideRight,
+                                          max(height_px, 40))
+        # tick (5) + gap (2) + the longest label + a margin, then the caption's line
+        self.width = int(5 + 2 + longest + 6 + metrics.height() + 6)
+
+    def apply(self, axis: pg.AxisItem) -> None:
+        axis.setStyle(tickFont=self.font, showValues=True)
+        axis.enableAutoSIPrefix(False)  # ("8e-08", never "80" and "(x1e-09)")
+        if self.ticks is not None:
+            axis.setTicks(self.ticks)
+        axis.setLabel(self.caption, **{"font-size": f"{self.font.pointSizeF():g}pt"})
+        axis.setWidth(self.width)
 
 
 #: More frames than this are sampled evenly (a kernel can have 16,384 iterations).

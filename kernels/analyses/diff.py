@@ -22,13 +22,29 @@ class RunDiff:
     writer_changed: int
     value_changed: int
     elements: int
+    #: the largest |change| of the values that are numbers in both runs
+    #: (inf where one of them is infinite); 0.0 when there are none
     max_value_change: float
+    #: of ``value_changed``, the elements that are NaN in one run only (an
+    #: element one run never wrote): they have no change to measure
+    nan_in_one: int = 0
 
     def summary(self) -> str:
         return (f"{self.count_changed:,} elements with a different write count, "
                 f"{self.writer_changed:,} with a different writer, {self.value_changed:,} with "
-                f"a different value (largest change {self.max_value_change:.3g}), of "
-                f"{self.elements:,}")
+                f"a different value{self._value_details()}, of {self.elements:,}")
+
+    def _value_details(self) -> str:
+        """`` (largest change 3.1e-07; 360 NaN in one run only)``.  A change
+        is measured only between two numbers: 360 values changed with a
+        "largest change 0" were all NaN in one run and a number in the other."""
+        details = []
+        if self.value_changed > self.nan_in_one:
+            # .3g: a change below display precision still shows (3.1e-07, not 0)
+            details.append(f"largest change {self.max_value_change:.3g}")
+        if self.nan_in_one:
+            details.append(f"{self.nan_in_one:,} NaN in one run only")
+        return f" ({'; '.join(details)})" if details else ""
 
 
 def diff_runs(first: RunResult, second: RunResult) -> RunDiff:
@@ -54,11 +70,15 @@ def diff_runs(first: RunResult, second: RunResult) -> RunDiff:
     c1, c2 = first.c.astype(np.float64), second.c.astype(np.float64)
     both_nan = np.isnan(c1) & np.isnan(c2)
     value = (c1 != c2) & ~both_nan
-    change = np.where(value, np.abs(c1 - c2), 0.0)
+    # NaN in one run and a number in the other has no size of change: counted
+    # apart, not measured (the largest change had read 0 for 360 such values).
+    nan_in_one = np.isnan(c1) != np.isnan(c2)
+    measured = value & ~nan_in_one
+    change = np.abs(c1[measured] - c2[measured])  # (inf where a value is infinite)
     category = np.full(first.c.shape, SAME, np.int8)
     category[value] = VALUE
     category[writer] = WRITER
     category[count] = COUNT
-    finite = change[np.isfinite(change)]
     return RunDiff(category, int(count.sum()), int(writer.sum()), int(value.sum()),
-                   int(first.c.size), float(finite.max()) if finite.size else 0.0)
+                   int(first.c.size), float(change.max()) if change.size else 0.0,
+                   int(nan_in_one.sum()))
