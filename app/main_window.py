@@ -156,7 +156,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.export_action = ExportHeatmapAction(s, self.maps_view, self.settings, self)
         self.export_sheet_action = ExportSweepSheetAction(s, self.sweep_view, self.settings, self)
         self.export_folder_action = ExportSweepFolderAction(s, self.sweep_view, self.settings,
-                                                            self)
+                                                            self, self.maps_view)
         self.export_replay_action = ExportReplayAction(s, self.maps_view, self.settings, self)
         menu = self.menuBar()
         file_menu = menu.addMenu("&File")

@@ -115,7 +115,7 @@ def main(argv: list[str]) -> int:
     controls = window.controls
     for kernel, stem in (("grid-stride", "seed_grid_stride"), ("tid-rows", "seed_tid_rows")):
         controls.select_kernel("builtin", kernel)
-        controls.apply_preset("seed")
+        controls.apply_preset("seed-launch")
         controls.backend_combo.setCurrentText("auto")
         window.run_action.trigger()
         wait_idle(app, window)
@@ -140,7 +140,7 @@ def main(argv: list[str]) -> int:
     # Issue 5: the warp view (coalescing) of both grid-stride walks, replay, diff.
     for kernel in ("grid-stride", "grid-stride-colmajor"):
         controls.select_kernel("builtin", kernel)
-        controls.apply_preset("seed")
+        controls.apply_preset("seed-launch")
         window.run_action.trigger()
         wait_idle(app, window)
         analysis_tab(window, "Coalescing")

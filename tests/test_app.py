@@ -52,7 +52,7 @@ def prepare_sweep(window, kernel, shape, blocks, threads):
     window.sweep_view.threads_edit.setText(threads)
 
 
-def run_preset(window, kernel, preset="seed", backend="cpu"):
+def run_preset(window, kernel, preset="seed-launch", backend="cpu"):
     window.controls.select_kernel("builtin", kernel)
     window.controls.apply_preset(preset)
     window.controls.backend_combo.setCurrentText(backend)
@@ -233,7 +233,7 @@ def test_slow_simulator_run_asks_first(window, monkeypatch):
     asked = []
     window.controller.confirm = lambda title, text: asked.append(text) or False
     window.controls.select_kernel("builtin", "grid-stride")
-    window.controls.apply_preset("seed")
+    window.controls.apply_preset("seed-launch")
     window.controls.backend_combo.setCurrentText("sim")
     window.run_action.trigger()
     assert asked and "at least" in asked[0] and "1,024 threads" in asked[0]
@@ -327,7 +327,7 @@ def test_run_off_the_gui_thread_reports_progress(qtbot, settings):
     win = MainWindow(synchronous=False, settings=settings)
     qtbot.addWidget(win)
     win.controls.select_kernel("builtin", "grid-stride")
-    win.controls.apply_preset("seed")
+    win.controls.apply_preset("seed-launch")
     win.controls.backend_combo.setCurrentText("cpu")
     seen = []
     win.controller.progress.connect(lambda f, m: seen.append(f))
