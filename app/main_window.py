@@ -346,6 +346,9 @@ class MainWindow(QtWidgets.QMainWindow):
         if threads:
             self.sweep_view.threads_edit.setText(threads)
         self.maps_view.set_export_size(*s.export_size())
+        split = s.value("window/map-and-analysis")
+        if split is not None:
+            self.maps_view.splitter.restoreState(split)
         # Adding the saved kernel files announced their launches; what is
         # selected now may be a built-in kernel.
         self.status.clearMessage()
@@ -357,6 +360,7 @@ class MainWindow(QtWidgets.QMainWindow):
         except ThreadMapError:
             pass
         s.setValue("window/geometry", self.saveGeometry())
+        s.setValue("window/map-and-analysis", self.maps_view.splitter.saveState())
         s.set_sweep_lists(self.sweep_view.blocks_edit.text(), self.sweep_view.threads_edit.text())
         s.set_export_size(*self.maps_view.export_size)
         s.set_kernel_files(self.controls.kernel_files)

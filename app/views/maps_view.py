@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import html
 
-from kernels import KERNEL_OUTPUT_LINES, RunResult, ThreadMapError, format_dims
+from kernels import (
+    BACKEND_LABELS,
+    KERNEL_OUTPUT_LINES,
+    RunResult,
+    ThreadMapError,
+    format_dims,
+    format_seconds,
+)
 
 from ..export import run_title
 from ..models.map_images import (
@@ -24,22 +31,11 @@ from ..qt import QtCore, QtGui, QtWidgets
 from .analysis import AnalysisPanel
 from .heatmap import HeatmapWidget
 from .map_painter import OFF_THREAD_ELEMENTS, MapPainter
-from .readable import scroll_page
+from .readable import ROWS_SHOWN, scroll_page
 from .source_view import SourceView
 
 HOVER_PROMPT = "Hover over the map to see who wrote an element."
 NO_RUN_YET = "No run yet: choose a kernel and a launch, then Run (Ctrl+R)."
-
-
-def scrolled(label: QtWidgets.QLabel, name: str, lines: int) -> QtWidgets.QScrollArea:
-    """``label`` in a frameless scroll area at most ``lines`` of its text tall."""
-    area = QtWidgets.QScrollArea()
-    area.setObjectName(name)
-    area.setWidgetResizable(True)
-    area.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
-    area.setWidget(label)
-    area.setMaximumHeight(lines * label.fontMetrics().lineSpacing() + 12)
-    return area
 
 
 def elide_long_words(text: str, longest: int = 60) -> str:
@@ -53,20 +49,35 @@ def elide_long_words(text: str, longest: int = 60) -> str:
                   lambda m: f"{m.group(0)[:half]}\u2026{m.group(0)[-half:]}", text)
 
 
-def verdict_html(result: RunResult) -> str:
+#: reasons and diagnoses the verdict shows before its "all of it" link
+SUMMARY_ITEMS = 2
+
+
+def verdict_html(result: RunResult, whole: bool = True) -> str:
+    """The verdict, its causes and reasons; unless ``whole``, the first
+    ``SUMMARY_ITEMS`` of them, each whole, and a link to the rest (a box of
+    six lines cut the diagnosis mid-sentence, "Fix: line 19: insert `")."""
     verdict = result.verdict
     word = verdict.shown_word
     colour = {"PASS": "#1a7f37", "CHECKED": "#6d4c41"}.get(word, "#c62828")
     # the causes first, where the verdict's box shows them without scrolling
-    reasons = "".join(f"<li><b>why</b>, line {d.line_list}: "
-                      f"{html.escape(d.message)} (Source page: evidence and fix)</li>"
-                      for d in result.diagnoses)
-    reasons += "".join(f"<li>{r}</li>" for r in verdict.reasons)
+    items = [f"<li><b>why</b>, line {d.line_list}: "
+             f"{html.escape(d.message)} (Source page: evidence and fix)</li>"
+             for d in result.diagnoses]
+    items += [f"<li>{r}</li>" for r in verdict.reasons]
     if verdict.reference_note:
-        reasons += (f"<li>no correctness verdict: {html.escape(verdict.reference_note)}"
+        items.append(f"<li>no correctness verdict: {html.escape(verdict.reference_note)}</li>")
+    hidden = 0 if whole else max(0, len(items) - SUMMARY_ITEMS)
+    reasons = "".join(items[:len(items) - hidden])
+    if hidden:
+        reasons += (f"<li><a href='more'>{hidden} more, the backend and the launch...</a>"
                     "</li>")
-    return (f"<b style='color:{colour}; font-size:14pt'>{word}</b> &nbsp; "
-            f"{run_title(result)}<br>backend: {result.backend_note}; launch: "
+    elif len(items) > SUMMARY_ITEMS:
+        reasons += "<li><a href='less'>show less</a></li>"
+    head = f"<b style='color:{colour}; font-size:14pt'>{word}</b> &nbsp; {run_title(result)}"
+    if hidden:
+        return head + f"<ul style='margin:0'>{reasons}</ul>"
+    return (head + f"<br>backend: {result.backend_note}; launch: "
             f"{format_dims(result.request.grid)} x {format_dims(result.request.block)} "
             f"({result.request.launch_source})"
             + (f"; output: {result.output} ({result.output_reason})"
@@ -94,6 +105,58 @@ def details_text(result: RunResult) -> str:
     return "\n".join(lines)
 
 
+class DetailsTable(QtWidgets.QTableWidget):
+    """A run's timings (what, time, on what, measured how) and its notes, a
+    row each (a note's words in the last column, which stretches); a cell's
+    whole text on hover, the rows within a few lines."""
+
+    COLUMNS = ("what", "time", "on", "measured how")
+
+    def __init__(self, parent=None):
+        super().__init__(0, len(self.COLUMNS), parent)
+        self.setObjectName("details")
+        self.setHorizontalHeaderLabels(self.COLUMNS)
+        self.verticalHeader().hide()
+        self.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setWordWrap(False)
+        self.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
+        header = self.horizontalHeader()
+        for column in range(3):
+            header.setSectionResizeMode(column, QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        rows = ROWS_SHOWN  # (the layout check's least: readable.py)
+        self.setFixedHeight(header.sizeHint().height() + rows * self.verticalHeader()
+                            .defaultSectionSize() + 2 * self.frameWidth())
+        self._text = ""
+
+    def show_result(self, result: RunResult) -> None:
+        # (the backend's name in the cell, what that means on hover: "not a GPU time")
+        rows = [(t.what, format_seconds(t.seconds)
+                 + (f", {t.gflops:.3g} GFLOP/s" if t.gflops is not None else ""),
+                 BACKEND_LABELS.get(t.backend, t.backend), t.method) for t in result.timings]
+        rows += [("note", "", "", note) for note in result.notes]
+        if result.kernel_output:
+            printed = result.kernel_output.splitlines()
+            shown = printed[:KERNEL_OUTPUT_LINES]
+            more = (f" ... {len(printed) - KERNEL_OUTPUT_LINES:,} more (export the result for "
+                    "all of it)" if len(printed) > KERNEL_OUTPUT_LINES else "")
+            rows.append(("kernel output", f"{len(printed):,} lines", "instrumented launch",
+                         " | ".join(shown) + more))
+        self.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            for c, text in enumerate(row):
+                item = QtWidgets.QTableWidgetItem(text.split(" (")[0] if c == 2 else text)
+                item.setToolTip(text)
+                self.setItem(r, c, item)
+        self._text = details_text(result)
+
+    def text(self) -> str:
+        """Everything shown, as lines of text."""
+        return self._text
+
+
 class MapsView(QtWidgets.QWidget):
     """The Maps tab, on a :class:`Session`."""
 
@@ -109,11 +172,17 @@ class MapsView(QtWidgets.QWidget):
         self.verdict_label.setWordWrap(True)
         self.verdict_label.setTextFormat(QtCore.Qt.TextFormat.RichText)
         self.verdict_label.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
-        # A fixed height, scrolling past six lines: a verdict with more reasons
-        # pushed the map and the analysis tabs down under the user's cursor.
-        verdict = scrolled(self.verdict_label, "verdict-scroll", lines=6)
-        verdict.setFixedHeight(verdict.maximumHeight())
-        layout.addWidget(verdict)
+        # Whole sentences, never a scroll box: the first causes, and a link to
+        # the rest (which pushes the map down only when the user asks for it).
+        self.verdict_label.setTextInteractionFlags(
+            QtCore.Qt.TextInteractionFlag.LinksAccessibleByMouse
+            | QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.verdict_label.linkActivated.connect(self._on_verdict_link)
+        self.verdict_label.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred,
+                                         QtWidgets.QSizePolicy.Policy.Maximum)
+        #: whether the verdict shows all its reasons (the user's last choice)
+        self.verdict_whole = False
+        layout.addWidget(self.verdict_label)
         self.error_label = QtWidgets.QLabel()
         self.error_label.setObjectName("error")
         self.error_label.setWordWrap(True)
@@ -130,10 +199,18 @@ class MapsView(QtWidgets.QWidget):
         self.analysis.insertTab(0, scroll_page(self.source_view), "Source")
         self.analysis.setCurrentIndex(0)
         splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
+        splitter.setObjectName("map-and-analysis")
         splitter.addWidget(self.heatmap)
-        splitter.addWidget(self._with_page_chooser(self.analysis))
+        pages = self._with_page_chooser(self.analysis)
+        # Wide enough for its tables' columns (at ~300 px the coalescing table
+        # lost a column and source lines were cut); the user drags the
+        # handle for more, and the window remembers it (main_window).
+        pages.setMinimumWidth(380)
+        splitter.addWidget(pages)
+        splitter.setChildrenCollapsible(False)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
+        self.splitter = splitter
         layout.addWidget(splitter, 1)
         self.legend_label = QtWidgets.QLabel()
         self.legend_label.setWordWrap(True)
@@ -145,15 +222,11 @@ class MapsView(QtWidgets.QWidget):
         self.hover_label.setMinimumHeight(4 * self.hover_label.fontMetrics().height())
         self.hover_label.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
         layout.addWidget(self.hover_label)
-        self.details_label = QtWidgets.QLabel()
-        self.details_label.setObjectName("details")
-        self.details_label.setWordWrap(True)
-        self.details_label.setTextInteractionFlags(
-            QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.details_label.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
-        # Timings and notes scroll within a few lines instead of pushing the
-        # map up (they took a fifth of the window at 1280 x 800).
-        layout.addWidget(scrolled(self.details_label, "details-scroll", lines=5))
+        # Timings as a table (what, time, measured how), then the notes, each
+        # a row, its whole text on hover: long bracketed sentences had filled
+        # a box of four lines.
+        self.details = DetailsTable()
+        layout.addWidget(self.details)
 
         self.painter = MapPainter(self)
         self.painter.painted.connect(self._on_painted)
@@ -283,9 +356,9 @@ class MapsView(QtWidgets.QWidget):
         shown = self.heatmap.image
         reset = shown is None or self.heatmap.result is None or \
             self.heatmap.result.c.shape != result.c.shape
-        self.verdict_label.setText(elide_long_words(verdict_html(result)))
+        self._show_verdict(result)
         self.verdict_label.setToolTip(run_title(result))
-        self.details_label.setText(details_text(result))
+        self.details.show_result(result)
         self._list_read_maps(result)
         self.analysis.show_result(result)
         self.analysis.diff_label.clear()
@@ -392,6 +465,14 @@ class MapsView(QtWidgets.QWidget):
         x_range, y_range = plot.plot.vb.viewRange()
         plot.show_slice(self.slice_spin.value())
         plot.plot.setRange(xRange=x_range, yRange=y_range, padding=0)
+
+    def _show_verdict(self, result: RunResult) -> None:
+        self.verdict_label.setText(elide_long_words(verdict_html(result, self.verdict_whole)))
+
+    def _on_verdict_link(self, link: str) -> None:
+        self.verdict_whole = link == "more"
+        if self.session.current is not None:
+            self._show_verdict(self.session.current)
 
     @property
     def drawing(self) -> bool:
