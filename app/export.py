@@ -443,13 +443,14 @@ def cell_findings(cell: SweepCell) -> str:
 
 
 def cell_title(cell: SweepCell) -> str:
-    """``"4 x 256 PASS 1.2 ms"`` (time labelled emu / sim when not a GPU time)."""
+    """``"4 x 256 PASS 1.2 ms"`` (a time labelled "emulated" or "simulated"
+    when it is not a GPU time: never an abbreviation a beginner must decode)."""
     if cell.result is None:
         return f"{cell.label} error"
     timing = cell.result.shown_timing
     when = ""
     if timing is not None:
-        tag = "" if timing.is_gpu_time else {"cpu": " emu", "sim": " sim"}.get(timing.backend, "")
+        tag = "" if timing.is_gpu_time else {"cpu": " emulated", "sim": " simulated"}.get(timing.backend, "")
         when = f" {format_seconds(timing.seconds)}{tag}"
     return f"{cell.label} {cell.result.verdict.word}{when}"
 

@@ -515,7 +515,7 @@ def test_sweep_cells_show_occupancy_and_idle_threads(window):
     window.sweep_action.trigger()
     one, four = window.session.sweep_cells
     # 256 elements: 1 x 128 keeps every thread busy; 4 x 128 leaves half idle.
-    assert window.sweep_view.occupancy_text(one).endswith("<br>0% of threads idle")
+    assert window.sweep_view.occupancy_text(one).endswith("<br>no thread idle")
     assert window.sweep_view.occupancy_text(four).endswith("<br>50% of threads idle")
     window.sweep_view.gpu_combo.setCurrentText("T4")
     assert "1 wave" in window.sweep_view.occupancy_text(four)

@@ -29,7 +29,7 @@ from .colors import image_rgba
 LINE = 12
 TITLE_LINES = 5
 #: a cell's width: from the viewport's width over the columns, within these
-SMALLEST_CELL, LARGEST_CELL = 165, 300
+SMALLEST_CELL, LARGEST_CELL = 100, 300
 PASS_COLOUR, FAIL_COLOUR = "#1a7f37", "#c62828"
 
 
@@ -253,9 +253,16 @@ class SweepMatrix(QtWidgets.QScrollArea):
             self._submit(cell)
 
     def _fitting_size(self) -> QtCore.QSize:
+        """Cells that show every column, and at least two whole rows, in the
+        room there is (at 1280 x 800 the 6 x 6 sweep showed 4 columns and
+        1.5 rows); never smaller than ``SMALLEST_CELL`` (then it scrolls)."""
         columns = max(len(self.blocks), 1)
+        rows = min(max(len(self.grids), 1), 2)
         room = self.viewport().width() - 60 - 4 * (columns + 2)
-        side = int(min(LARGEST_CELL, max(SMALLEST_CELL, room // columns)))
+        heading = 2 * LINE + 8
+        tall = (self.viewport().height() - heading - 4 * (rows + 2)) // rows
+        side = min(room // columns, int((tall - TITLE_LINES * LINE) / 0.85))
+        side = int(min(LARGEST_CELL, max(SMALLEST_CELL, side)))
         return QtCore.QSize(side, int(side * 0.85) + TITLE_LINES * LINE)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)

@@ -265,7 +265,6 @@ class SweepView(QtWidgets.QWidget):
         # Times are plotted in ms and said so; pyqtgraph's SI prefixes do not
         # apply to a log axis, where they left "(s)" under millisecond ticks.
         self.time_plot.getAxis("left").enableAutoSIPrefix(False)
-        self.time_plot.addLegend(offset=(-10, 10))  # (top right: the points start at the left)
         self._scatter = {
             word: self.time_plot.plot([], [], pen=None, symbol="o", symbolBrush=colour,
                                       symbolPen=None, name=word)
@@ -280,7 +279,7 @@ class SweepView(QtWidgets.QWidget):
         self._idle_scatter = self.idle_plot.plot([], [], pen=None, symbol="s",
                                                  symbolBrush="#4c72b0", symbolPen=None)
         #: the labels on the time and idle-threads plots (their points' configurations)
-        self.point_labels = {"time": PointLabels(log_y=True, avoid=self.time_plot.plotItem.legend),
+        self.point_labels = {"time": PointLabels(log_y=True),
                              "idle": PointLabels(log_y=False)}
         self.time_plot.addItem(self.point_labels["time"], ignoreBounds=True)
         self.idle_plot.addItem(self.point_labels["idle"], ignoreBounds=True)
@@ -468,7 +467,11 @@ class SweepView(QtWidgets.QWidget):
             gpu = backends <= {"gpu"}
             # (the axis keeps to "kernel time (ms)": a longer label was cut
             # off at the plot's height; where the time was measured is the title)
-            title = f"{label}{'' if gpu else ', not a GPU time'}"
+            # The legend is in the title: a legend box inside the plot lay over
+            # the points of the largest launches.
+            key = (f" &nbsp; <span style='color:{PASS_COLOUR}'>\u25cf PASS</span> "
+                   f"<span style='color:{FAIL_COLOUR}'>\u25cf FAIL</span>")
+            title = f"{label}{'' if gpu else ', not a GPU time'}{key}"
             if title != getattr(self, "_time_title", None):
                 # (each setTitle lays the plot out again, though the text is the
                 # same: 64 times in a sweep, up to 40 ms on a busy machine)
@@ -506,12 +509,15 @@ class SweepView(QtWidgets.QWidget):
 
 
 def occupancy_lines(cell: SweepCell, gpu: str, registers: int) -> list[str]:
-    """``["occ 75%, 2 waves, last 71% idle", "12% of threads idle"]`` on ``gpu``."""
+    """``["occupancy 75%, 2 waves", "last wave: 29% of the GPU", "12% of threads
+    idle"]`` on ``gpu`` (the last wave's share of the GPU's block slots)."""
     idle = cell.result.maps.idle_threads / max(cell.total_threads, 1)
     result = reassume_registers(cell.result, registers)  # arithmetic only
     occ = result.occupancy.get(gpu)
     if occ is None:  # not worked out for this cell (its kernel could not be read)
         return [f"{percent(idle)} threads idle"]
+    # (said so that a beginner reads it right: "occupancy 100%, last wave >99%
+    # idle" read as a busy GPU, where one block used one SM of 132)
     return [f"occupancy {percent(occ.occupancy)}, {counted(occ.waves, 'wave')}",
-            f"last wave {percent(occ.last_wave_idle)} idle",
-            f"{percent(idle)} of threads idle"]
+            f"last wave: {percent(1 - occ.last_wave_idle)} of the GPU",
+            "no thread idle" if idle == 0 else f"{percent(idle)} of threads idle"]
