@@ -452,7 +452,7 @@ def cell_title(cell: SweepCell) -> str:
     if timing is not None:
         tag = "" if timing.is_gpu_time else {"cpu": " emulated", "sim": " simulated"}.get(timing.backend, "")
         when = f" {format_seconds(timing.seconds)}{tag}"
-    return f"{cell.label} {cell.result.verdict.word}{when}"
+    return f"{cell.label} {cell.result.verdict.shown_word}{when}"
 
 
 def shared_top(cells: list[SweepCell], map_name: str) -> float | None:

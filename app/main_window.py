@@ -252,14 +252,15 @@ class MainWindow(QtWidgets.QMainWindow):
         """The Run panel shows the request of the run shown (a row of the
         results table, a sweep's cell), its launch named as that run's: Run
         then runs it again."""
-        if result is None:
-            return
+        if result is None or not self.session.run_panel_follows:
+            return  # (a hunt's failing case: the user's own request stays)
+        asked = result.asked_request  # (auto stays auto: it was saved as cpu)
         try:
-            if self.controls.request() == result.request:
+            if self.controls.request() == asked:
                 return
         except ThreadMapError:
             pass
-        self.controls.set_request(result.request)
+        self.controls.set_request(asked)
 
     def _show_sweep_error(self, message: str) -> None:
         self.sweep_view.show_error(message)

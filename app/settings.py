@@ -31,6 +31,11 @@ class Settings(QtCore.QSettings):
         dtype = str(self.value("request/dtype", "float32"))
         pattern = str(self.value("request/pattern", "random"))
         backend = str(self.value("request/backend", "auto"))
+        # (where the launch came from: a kernel file's, a preset's; "given"
+        # when typed, or saved before this was kept)
+        launch_source = self.value("request/launch_source") or "given"
+        if isinstance(launch_source, list):  # (an unquoted "a, b" read as a list)
+            launch_source = ", ".join(map(str, launch_source))
         kernel_file = self.value("request/kernel_file") or None
         scalars = []
         for item in str(self.value("request/scalars", "") or "").split(","):
@@ -46,7 +51,7 @@ class Settings(QtCore.QSettings):
             dtype=dtype if dtype in DTYPES else "float32",
             pattern=pattern if pattern in PATTERNS else "random",
             backend=backend if backend in BACKENDS else "auto",
-            grid=grid, block=block, **values)
+            grid=grid, block=block, launch_source=str(launch_source), **values)
 
     def set_request(self, request: RunRequest) -> None:
         for name in _REQUEST_INTS:
@@ -56,6 +61,7 @@ class Settings(QtCore.QSettings):
         self.setValue("request/dtype", request.dtype)
         self.setValue("request/pattern", request.pattern)
         self.setValue("request/backend", request.backend)
+        self.setValue("request/launch_source", request.launch_source)
         self.setValue("request/grid", "x".join(map(str, request.grid)))
         self.setValue("request/block", "x".join(map(str, request.block)))
         self.setValue("request/scalars", ",".join(f"{n}={v}" for n, v in request.scalars))

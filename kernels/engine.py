@@ -270,7 +270,10 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
         from .reference_code import check_against_reference
 
         result = check_against_reference(result, plan, reference, expected=found)
-    return dataclasses.replace(result, follows=follows) if follows else result
+    asked = request.backend if request.backend != result.request.backend else ""
+    if follows or asked:
+        result = dataclasses.replace(result, follows=follows, asked_backend=asked)
+    return result
 
 
 def confirm(result: RunResult, progress: ProgressCallback | None = None,
@@ -313,7 +316,7 @@ def confirm(result: RunResult, progress: ProgressCallback | None = None,
     own = tuple(t for t in second.timings if t.backend == second.backend)
     return dataclasses.replace(
         result, follows=None, timings=tuple(result.timings) + own,
-        confirmation=Confirmation(second.backend, second.verdict.word,
+        confirmation=Confirmation(second.backend, second.verdict.shown_word,
                                   second.verdict.summary(), found, compared))
 
 

@@ -147,7 +147,9 @@ class Verdict:
     def summary(self) -> str:
         unchecked = f"; {self.reference_note}" if self.reference_note else ""
         if self.passed:
-            return f"PASS ({self.reference_note})" if self.reference_note else "PASS"
+            # (CHECKED, as the word shown: a PASS it did not earn said PASS in
+            # the status bar beside the header's CHECKED)
+            return f"CHECKED ({self.reference_note})" if self.reference_note else "PASS"
         return f"FAIL ({self.short_reasons}{unchecked})"
 
 
@@ -311,10 +313,21 @@ class RunResult:
     follows: str | None = None
     #: that run, once it came (maps, findings and verdict stay this result's)
     confirmation: Confirmation | None = None
+    #: the backend the run was asked for, where it differs from the one it ran
+    #: on (``auto``, resolved in ``request``); "" where they are the same
+    asked_backend: str = ""
 
     @property
     def backend(self) -> str:
         return self.request.backend
+
+    @property
+    def asked_request(self) -> RunRequest:
+        """The request as it was asked for (``auto`` stays ``auto``): what
+        running it again runs, and what a form showing it shows."""
+        if not self.asked_backend or self.asked_backend == self.request.backend:
+            return self.request
+        return self.request.with_(backend=self.asked_backend)
 
     @property
     def coalescing(self) -> tuple:

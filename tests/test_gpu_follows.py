@@ -67,6 +67,7 @@ def test_auto_answers_from_the_cpu_first_and_says_the_gpu_follows(stand_in_gpu):
     gpu = stand_in_gpu()
     first = run(request(**SMALL), gpu_follows=True)
     assert first.backend == "cpu" and first.follows == "gpu" and gpu.runs == 0
+    assert first.asked_request.backend == "auto"  # (run again, it is auto's again)
     assert "the GPU's run of the same launch follows" in first.backend_note
     assert first.verdict.passed and first.confirmation is None
     # Without a follow-up to come (check, hunt, sweep), auto still means the GPU:
@@ -75,6 +76,7 @@ def test_auto_answers_from_the_cpu_first_and_says_the_gpu_follows(stand_in_gpu):
     # and --backend gpu forces it:
     forced = run(request(backend="gpu", **SMALL), gpu_follows=True)
     assert forced.backend == "gpu" and forced.follows is None
+    assert forced.asked_backend == "" and forced.asked_request is forced.request
 
 
 def test_the_gpu_s_times_and_verdict_join_the_same_result(stand_in_gpu):

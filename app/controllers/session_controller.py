@@ -6,6 +6,8 @@ what was on screen stays.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Callable
 
 from kernels import (
@@ -130,6 +132,7 @@ class SessionController(QtCore.QObject):
         (search.hunt_cases), and held to its Reference if it has one."""
         if self.busy:
             return False
+        asked = base.backend
         # (auto would pick the simulator for some kernels: the hunt runs many cases)
         base = base.with_(backend="cpu" if base.backend == "auto" else base.backend)
         try:  # (the kernel, its scalars and the backend are checked as for a run)
@@ -140,12 +143,19 @@ class SessionController(QtCore.QObject):
         self.session.clear_error()
         self.session.tell(f"looking for a failing case of {base.kernel_label} (at most "
                           f"{budget:.0f} s)...", 0)
+        self._hunt_asked = asked
         self.worker.start_hunt(base, budget, self.session.assumed_registers)
         return True
 
     def _on_hunt_finished(self, report) -> None:
         if report.result is not None:
-            self.session.add_result(report.result)
+            # (the hunt ran auto's cases on the CPU: it was asked for on auto)
+            found = dataclasses.replace(report.result, asked_backend=self._hunt_asked)
+            # The failing case is shown, and is a row of the table to click;
+            # the Run panel keeps the user's M, K, N and launch (it had taken
+            # the case's 1 x 1 x 1, and the settings kept it for the next start).
+            with self.session.holding_run_panel():
+                self.session.add_result(found)
             self.session.tell(report.summary(), 0)
         elif report.failing is not None:  # it hung or crashed: no maps to show
             self.session.raise_error(report.summary())
@@ -226,6 +236,8 @@ class SessionController(QtCore.QObject):
 
     def _watch_shown(self, result) -> None:
         request = getattr(result, "request", None)
+        if request is not None:
+            request = result.asked_request  # (run again as asked: auto stays auto)
         if not self.follow or request is None or not request.kernel_file:
             self._watcher = self._watched_request = None
             return

@@ -8,9 +8,11 @@ signals, nothing else of Qt.
 from __future__ import annotations
 
 import itertools
+import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 from kernels import (
     ASSUMED_REGISTERS,
@@ -37,6 +39,18 @@ from .map_images import (
 
 #: the per-warp maps and the analysis table each one draws a row of
 WARP_MAPS = ("sectors", "ways", "lanes")
+
+
+def rel_error_text(result: RunResult) -> str:
+    """The relative error for a table cell: ``no reference`` (or ``not
+    compared``, the reference having failed) where there was nothing to
+    compare with, never ``nan``."""
+    verdict = result.verdict
+    errors = verdict.errors
+    if verdict.reference_note and not math.isfinite(errors.rel_error):
+        return "no reference" if verdict.reference_note.startswith("no reference") \
+            else "not compared"
+    return f"{errors.rel_error:.2e}" if errors.computed else "not computed"
 
 
 def default_memory_budget() -> int:
@@ -107,8 +121,28 @@ class Session(QtCore.QObject):
         self.warp_rows: dict[str, int] = {name: 0 for name in WARP_MAPS}
         self.replay_iteration = 0
         self.assumed_registers = ASSUMED_REGISTERS
+        #: while above 0, the Run panel keeps the user's request instead of
+        #: following the result shown (see ``holding_run_panel``)
+        self._panel_held = 0
 
     # -- results ------------------------------------------------------------------------
+
+    @contextmanager
+    def holding_run_panel(self) -> Iterator[None]:
+        """While a result the user did not ask for in the Run panel is put on
+        screen (the failing case a hunt found), the panel keeps the user's own
+        request (Find a failing case had left M, K and N at 1, 1, 1, and the
+        settings kept them for the next start)."""
+        self._panel_held += 1
+        try:
+            yield
+        finally:
+            self._panel_held -= 1
+
+    @property
+    def run_panel_follows(self) -> bool:
+        """Whether the Run panel shows the request of the result shown."""
+        return self._panel_held == 0
 
     def add_result(self, result: RunResult) -> int:
         """Keep ``result`` and show it; returns its row."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from kernels import (
     BACKENDS,
@@ -26,6 +27,22 @@ from kernels import (
 from ..qt import QtCore, QtWidgets
 
 OPEN_FILE = "open-file"
+#: the start of a launch source that holds whatever the shape (a kernel
+#: file's own literal launch: kernels.presets.default_launch)
+FILE_LAUNCH = "from the file"
+
+
+class _AppliedLaunch(NamedTuple):
+    """A launch the panel was given (a preset, a file's, a run's), and what
+    it was given for: its source is named while all of it still holds."""
+
+    grid: str
+    block: str
+    source: str
+    #: the shape shown when it was applied (M, K, N, or the Arguments)
+    shape: tuple
+    #: the kernel box's item it was applied for ("builtin:tiled", "file:PATH")
+    kernel: str
 
 
 def _dims_text(dims: tuple[int, ...]) -> str:
@@ -180,6 +197,11 @@ class ControlPanel(QtWidgets.QWidget):
         layout.addRow(self.message)
         self._described = False
         self._show_described(False)
+        #: the launch last applied (None: none yet)
+        self._applied_launch: _AppliedLaunch | None = None
+        # (the first kernel's own launch, said so: another kernel chosen
+        # before any edit takes its own)
+        self._apply_builtin_launch(self.kernel_choice()[1])
         self._update_launch_info()
 
     # -- building blocks --------------------------------------------------------------
@@ -249,6 +271,7 @@ class ControlPanel(QtWidgets.QWidget):
         self.kernel_combo.setCurrentIndex(index)
         if kind == "builtin":
             self._show_described(False)
+            self._apply_builtin_launch(value)
         self._refresh_functions()
         self.kernel_changed.emit()
         return True
@@ -298,16 +321,42 @@ class ControlPanel(QtWidgets.QWidget):
             self.reference_edit.clear()
 
     def _on_kernel_combo_activated(self, index: int) -> None:
-        kind = str(self.kernel_combo.itemData(index) or "").partition(":")[0]
+        kind, _, value = str(self.kernel_combo.itemData(index) or "").partition(":")
         if kind == OPEN_FILE:
+            # Back to the kernel shown before at once: the dialog's file, when
+            # one is chosen, is selected as it is added; a cancelled dialog
+            # left "Open kernel file..." in the box, and Run said "no kernel
+            # given".
+            previous = self.kernel_combo.findData(self._shown_kernel)
+            self.kernel_combo.setCurrentIndex(max(previous, 0))
             self.open_file_requested.emit()
             return
         if kind == "builtin":
             self._show_described(False)
+            self._apply_builtin_launch(value)
         self._refresh_functions()
         self.kernel_changed.emit()
 
+    def _apply_builtin_launch(self, name: str) -> None:
+        """A built-in kernel's own launch, unless the user typed the one
+        shown or it was given for this kernel (a 1-D launch of a kernel
+        file had stayed for the 16 x 16 tiles of ``tiled``)."""
+        applied = self._applied_launch
+        if applied is not None and (self._launch_typed() or
+                                    applied.kernel == f"builtin:{name}"):
+            return
+        try:
+            chosen = default_launch(RunRequest(kernel=name, m=self.m_spin.value(),
+                                               k=self.k_spin.value(), n=self.n_spin.value()))
+        except ThreadMapError:
+            return
+        self.apply_launch(chosen.grid, chosen.block, chosen.launch_source)
+
     def select_previous_kernel(self, choice: tuple[str, str]) -> None:
+        """Back to ``choice`` after an Open dialog was cancelled (nothing
+        changes when it is still the one shown: its function, its launch)."""
+        if tuple(choice) == self.kernel_choice():
+            return
         if not self.select_kernel(*choice):
             self.select_kernel("builtin", "grid-stride")
 
@@ -361,12 +410,16 @@ class ControlPanel(QtWidgets.QWidget):
             raise RequestError(str(exc).replace("--scalar", "scalar")) from None
 
     def set_request(self, request: RunRequest) -> None:
-        """Show ``request`` in the widgets (presets, settings, a table row)."""
+        """Show ``request`` in the widgets (presets, settings, a table row:
+        its ``asked_request``, on the backend the user asked for)."""
         if request.kernel_file:
-            if self.select_kernel("file", str(Path(request.kernel_file).resolve())) \
-                    and request.kernel:
+            choice = ("file", str(Path(request.kernel_file).resolve()))
+            # (the kernel shown already: not chosen again, which would refill
+            # its functions and announce its file's launch once more)
+            if (choice == self.kernel_choice() or self.select_kernel(*choice)) \
+                    and request.kernel and self.function_combo.currentText() != request.kernel:
                 self.function_combo.setCurrentText(request.kernel)
-        else:
+        elif ("builtin", request.kernel or "grid-stride") != self.kernel_choice():
             self.select_kernel("builtin", request.kernel or "grid-stride")
         if request.arguments:
             self.describe(" ".join(str(a) for a in request.arguments), request.reference or "")
@@ -403,16 +456,36 @@ class ControlPanel(QtWidgets.QWidget):
 
     def apply_launch(self, grid: tuple[int, ...], block: tuple[int, ...],
                      source: str = "given") -> None:
-        """Show a launch, and where it came from until the user edits it."""
+        """Show a launch, and where it came from until the user edits it (or
+        the shape it was given for)."""
         self.grid_edit.setText(_dims_text(grid))
         self.block_edit.setText(_dims_text(block))
-        self._applied_launch = (_dims_text(grid), _dims_text(block), source)
+        self._applied_launch = _AppliedLaunch(_dims_text(grid), _dims_text(block), source,
+                                              self._shape_shown(),
+                                              str(self.kernel_combo.currentData()))
+
+    def _shape_shown(self) -> tuple:
+        """What a launch is worked out from: M, K and N, or the Arguments."""
+        if self._described:
+            return ("arguments", " ".join(self.arguments_edit.text().split()))
+        return (self.m_spin.value(), self.k_spin.value(), self.n_spin.value())
+
+    def _launch_typed(self) -> bool:
+        """Whether the grid or block shown is not the one last applied."""
+        applied = self._applied_launch
+        shown = (self.grid_edit.text().strip(), self.block_edit.text().strip())
+        return applied is None or shown != (applied.grid, applied.block)
 
     def launch_source(self) -> str:
-        """Where the launch shown came from ("given" once edited)."""
-        applied = getattr(self, "_applied_launch", None)
-        shown = (self.grid_edit.text().strip(), self.block_edit.text().strip())
-        return applied[2] if applied and shown == applied[:2] else "given"
+        """Where the launch shown came from: "given" once edited, or once the
+        shape it was worked out for was (a preset's one thread per element,
+        a guess that covers C); a kernel file's own launch holds for any shape."""
+        applied = self._applied_launch
+        if applied is None or self._launch_typed():
+            return "given"
+        if applied.shape != self._shape_shown() and not applied.source.startswith(FILE_LAUNCH):
+            return "given"
+        return applied.source
 
     def _on_preset_activated(self, index: int) -> None:
         key = self.preset_combo.itemData(index)

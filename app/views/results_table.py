@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from kernels import BACKEND_SHORT, RunResult, format_dims, format_seconds
 
-from ..models.session import Session
+from ..models.session import Session, rel_error_text
 from ..qt import QtCore, QtGui, QtWidgets
 from .readable import ROWS_SHOWN
 
@@ -88,8 +88,7 @@ class ResultsModel(QtCore.QAbstractTableModel):
             f"{format_dims(r.grid)} x {format_dims(r.block)}",
             backend_text(result),
             verdict.shown_word, verdict.short_reasons,
-            f"{verdict.errors.rel_error:.2e}" if verdict.errors.computed else
-            "not computed", kernel_time_text(result),
+            rel_error_text(result), kernel_time_text(result),
             f"{kernel_timing.gflops:.3g}" if kernel_timing and kernel_timing.gflops else "-",
             (f"{format_seconds(reference.seconds)} ({BACKEND_SHORT[reference.backend]})"
              if reference else "-"),

@@ -1,0 +1,275 @@
+"""State the Run panel must not lose or keep stale: the backend asked for, the
+kernel before a cancelled Open dialog, a verdict without a reference, the
+user's shape after a hunt, a launch's source after an edit, a launch of
+another kernel (offscreen, as tests/test_app.py)."""
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from app.qt import QtCore, QtWidgets
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNELS = ROOT / "tests" / "kernels"
+
+
+@pytest.fixture
+def settings(tmp_path):
+    from app.settings import Settings
+    return Settings(str(tmp_path / "settings.ini"))
+
+
+@pytest.fixture
+def window(qtbot, settings):
+    from app.main_window import MainWindow
+    win = MainWindow(synchronous=True, settings=settings, confirm=lambda title, text: True)
+    qtbot.addWidget(win)
+    win.resize(1400, 900)
+    win.show()
+    return win
+
+
+def told(window) -> list[str]:
+    messages = []
+    window.session.told.connect(lambda message, _ms: messages.append(message))
+    return messages
+
+
+def choose(combo: QtWidgets.QComboBox, data: str) -> None:
+    """Pick an item as the user does: the index changes, then ``activated``."""
+    index = combo.findData(data)
+    assert index >= 0, data
+    combo.setCurrentIndex(index)
+    combo.activated.emit(index)
+
+
+def small_shape(controls, m=24, k=8, n=20) -> None:
+    controls.m_spin.setValue(m)
+    controls.k_spin.setValue(k)
+    controls.n_spin.setValue(n)
+
+
+# -- 1. auto stays auto -------------------------------------------------------------------
+
+def test_auto_stays_auto_after_a_run_and_is_saved_so(window, settings, qtbot):
+    from app.main_window import MainWindow
+    controls = window.controls
+    controls.select_kernel("builtin", "grid-stride")
+    small_shape(controls)
+    controls.backend_combo.setCurrentText("auto")
+    window.run_action.trigger()
+    first = window.session.current
+    assert first is not None and first.request.backend in ("cpu", "gpu")  # (resolved)
+    # the box says what was asked for, not what auto chose
+    assert controls.backend_combo.currentData() == "auto"
+    assert controls.request().backend == "auto"
+    window.save_settings()
+    assert settings.request().backend == "auto"
+    window.run_action.trigger()
+    second = window.session.current
+    assert second is not first
+    assert "as asked" not in second.backend_note, second.backend_note
+    # a row shown again: still the backend asked for
+    window.results_view.selectRow(0)
+    assert window.session.current is first
+    assert controls.backend_combo.currentData() == "auto"
+    # the next start: auto
+    again = MainWindow(synchronous=True, settings=settings, confirm=lambda title, text: True)
+    qtbot.addWidget(again)
+    assert again.controls.backend_combo.currentData() == "auto"
+
+
+def test_a_backend_asked_by_name_is_shown_by_name(window):
+    controls = window.controls
+    controls.select_kernel("builtin", "grid-stride")
+    small_shape(controls)
+    controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    assert controls.backend_combo.currentData() == "cpu"
+    assert "as asked" in window.session.current.backend_note
+
+
+def test_a_followed_kernel_file_runs_again_on_the_backend_asked(window):
+    controls = window.controls
+    assert window.controller.open_kernel_file(str(KERNELS / "block_chunks.py"))
+    small_shape(controls)
+    controls.backend_combo.setCurrentText("auto")
+    window.run_action.trigger()
+    assert window.session.current.request.backend != "auto"
+    assert window.controller._watched_request.backend == "auto"
+
+
+# -- 2. a cancelled Open dialog -------------------------------------------------------------
+
+def test_a_cancelled_open_dialog_goes_back_to_the_kernel_shown(window, monkeypatch):
+    from app.views.controls import OPEN_FILE
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getOpenFileName",
+                        staticmethod(lambda *args, **kwargs: ("", "")))
+    controls = window.controls
+    choose(controls.kernel_combo, "builtin:tiled")
+    small_shape(controls, 32, 16, 32)
+    controls.grid_edit.setText("2x2")
+    controls.block_edit.setText("16x16")
+    choose(controls.kernel_combo, f"{OPEN_FILE}:")
+    assert controls.kernel_choice() == ("builtin", "tiled")
+    assert controls.kernel_combo.currentText() == "tiled"
+    assert (controls.grid_edit.text(), controls.block_edit.text()) == ("2x2", "16x16")
+    assert controls.request().kernel == "tiled"
+    controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    assert "no kernel" not in window.maps_view.error_label.text()
+    assert window.session.current is not None
+    assert window.session.current.request.kernel == "tiled"
+
+
+def test_a_cancelled_open_dialog_keeps_a_kernel_files_launch(window, monkeypatch):
+    from app.views.controls import OPEN_FILE
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getOpenFileName",
+                        staticmethod(lambda *args, **kwargs: ("", "")))
+    controls = window.controls
+    path = str((KERNELS / "block_chunks.py").resolve())
+    assert window.controller.open_kernel_file(path)
+    controls.grid_edit.setText("3")
+    controls.block_edit.setText("64")
+    choose(controls.kernel_combo, f"{OPEN_FILE}:")
+    assert controls.kernel_choice() == ("file", path)
+    assert (controls.grid_edit.text(), controls.block_edit.text()) == ("3", "64")
+    # a file chosen in the dialog is added and selected
+    chosen = str((KERNELS / "grid_chunks.py").resolve())
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getOpenFileName",
+                        staticmethod(lambda *args, **kwargs: (chosen, "")))
+    choose(controls.kernel_combo, f"{OPEN_FILE}:")
+    assert controls.kernel_choice() == ("file", chosen)
+
+
+# -- 3. no reference: CHECKED, never PASS or nan ----------------------------------------------
+
+def test_a_run_without_a_reference_is_checked_everywhere_and_has_no_nan(window):
+    from app.views.results_table import COLUMNS
+    from kernels.result import Confirmation
+    messages = told(window)
+    controls = window.controls
+    assert window.controller.open_kernel_file(str(ROOT / "examples" / "vector_add.py"))
+    controls.reference_edit.clear()
+    controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    result = window.session.current
+    assert result.verdict.passed and result.verdict.reference_note
+    done = [m for m in messages if m.startswith("done: ")]
+    assert done and ": CHECKED (no reference given" in done[-1] and "PASS" not in done[-1]
+    table = window.results_view.model()
+    row = window.session.row_of(result)
+    assert table.cell_text(row, COLUMNS.index("verdict")) == "CHECKED"
+    assert table.cell_text(row, COLUMNS.index("rel. error")) == "no reference"
+    assert "nan" not in " ".join(table.cell_text(row, c) for c in range(len(COLUMNS)))
+    # the GPU's run that follows an answer: CHECKED too, in the table and the status bar
+    # (engine.confirm records the second run's word as shown: CHECKED here)
+    confirmed = dataclasses.replace(result, follows=None, confirmation=Confirmation(
+        "gpu", result.verdict.shown_word, result.verdict.summary(), (), ("verdict",)))
+    window.controller._on_run_confirmed((result, confirmed))
+    assert messages[-1].startswith("GPU: CHECKED") and "PASS" not in messages[-1]
+    tip = table.data(table.index(row, 0), QtCore.Qt.ItemDataRole.ToolTipRole)
+    assert "GPU: CHECKED" in tip and "PASS" not in tip
+
+
+def test_a_run_held_to_a_reference_still_says_pass(window):
+    from app.views.results_table import COLUMNS
+    messages = told(window)
+    controls = window.controls
+    controls.select_kernel("builtin", "grid-stride")
+    small_shape(controls)
+    controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    assert [m for m in messages if m.startswith("done: ")][-1].endswith(": PASS")
+    rel = window.results_view.model().cell_text(0, COLUMNS.index("rel. error"))
+    assert rel != "no reference" and float(rel) < 1e-3
+
+
+# -- 4. Find a failing case keeps the user's shape -----------------------------------------------
+
+def test_find_a_failing_case_keeps_the_users_shape_and_settings(window, settings):
+    controls = window.controls
+    controls.select_kernel("builtin", "tid-rows")
+    small_shape(controls, 48, 40, 36)
+    controls.grid_edit.setText("2")
+    controls.block_edit.setText("128")
+    controls.backend_combo.setCurrentText("auto")
+    window.run_action.trigger()
+    own = window.session.current
+    window.hunt_action.trigger()
+    found = window.session.current
+    assert found is not None and found.request == window.controller.last_hunt.result.request
+    assert found.asked_request.backend == "auto"  # (its cases ran on the CPU, as auto asked)
+    assert (found.request.m, found.request.k, found.request.n) != (48, 40, 36)
+    # the fields are the user's still
+    assert (controls.m_spin.value(), controls.k_spin.value(), controls.n_spin.value()) == \
+        (48, 40, 36)
+    assert (controls.grid_edit.text(), controls.block_edit.text()) == ("2", "128")
+    assert controls.backend_combo.currentData() == "auto"
+    window.save_settings()
+    saved = settings.request()
+    assert (saved.m, saved.k, saved.n, saved.grid, saved.block, saved.backend) == \
+        (48, 40, 36, (2,), (128,), "auto")
+    # the found case is a row: chosen, the panel shows it (to run it again), as asked
+    window.results_view.selectRow(window.session.row_of(own))
+    window.results_view.selectRow(window.session.row_of(found))
+    assert window.session.current is found
+    assert (controls.m_spin.value(), controls.k_spin.value(), controls.n_spin.value()) == \
+        (found.request.m, found.request.k, found.request.n)
+    assert controls.backend_combo.currentData() == "auto"
+
+
+# -- 5. an edited shape is no longer a preset's launch ---------------------------------------------
+
+def test_a_shape_edited_after_a_preset_is_no_longer_the_presets_launch(window):
+    controls = window.controls
+    controls.select_kernel("builtin", "grid-stride")
+    controls.apply_preset("per-element")
+    assert controls.launch_source() == "the preset: One thread per element"
+    controls.m_spin.setValue(controls.m_spin.value() + 5)
+    assert controls.launch_source() == "given"
+    assert controls.request().launch_source == "given"
+    controls.m_spin.setValue(controls.m_spin.value() - 5)  # back to what the preset set
+    assert controls.launch_source() == "the preset: One thread per element"
+
+
+def test_a_kernel_files_own_launch_holds_for_any_shape(window):
+    controls = window.controls
+    assert window.controller.open_kernel_file(str(KERNELS / "tiled_own_launch.py"))
+    assert controls.launch_source().startswith("from the file, line")
+    controls.n_spin.setValue(controls.n_spin.value() + 3)
+    assert controls.launch_source().startswith("from the file, line")
+
+
+# -- 6. a built-in kernel's own launch after another kernel's ----------------------------------
+
+def test_a_builtin_kernel_takes_its_own_launch_after_a_1d_kernel_file(window):
+    controls = window.controls
+    small_shape(controls, 40, 8, 72)
+    assert window.controller.open_kernel_file(str(KERNELS / "block_chunks.py"))
+    assert "x" not in controls.block_edit.text()  # (a 1-D launch: the file's guess)
+    controls.select_kernel("builtin", "tiled")
+    assert (controls.grid_edit.text(), controls.block_edit.text()) == ("5x3", "16x16")
+    assert controls.launch_source() == "the built-in kernel's preset"
+    # chosen in the box, as the user does, after a file's literal 1-D launch
+    assert window.controller.open_kernel_file(str(ROOT / "examples" / "vector_add.py"))
+    assert controls.block_edit.text() == "256"
+    choose(controls.kernel_combo, "builtin:tiled")
+    assert controls.block_edit.text() == "16x16" and not controls.described
+
+
+def test_a_launch_the_user_typed_stays_for_the_next_kernel(window):
+    controls = window.controls
+    assert window.controller.open_kernel_file(str(KERNELS / "block_chunks.py"))
+    controls.grid_edit.setText("4")
+    controls.block_edit.setText("128")
+    choose(controls.kernel_combo, "builtin:grid-stride")
+    assert (controls.grid_edit.text(), controls.block_edit.text()) == ("4", "128")
+    assert controls.launch_source() == "given"
+
+
+def test_the_launch_source_is_saved_with_the_request(settings):
+    from kernels import RunRequest
+    settings.set_request(RunRequest(kernel="tiled", grid=(8, 8), block=(16, 16),
+                                    launch_source="from the file, line 37"))
+    assert settings.request().launch_source == "from the file, line 37"
