@@ -352,6 +352,15 @@ def make_map(result: RunResult, name: str, writer_kind: str = "thread",
     return _sliced(result, image, array)
 
 
+def _accumulate_example(result: RunResult) -> str:
+    """``C[i, j] +=`` in the output's own name and rank (a vector add's is
+    ``out[i] +=``)."""
+    ndim = next((len(a.shape) for a in result.request.arguments
+                 if getattr(a, "name", None) == result.output and hasattr(a, "shape")), 2)
+    index = ", ".join("ijk"[:min(max(1, ndim), 3)])
+    return f"{result.output}[{index}] +="
+
+
 def _make_map(result: RunResult, name: str, writer_kind: str,
               shared_top: float | None) -> MapImage:
     maps = result.maps
@@ -366,7 +375,8 @@ def _make_map(result: RunResult, name: str, writer_kind: str,
         data, margin = with_margin(result, data)
         return MapImage(name, "Write count", data, Colouring("count", top),
                         "black = never written, green = written once, blue = stored more than "
-                        "once by one thread (C[i, j] += in a loop: no collision), orange to dark "
+                        f"once by one thread ({_accumulate_example(result)} in a loop: no "
+                        "collision), orange to dark "
                         "red = written more than once by several threads (a collision)"
                         + (OUTSIDE_LEGEND.format(m=margin) if margin else ""),
                         *c_labels, "C", margin=margin)
@@ -570,13 +580,17 @@ def replay_map(result: RunResult, iteration: int) -> MapImage:
     data = np.full(maps.iteration.shape, np.nan, np.float32)
     data[(maps.iteration >= 0) & (maps.iteration < iteration)] = -1
     now = maps.iteration == iteration
-    data[now] = writer_ids(result, "warp", maps.min_writer[now]) % len(PALETTE)
+    # The writer map's warp hues (warp id mod 32, the middle of each lane
+    # ramp): one warp, one colour on both ("mod 32" there, "mod 20" here).
+    warps = writer_ids(result, "warp", maps.min_writer[now]) % WARP_HUES
+    data[now] = warps * WARP + WARP // 2
     written = int(np.count_nonzero(now))
     return MapImage("replay", f"Iteration {iteration}: {counted(written, 'element')} written",
-                    data, Colouring("categorical", len(PALETTE) - 1),
-                    f"colour = warp writing the element at iteration {iteration} (warp id mod "
-                    f"{len(PALETTE)}); black = written at an earlier iteration; blank = not yet",
-                    "column of C", "row of C", "C", context=iteration)
+                    data, Colouring("warp-lane", WARP_HUES * WARP - 1),
+                    f"hue = warp writing the element at iteration {iteration} (global warp id "
+                    f"mod {WARP_HUES}, as on the Writer map); black = written at an earlier "
+                    "iteration; blank = not yet", "column of C", "row of C", "C",
+                    context=iteration)
 
 
 def diff_map(first: RunResult, second: RunResult) -> MapImage:

@@ -195,13 +195,19 @@ class HeatmapPlot:
         self.fit_title()
         if self.axes:
             # Few columns (occurrences of a warp view): whole-number ticks only.
-            axes = (image.x_label, image.y_label, cols if cols <= 16 else None)
+            # Few rows too (one block's map): pyqtgraph put ticks at -0.4 ... 0.4.
+            m = image.margin
+            few_rows = rows <= 16 and image.slices is None
+            axes = (image.x_label, image.y_label, cols if cols <= 16 else None,
+                    rows if few_rows else None, m)
             if axes != getattr(self, "_axes_shown", None):
                 self._axes_shown = axes
                 self.plot.setLabel("bottom", image.x_label)
                 self.plot.setLabel("left", image.y_label)
                 self.plot.getAxis("bottom").setTicks(
-                    [[(c, str(c)) for c in range(cols)]] if cols <= 16 else None)
+                    [[(c, str(c)) for c in range(-m, cols - m)]] if cols <= 16 else None)
+                self.plot.getAxis("left").setTicks(
+                    [[(r, str(r)) for r in range(-m, rows - m)]] if few_rows else None)
         #: whether this drawing reset the view (asked, or the map's shape changed)
         self.view_reset = reset_view or shape_changed
         if self.view_reset:
