@@ -57,3 +57,31 @@ def test_a_map_of_one_row_has_whole_row_ticks(qtbot):
     widget.heatmap.show(image)
     (ticks,) = widget.heatmap.plot.getAxis("left")._tickLevels
     assert ticks == [(0, "0")]
+
+
+def test_a_map_the_run_cannot_have_leaves_no_earlier_picture(qtbot, tmp_path):
+    """Bank conflicts of a kernel without shared memory, and Diff with one run:
+    the reason where the map goes, not the picture of the map chosen before."""
+    from app.main_window import MainWindow
+    from app.settings import Settings
+
+    window = MainWindow(synchronous=True, settings=Settings(str(tmp_path / "s.ini")))
+    qtbot.addWidget(window)
+    controls = window.controls
+    controls.select_kernel("builtin", "grid-stride")
+    controls.m_spin.setValue(16)
+    controls.k_spin.setValue(8)
+    controls.n_spin.setValue(16)
+    controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    view = window.maps_view
+    plot = view.heatmap.heatmap
+    assert plot.current is not None and plot.image.image is not None  # the write count
+    for name, why in (("ways", "this kernel has no shared array"),
+                      ("diff", "select two runs")):
+        view.map_combo.setCurrentIndex(view.map_combo.findData(name))
+        assert plot.current is None and plot.image.image is None, name
+        assert view.legend_label.text().startswith(why)
+        assert why in plot.title
+    view.map_combo.setCurrentIndex(view.map_combo.findData("count"))
+    assert plot.current is not None and plot.image.image is not None

@@ -342,7 +342,8 @@ class Session(QtCore.QObject):
             if name == "diff":
                 if pair is None:
                     raise ThreadMapError("select two runs in the results table (Ctrl+click), "
-                                         "then Compare in the Diff tab")
+                                         "then Compare on the Diff page (Show, beside the "
+                                         "map)")
                 return diff_map(*pair)
             return make_map(result, name, writer_kind)
 

@@ -360,9 +360,10 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
         self.result = result
         self.heatmap.show(image, title, reset_view, rgba)
 
-    def clear_map(self) -> None:
+    def clear_map(self, message: str = "no run yet") -> None:
+        """No map, ``message`` in its place (never the picture of another map)."""
         self.result = None
-        self.heatmap.show_nothing("no run yet")
+        self.heatmap.show_nothing(message)
 
     def text_at(self, row: int, col: int) -> str | None:
         if self.result is None or self.image is None:

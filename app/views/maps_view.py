@@ -419,9 +419,20 @@ class MapsView(QtWidgets.QWidget):
         try:
             image = session.current_image()
         except ThreadMapError as exc:
-            self.legend_label.setText(str(exc))
+            self._show_no_map(str(exc))
             return
         self._draw(shown, image, None, reset_view)
+
+    def _show_no_map(self, why: str) -> None:
+        """The map chosen cannot be drawn for this run: say why where the map
+        goes (the picture of the map before had stayed, under "this kernel has
+        no shared array"; Diff with one run showed the Replay)."""
+        first = why.split(": ")[0] if len(why) > 60 else why
+        self.heatmap.clear_map(first)
+        self.legend_label.setText(why)
+        self.hover_label.setText(HOVER_PROMPT)
+        self.slice_label.setVisible(False)
+        self.slice_spin.setVisible(False)
 
     def _on_painted(self, number: int, image, rgba) -> None:
         if number != self._awaited:
@@ -429,7 +440,7 @@ class MapsView(QtWidgets.QWidget):
         self._awaited = 0
         shown, reset_view = self._awaited_view
         if image is None:
-            self.legend_label.setText(rgba)  # (why not)
+            self._show_no_map(rgba)  # (why not)
             return
         self._draw(shown, image, rgba, reset_view)
 
