@@ -160,7 +160,7 @@ def test_a_run_without_a_reference_is_checked_everywhere_and_has_no_nan(window):
     table = window.results_view.model()
     row = window.session.row_of(result)
     assert table.cell_text(row, COLUMNS.index("verdict")) == "CHECKED"
-    assert table.cell_text(row, COLUMNS.index("rel. error")) == "no reference"
+    assert table.cell_text(row, COLUMNS.index("relative error")) == "no reference"
     assert "nan" not in " ".join(table.cell_text(row, c) for c in range(len(COLUMNS)))
     # the GPU's run that follows an answer: CHECKED too, in the table and the status bar
     # (engine.confirm records the second run's word as shown: CHECKED here)
@@ -181,7 +181,7 @@ def test_a_run_held_to_a_reference_still_says_pass(window):
     controls.backend_combo.setCurrentText("cpu")
     window.run_action.trigger()
     assert [m for m in messages if m.startswith("done: ")][-1].endswith(": PASS")
-    rel = window.results_view.model().cell_text(0, COLUMNS.index("rel. error"))
+    rel = window.results_view.model().cell_text(0, COLUMNS.index("relative error"))
     assert rel != "no reference" and float(rel) < 1e-3
 
 

@@ -126,10 +126,15 @@ class DetailsTable(QtWidgets.QTableWidget):
             header.setSectionResizeMode(column, QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
-        rows = ROWS_SHOWN  # (the layout check's least: readable.py)
-        self.setFixedHeight(header.sizeHint().height() + rows * self.verticalHeader()
-                            .defaultSectionSize() + 2 * self.frameWidth())
+        self._fit_rows(ROWS_SHOWN)
         self._text = ""
+
+    def _fit_rows(self, rows: int) -> None:
+        """As tall as ``rows`` rows, at most ``ROWS_SHOWN`` (the layout check's
+        least; more scroll): room left for the map."""
+        rows = max(1, min(rows, ROWS_SHOWN))
+        self.setFixedHeight(self.horizontalHeader().sizeHint().height() + rows
+                            * self.verticalHeader().defaultSectionSize() + 2 * self.frameWidth())
 
     def show_result(self, result: RunResult) -> None:
         # (the backend's name in the cell, what that means on hover: "not a GPU time")
@@ -145,6 +150,7 @@ class DetailsTable(QtWidgets.QTableWidget):
             rows.append(("kernel output", f"{len(printed):,} lines", "instrumented launch",
                          " | ".join(shown) + more))
         self.setRowCount(len(rows))
+        self._fit_rows(len(rows))
         for r, row in enumerate(rows):
             for c, text in enumerate(row):
                 item = QtWidgets.QTableWidgetItem(text.split(" (")[0] if c == 2 else text)
@@ -219,7 +225,7 @@ class MapsView(QtWidgets.QWidget):
         self.hover_label.setObjectName("hover")
         self.hover_label.setFont(QtGui.QFontDatabase.systemFont(
             QtGui.QFontDatabase.SystemFont.FixedFont))
-        self.hover_label.setMinimumHeight(4 * self.hover_label.fontMetrics().height())
+        self.hover_label.setMinimumHeight(2 * self.hover_label.fontMetrics().height())
         self.hover_label.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
         layout.addWidget(self.hover_label)
         # Timings as a table (what, time, measured how), then the notes, each

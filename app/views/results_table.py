@@ -8,7 +8,9 @@ from ..qt import QtCore, QtGui, QtWidgets
 from .readable import ROWS_SHOWN
 
 COLUMNS = ("#", "kernel", "shape", "grid x block", "backend", "verdict", "why",
-           "rel. error", "kernel time", "GFLOP/s", "reference time")
+           "relative error", "kernel time", "GFLOP/s", "reference time")
+#: the widest a column starts (pixels): the rest of a longer cell is on hover
+WIDEST_COLUMN = 240
 
 
 def kernel_time_text(result: RunResult) -> str:
@@ -102,6 +104,8 @@ class ResultsModel(QtCore.QAbstractTableModel):
         if role == QtCore.Qt.ItemDataRole.DisplayRole:
             return self.cell_text(index.row(), index.column())
         if role == QtCore.Qt.ItemDataRole.ToolTipRole:
+            # the cell's own text whole first (a narrow column elides it)
+            head = [self.cell_text(index.row(), index.column()), ""]
             lines = list(result.verdict.reasons) or ["every element written once, no collision, "
                                                      "no out-of-bounds access, error within tolerance"]
             if result.verdict.reference_note:
@@ -110,7 +114,7 @@ class ResultsModel(QtCore.QAbstractTableModel):
             if result.confirmation is not None:
                 lines.append(result.confirmation.line())
             lines += [t.describe() for t in result.timings]
-            return "\n".join(lines)
+            return "\n".join(head + lines)
         if role == QtCore.Qt.ItemDataRole.ForegroundRole and COLUMNS[index.column()] == "backend" \
                 and result.confirmation is not None and not result.confirmation.agrees:
             return QtGui.QBrush(QtGui.QColor("#c62828"))  # (a disagreement, or no GPU run)
@@ -138,15 +142,29 @@ class ResultsView(QtWidgets.QTableView):
         # dock show three runs at 1280 x 800.
         self.setWordWrap(False)
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().lineSpacing() + 8)
-        self.results.rowsInserted.connect(self.updateGeometry)
-        self.results.rowsRemoved.connect(self.updateGeometry)
+        self._fitted = False
+        self.results.rowsInserted.connect(self._fit_columns)
         self.selectionModel().currentRowChanged.connect(self._on_current_row_changed)
         self.selectionModel().selectionChanged.connect(self._on_selection_changed)
         session.current_changed.connect(self._on_current_changed)
 
+    def _fit_columns(self) -> None:
+        """Each column as wide as its text, up to ``WIDEST_COLUMN`` (it
+        showed "128x256x12..." and "CPU emulatio..." in columns of 100 px);
+        the user's own widths stay once the first run set them."""
+        if self._fitted:
+            return
+        self._fitted = True
+        header = self.horizontalHeader()
+        for column in range(len(COLUMNS) - 1):
+            self.resizeColumnToContents(column)
+            header.resizeSection(column, min(header.sectionSize(column), WIDEST_COLUMN))
+
     def minimumSizeHint(self) -> QtCore.QSize:  # noqa: N802 (Qt API)
-        """Room for five runs (or all of them, when fewer)."""
-        rows = max(1, min(self.model().rowCount(), ROWS_SHOWN))
+        """Room for five runs, whatever the number of rows: a fixed share of
+        the window (the table grew with each run until the map was 140 px
+        tall)."""
+        rows = ROWS_SHOWN
         height = (2 * self.frameWidth() + self.horizontalHeader().sizeHint().height()
                   + rows * self.verticalHeader().defaultSectionSize()
                   + self.horizontalScrollBar().sizeHint().height())
