@@ -180,8 +180,80 @@ def cut_sideways(window: QtWidgets.QWidget) -> list[str]:
     return problems
 
 
+def nested_scrolling(window: QtWidgets.QWidget) -> list[str]:
+    """One level of scrolling: no scrolling view (a table, a list, a text
+    box) inside a scroll area's page (issue 41: the analysis pages scrolled,
+    and so did the tables in them).  pyqtgraph's views never scroll."""
+    problems = []
+    for widget in _shown(window):
+        if not isinstance(widget, QtWidgets.QAbstractScrollArea) or isinstance(
+                widget, (pg.GraphicsView, QtWidgets.QGraphicsView, QtWidgets.QHeaderView)):
+            continue
+        parent = widget.parentWidget()
+        while parent is not None and parent is not window:
+            grand = parent.parentWidget()
+            if isinstance(grand, QtWidgets.QScrollArea) and grand.viewport() is parent:
+                problems.append(f"{name_of(widget)} scrolls inside the scroll area "
+                                f"{name_of(grand)}")
+                break
+            parent = grand
+    return problems
+
+
+#: how far a map's drawn cells may be from square (its data's aspect)
+ASPECT_TOLERANCE = 0.10
+
+
+def stretched_maps(window: QtWidgets.QWidget) -> list[str]:
+    """A heatmap's cells are drawn square: its drawn aspect within 10% of the
+    data's (a 1024 x 1024 C was drawn 420 x 140 px)."""
+    problems = []
+    for view in _shown(window):
+        if not isinstance(view, pg.GraphicsView):
+            continue
+        for item in view.scene().items():
+            if not isinstance(item, pg.ImageItem) or item.image is None or not item.isVisible():
+                continue
+            box = item.getViewBox()
+            if box is None:
+                continue
+            width, height = box.viewPixelSize()  # (pixels per unit, inverted)
+            if width <= 0 or height <= 0:
+                continue
+            if abs(width / height - 1) > ASPECT_TOLERANCE:
+                problems.append(f"{name_of(view)}: its map's cells are drawn "
+                                f"{1 / width:.1f} x {1 / height:.1f} px, not square")
+    return problems
+
+
+def elided_cells(window: QtWidgets.QWidget) -> list[str]:
+    """A table cell whose text does not fit its column has its whole text on
+    hover (the results table showed "128x256x12..." and nothing more)."""
+    problems = []
+    for table in _shown(window):
+        if not isinstance(table, QtWidgets.QTableView) or table.model() is None:
+            continue
+        model = table.model()
+        metrics = table.fontMetrics()
+        for row in range(min(model.rowCount(), 20)):
+            for column in range(model.columnCount()):
+                if table.isColumnHidden(column) or table.columnSpan(row, column) > 1:
+                    continue
+                index = model.index(row, column)
+                text = str(model.data(index) or "")
+                if not text or metrics.horizontalAdvance(text) + 8 <= table.columnWidth(column):
+                    continue
+                tip = str(model.data(index, QtCore.Qt.ItemDataRole.ToolTipRole) or "")
+                if text not in tip:
+                    problems.append(f"{name_of(table)}: row {row}, column {column}: "
+                                    f"{text[:30]!r} is cut short, and not whole on hover")
+                    break
+    return problems
+
+
 def page_problems(window: QtWidgets.QWidget) -> list[str]:
     """Everything wrong with what the window shows now."""
     QtWidgets.QApplication.processEvents()
     return (outside_the_window(window) + clipped_text(window) + short_tables(window)
-            + hidden_plots(window) + status_message(window) + cut_sideways(window))
+            + hidden_plots(window) + status_message(window) + cut_sideways(window)
+            + nested_scrolling(window) + stretched_maps(window) + elided_cells(window))

@@ -126,8 +126,7 @@ class AnalysisPanel(QtWidgets.QTabWidget):
             QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.hazards_label)
         note = QtWidgets.QLabel(
-            "Bank conflicts: passes each warp request to a shared array takes (1 = none; n = "
-            "n-way). Select a row for its per-warp map.")
+            "Bank conflicts: passes per warp request (1 = none). A row: its per-warp map.")
         note.setWordWrap(True)
         note.setToolTip(f"{MODEL['ways']}; {MODEL['wide_accesses']}. Source: {MODEL['source']}")
         layout.addWidget(note)

@@ -125,6 +125,9 @@ class DetailsTable(QtWidgets.QTableWidget):
         for column in range(3):
             header.setSectionResizeMode(column, QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
+        # (never sideways: the last column takes the rest and elides, its
+        # whole text on hover)
+        self.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self._fit_rows(ROWS_SHOWN)
         self._text = ""
@@ -204,35 +207,42 @@ class MapsView(QtWidgets.QWidget):
         self.source_view = SourceView(session)
         self.analysis.insertTab(0, scroll_page(self.source_view), "Source")
         self.analysis.setCurrentIndex(0)
-        splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
-        splitter.setObjectName("map-and-analysis")
-        splitter.addWidget(self.heatmap)
-        pages = self._with_page_chooser(self.analysis)
-        # Wide enough for its tables' columns (at ~300 px the coalescing table
-        # lost a column and source lines were cut); the user drags the
-        # handle for more, and the window remembers it (main_window).
-        pages.setMinimumWidth(380)
-        splitter.addWidget(pages)
-        splitter.setChildrenCollapsible(False)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
-        self.splitter = splitter
-        layout.addWidget(splitter, 1)
+        # The map with its legend, hover line and timings on the left; the
+        # analysis pages beside all of them, not beside the map alone (there
+        # they had ~250 px at 1280 x 800, and every page scrolled).
+        map_column = QtWidgets.QWidget()
+        column = QtWidgets.QVBoxLayout(map_column)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.heatmap, 1)
         self.legend_label = QtWidgets.QLabel()
         self.legend_label.setWordWrap(True)
-        layout.addWidget(self.legend_label)
+        column.addWidget(self.legend_label)
         self.hover_label = QtWidgets.QLabel(HOVER_PROMPT)
         self.hover_label.setObjectName("hover")
         self.hover_label.setFont(QtGui.QFontDatabase.systemFont(
             QtGui.QFontDatabase.SystemFont.FixedFont))
         self.hover_label.setMinimumHeight(2 * self.hover_label.fontMetrics().height())
         self.hover_label.setAlignment(QtCore.Qt.AlignmentFlag.AlignTop)
-        layout.addWidget(self.hover_label)
+        column.addWidget(self.hover_label)
         # Timings as a table (what, time, measured how), then the notes, each
         # a row, its whole text on hover: long bracketed sentences had filled
         # a box of four lines.
         self.details = DetailsTable()
-        layout.addWidget(self.details)
+        column.addWidget(self.details)
+        splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
+        splitter.setObjectName("map-and-analysis")
+        splitter.addWidget(map_column)
+        pages = self._with_page_chooser(self.analysis)
+        # Wide enough for its tables' columns (at ~300 px the coalescing table
+        # lost a column and source lines were cut); the user drags the
+        # handle for more, and the window remembers it (main_window).
+        pages.setMinimumWidth(340)
+        splitter.addWidget(pages)
+        splitter.setChildrenCollapsible(False)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        self.splitter = splitter
+        layout.addWidget(splitter, 1)
 
         self.painter = MapPainter(self)
         self.painter.painted.connect(self._on_painted)

@@ -1,7 +1,7 @@
 """Widgets that keep what they show readable in a small window: a table asks
-for room for at least five rows (or all of its rows), and a page scrolls
-rather than squeezing its tables and notes (at 1280 x 800 the bank-conflict
-table showed one row and the hazards text was cut off)."""
+for room for at least five rows (or all of its rows), and shows each cell's
+whole text on hover (at 1280 x 800 the bank-conflict table showed one row and
+the hazards text was cut off)."""
 from __future__ import annotations
 
 from ..qt import QtCore, QtWidgets
@@ -19,6 +19,13 @@ class ReadableTable(QtWidgets.QTableWidget):
         model = self.model()
         for signal in (model.rowsInserted, model.rowsRemoved, model.modelReset):
             signal.connect(self.updateGeometry)
+
+    def setItem(self, row: int, column: int, item: QtWidgets.QTableWidgetItem) -> None:  # noqa: N802
+        """(Each cell's whole text on hover, where it has no tooltip of its
+        own: a narrow panel elides source lines and access labels.)"""
+        if item is not None and not item.toolTip():
+            item.setToolTip(item.text())
+        super().setItem(row, column, item)
 
     def _rows_height(self, rows: int) -> int:
         row = self.verticalHeader().defaultSectionSize()
@@ -49,11 +56,8 @@ class ReadableList(QtWidgets.QListWidget):
         return QtCore.QSize(hint.width(), 2 * self.frameWidth() + ROWS_SHOWN * line)
 
 
-def scroll_page(page: QtWidgets.QWidget) -> QtWidgets.QScrollArea:
-    """``page`` in a scroll area that gives it at least its minimum size:
-    too little room scrolls, never squeezes."""
-    area = QtWidgets.QScrollArea()
-    area.setWidgetResizable(True)
-    area.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
-    area.setWidget(page)
-    return area
+def scroll_page(page: QtWidgets.QWidget) -> QtWidgets.QWidget:
+    """``page`` as a page of the analysis panel.  It does not scroll: its
+    tables do (one level of scrolling: a page that scrolled held tables that
+    scrolled too, issue 41); its notes wrap and grow."""
+    return page

@@ -93,7 +93,9 @@ class SourceView(QtWidgets.QWidget):
             items = (QtWidgets.QTableWidgetItem(f"{line}{marks}"),
                      QtWidgets.QTableWidgetItem(source[line - 1]))
             if found:
-                tip = "\n".join(f"{f.kind}: {f.text}" for f in found)
+                # (the line whole first: a narrow panel cuts it short)
+                tip = "\n".join([source[line - 1].rstrip()]
+                                + [f"{f.kind}: {f.text}" for f in found])
                 for item in items:
                     item.setToolTip(tip)
             for column, item in enumerate(items):
