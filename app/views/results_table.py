@@ -142,7 +142,6 @@ class ResultsView(QtWidgets.QTableView):
         # dock show three runs at 1280 x 800.
         self.setWordWrap(False)
         self.verticalHeader().setDefaultSectionSize(self.fontMetrics().lineSpacing() + 8)
-        self._fitted = False
         self.results.rowsInserted.connect(self._fit_columns)
         self.selectionModel().currentRowChanged.connect(self._on_current_row_changed)
         self.selectionModel().selectionChanged.connect(self._on_selection_changed)
@@ -151,14 +150,13 @@ class ResultsView(QtWidgets.QTableView):
     def _fit_columns(self) -> None:
         """Each column as wide as its text, up to ``WIDEST_COLUMN`` (it
         showed "128x256x12..." and "CPU emulatio..." in columns of 100 px);
-        the user's own widths stay once the first run set them."""
-        if self._fitted:
-            return
-        self._fitted = True
+        a new run's longer text widens a column, never narrows it (a width
+        the user dragged wider stays)."""
         header = self.horizontalHeader()
         for column in range(len(COLUMNS) - 1):
-            self.resizeColumnToContents(column)
-            header.resizeSection(column, min(header.sectionSize(column), WIDEST_COLUMN))
+            wanted = min(self.sizeHintForColumn(column), WIDEST_COLUMN)
+            if wanted > header.sectionSize(column):
+                header.resizeSection(column, wanted)
 
     def minimumSizeHint(self) -> QtCore.QSize:  # noqa: N802 (Qt API)
         """Room for five runs, whatever the number of rows: a fixed share of
