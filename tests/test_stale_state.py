@@ -273,3 +273,21 @@ def test_the_launch_source_is_saved_with_the_request(settings):
     settings.set_request(RunRequest(kernel="tiled", grid=(8, 8), block=(16, 16),
                                     launch_source="from the file, line 37"))
     assert settings.request().launch_source == "from the file, line 37"
+
+
+def test_a_save_that_does_not_parse_keeps_the_result_and_says_so_once(window, tmp_path):
+    path = tmp_path / "block_chunks.py"
+    path.write_text((KERNELS / "block_chunks.py").read_text())
+    messages = told(window)
+    controls = window.controls
+    assert window.controller.open_kernel_file(str(path))
+    small_shape(controls)
+    controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    shown = window.session.current
+    assert shown is not None
+    path.write_text("def broken(:\n")
+    window.controller._look_at_the_file()
+    assert window.session.current is shown and window.results_view.results.rowCount() == 1
+    assert "cannot run" in messages[-1] and "last good result" in messages[-1]
+    assert messages[-2].endswith("was saved: running it again")  # (then said no more)

@@ -277,7 +277,11 @@ class SessionController(QtCore.QObject):
                 said = f"running it again on its new THREADMAP_ARGS: {now.shape_label}"
             self._file_arguments = None if now is None else now.arguments
         self.session.tell(f"{request.kernel_label} was saved: {said}", 0)
-        self.run(request)
+        if not self.run(request):
+            # refused before it started (a save that does not parse): said
+            # once, where "running it again" had stayed in the status bar
+            self.session.tell(f"{request.kernel_label} was saved but cannot run (the reason "
+                              "is above the map); the last good result is still shown")
 
     # -- kernels, results ------------------------------------------------------------------
 
