@@ -25,6 +25,7 @@ from kernels import (
     format_bytes,
 )
 
+from ..app_words import in_app_words
 from ..background import yield_to_the_gui
 from ..qt import QtCore
 from .map_images import (
@@ -371,12 +372,14 @@ class Session(QtCore.QObject):
             self.assumed_registers_changed.emit(registers)
 
     def raise_error(self, message: str, about_the_run: bool = True) -> None:
-        self.error_raised.emit(message, about_the_run)
+        """(The engine's message, its command-line options named by the app's
+        fields: app_words.py.)"""
+        self.error_raised.emit(in_app_words(message), about_the_run)
 
     def raise_sweep_error(self, message: str) -> None:
         """An error about the sweep asked for (its lists, its launches): shown
         on the Sweep tab."""
-        self.sweep_error_raised.emit(message)
+        self.sweep_error_raised.emit(in_app_words(message))
 
     def clear_error(self) -> None:
         self.error_cleared.emit()

@@ -17,6 +17,7 @@ from kernels import (
     format_seconds,
 )
 
+from ..app_words import in_app_words
 from ..export import run_title
 from ..models.map_images import (
     ANALYSIS_MAPS,
@@ -62,7 +63,7 @@ def verdict_html(result: RunResult, whole: bool = True) -> str:
     colour = {"PASS": "#1a7f37", "CHECKED": "#6d4c41"}.get(word, "#c62828")
     # the causes first, where the verdict's box shows them without scrolling
     items = [f"<li><b>why</b>, line {d.line_list}: "
-             f"{html.escape(d.message)} (Source page: evidence and fix)</li>"
+             f"{html.escape(in_app_words(d.message))} (Source page: evidence and fix)</li>"
              for d in result.diagnoses]
     items += [f"<li>{r}</li>" for r in verdict.reasons]
     if verdict.reference_note:

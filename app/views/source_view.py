@@ -12,6 +12,7 @@ import html
 
 from kernels import Finding, RunResult, line_findings, store_lines
 
+from ..app_words import in_app_words
 from ..models.map_images import element_text
 from ..models.session import WARP_MAPS, Session
 from ..qt import QtCore, QtGui, QtWidgets
@@ -114,8 +115,8 @@ class SourceView(QtWidgets.QWidget):
         faults = sum(f.fault for f in self._listed)
         # The causes first, where they cannot be missed: above the code.
         causes = "".join(
-            f"<b>Why</b>, line {d.line_list}: {html.escape(d.message)}. "
-            f"<b>Fix</b>: {html.escape(d.fix)}<br>" for d in result.diagnoses)
+            f"<b>Why</b>, line {d.line_list}: {html.escape(in_app_words(d.message))}. "
+            f"<b>Fix</b>: {html.escape(in_app_words(d.fix))}<br>" for d in result.diagnoses)
         self.note.setText(
             (f"<span style='color:{FAULT_TEXT}'>{causes}</span>" if causes else "")
             + html.escape(f"{snapshot.name}, lines {self._lines[0]}-{self._lines[-1]}: ")
