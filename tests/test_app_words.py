@@ -29,3 +29,24 @@ def test_the_session_shows_engine_errors_in_the_apps_words(qtbot, tmp_path):
         "FILE.py:FUNCTION, your code that returns the expected out")
     assert shown and "--reference" not in shown[-1] and "the Reference field" in shown[-1]
     assert window.maps_view.error_label.text() == shown[-1]
+
+
+def test_a_run_without_a_reference_names_the_reference_field(qtbot, tmp_path):
+    from pathlib import Path
+
+    from app.main_window import MainWindow
+    from app.settings import Settings
+
+    window = MainWindow(synchronous=True, settings=Settings(str(tmp_path / "s.ini")))
+    qtbot.addWidget(window)
+    told = []
+    window.session.told.connect(lambda message, _ms: told.append(message))
+    example = Path(__file__).parent.parent / "examples" / "vector_add.py"
+    assert window.controller.open_kernel_file(str(example))
+    window.controls.reference_edit.clear()
+    window.controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    assert window.session.current.verdict.reference_note  # (no reference given)
+    window.maps_view.verdict_label.linkActivated.emit("more")
+    for text in (window.maps_view.verdict_label.text(), told[-1]):
+        assert "--reference" not in text and "the Reference field" in text

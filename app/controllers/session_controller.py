@@ -29,6 +29,7 @@ from kernels import (
     sweep_requests,
 )
 
+from ..app_words import in_app_words
 from ..export import run_title
 from ..models.session import Session
 from ..qt import QtCore
@@ -204,10 +205,10 @@ class SessionController(QtCore.QObject):
     def _on_run_finished(self, result: RunResult) -> None:
         self.session.add_result(result)
         if result.follows:
-            self.session.tell(f"{run_title(result)}; the GPU's run of the same launch "
-                              "follows...", 0)
+            self.session.tell(f"{in_app_words(run_title(result))}; the GPU's run of the same "
+                              "launch follows...", 0)
         else:
-            self.session.tell(f"done: {run_title(result)}")
+            self.session.tell(f"done: {in_app_words(run_title(result))}")
 
     def _on_run_confirmed(self, pair) -> None:
         first, confirmed = pair

@@ -7,6 +7,7 @@ map; it never runs anything and never reads another view's insides.
 from __future__ import annotations
 
 import html
+import re
 
 from kernels import (
     BACKEND_LABELS,
@@ -75,7 +76,8 @@ def verdict_html(result: RunResult, whole: bool = True) -> str:
                     "</li>")
     elif len(items) > SUMMARY_ITEMS:
         reasons += "<li><a href='less'>show less</a></li>"
-    head = f"<b style='color:{colour}; font-size:14pt'>{word}</b> &nbsp; {run_title(result)}"
+    head = (f"<b style='color:{colour}; font-size:14pt'>{word}</b> &nbsp; "
+            f"{in_app_words(run_title(result))}")
     if hidden:
         return head + f"<ul style='margin:0'>{reasons}</ul>"
     return (head + f"<br>backend: {result.backend_note}; launch: "
@@ -157,7 +159,8 @@ class DetailsTable(QtWidgets.QTableWidget):
         self._fit_rows(len(rows))
         for r, row in enumerate(rows):
             for c, text in enumerate(row):
-                item = QtWidgets.QTableWidgetItem(text.split(" (")[0] if c == 2 else text)
+                item = QtWidgets.QTableWidgetItem(
+                    re.split(r" \(|, ", text)[0] if c == 2 else text)
                 item.setToolTip(text)
                 self.setItem(r, c, item)
         self._text = details_text(result)
