@@ -66,9 +66,10 @@ def verdict_html(result: RunResult, whole: bool = True) -> str:
     items = [f"<li><b>why</b>, line {d.line_list}: "
              f"{html.escape(in_app_words(d.message))} (Source page: evidence and fix)</li>"
              for d in result.diagnoses]
-    items += [f"<li>{r}</li>" for r in verdict.reasons]
+    items += [f"<li>{in_app_words(r)}</li>" for r in verdict.reasons]
     if verdict.reference_note:
-        items.append(f"<li>no correctness verdict: {html.escape(verdict.reference_note)}</li>")
+        items.append("<li>no correctness verdict: "
+                     f"{html.escape(in_app_words(verdict.reference_note))}</li>")
     hidden = 0 if whole else max(0, len(items) - SUMMARY_ITEMS)
     reasons = "".join(items[:len(items) - hidden])
     if hidden:
@@ -80,7 +81,7 @@ def verdict_html(result: RunResult, whole: bool = True) -> str:
             f"{in_app_words(run_title(result))}")
     if hidden:
         return head + f"<ul style='margin:0'>{reasons}</ul>"
-    return (head + f"<br>backend: {result.backend_note}; launch: "
+    return (head + f"<br>backend: {in_app_words(result.backend_note)}; launch: "
             f"{format_dims(result.request.grid)} x {format_dims(result.request.block)} "
             f"({result.request.launch_source})"
             + (f"; output: {result.output} ({result.output_reason})"
