@@ -4,6 +4,9 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -26,19 +29,35 @@ def _window_names(display: str) -> str:
     return proc.stdout
 
 
-@pytest.mark.parametrize("command", [["-m", "app"], ["-m", "app.launcher"]])
-def test_app_opens_a_window_titled_threadmap(tmp_path, command):
+@contextmanager
+def x_server(home: Path) -> Iterator[tuple[str, dict]]:
+    """A virtual X server, and the environment an app started on it gets (a
+    new user's HOME): (display, env).  The server ends with the block."""
     display = _free_display()
     xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1600x1000x24", "-nolisten", "tcp"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    env = dict(os.environ, DISPLAY=display, QT_QPA_PLATFORM="xcb", HOME=str(tmp_path),
-               XDG_CONFIG_HOME=str(tmp_path / "config"))
-    app = None
+    env = dict(os.environ, DISPLAY=display, QT_QPA_PLATFORM="xcb", HOME=str(home),
+               XDG_CONFIG_HOME=str(home / "config"))
     try:
         deadline = time.monotonic() + 20
         while "Root window" not in _window_names(display):
             assert time.monotonic() < deadline, "Xvfb did not start"
             time.sleep(0.2)
+        yield display, env
+    finally:
+        xvfb.terminate()
+        xvfb.wait(10)
+
+
+@pytest.mark.parametrize("command", [["-m", "app"], ["-m", "app.launcher"]])
+def test_app_opens_a_window_titled_threadmap(tmp_path, command):
+    with x_server(tmp_path) as (display, env):
+        _opens_a_window(tmp_path, command, display, env)
+
+
+def _opens_a_window(tmp_path: Path, command: list[str], display: str, env: dict) -> None:
+    app = None
+    try:
         log = tmp_path / "app.log"
         with open(log, "w") as handle:
             app = subprocess.Popen([sys.executable, *command], env=env, stdout=handle,
@@ -60,8 +79,6 @@ def test_app_opens_a_window_titled_threadmap(tmp_path, command):
                 app.wait(10)
             except subprocess.TimeoutExpired:
                 app.kill()
-        xvfb.terminate()
-        xvfb.wait(10)
 
 
 @pytest.mark.skipif(shutil.which("xdotool") is None,
@@ -71,17 +88,13 @@ def test_quit_ends_the_process(tmp_path, keys):
     """File > Quit (through the menu, as a user opens it) and Ctrl+Q end the
     process within 2 s: they used to hide the window while the process ran
     on, held by the export's offscreen figure, which Qt counted as a window."""
-    display = _free_display()
-    xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1600x1000x24", "-nolisten", "tcp"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    env = dict(os.environ, DISPLAY=display, QT_QPA_PLATFORM="xcb", HOME=str(tmp_path),
-               XDG_CONFIG_HOME=str(tmp_path / "config"))
+    with x_server(tmp_path) as (_display, env):
+        _quits(env, keys)
+
+
+def _quits(env: dict, keys: list[str]) -> None:
     app = None
     try:
-        deadline = time.monotonic() + 20
-        while "Root window" not in _window_names(display):
-            assert time.monotonic() < deadline, "Xvfb did not start"
-            time.sleep(0.2)
         app = subprocess.Popen([sys.executable, "-m", "app"], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 90
@@ -110,5 +123,3 @@ def test_quit_ends_the_process(tmp_path, keys):
         if app is not None and app.poll() is None:
             app.kill()
             app.wait(10)
-        xvfb.terminate()
-        xvfb.wait(10)
