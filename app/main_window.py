@@ -28,6 +28,7 @@ from .actions import (
     SweepAction,
 )
 from .controllers.session_controller import SessionController
+from .controllers.tour_controller import TourController
 from .glossary_tips import glossary_html
 from .glossary_tips import install as install_glossary_tips
 from .gui_gc import collect_on_gui_thread, freeze_what_lasts
@@ -87,8 +88,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self._tour: TourWindow | None = None
         self._glossary: QtWidgets.QDialog | None = None
         install_glossary_tips(QtWidgets.QApplication.instance())
-        #: the Start here step whose line and map are chosen once its run is shown
-        self._tour_step = None
+        self.tour_controller = TourController(
+            self.session, self.controls, self.maps_view, self.run_action.trigger,
+            lambda: self.tabs.setCurrentWidget(self.maps_view), self)
         self._connect()
         self._load_settings()
         freeze_what_lasts()
@@ -213,7 +215,6 @@ class MainWindow(QtWidgets.QMainWindow):
             0, lambda: self.tabs.setCurrentWidget(self.sweep_view)))
         s.sweep_error_raised.connect(self._show_sweep_error)
         s.current_changed.connect(self._follow_shown_run)
-        s.current_changed.connect(self._finish_tour_step)
         controls.kernel_changed.connect(self._apply_sweep_defaults)
 
     def _on_busy_changed(self, busy: bool) -> None:
@@ -387,34 +388,10 @@ class MainWindow(QtWidgets.QMainWindow):
         """The Start here walk, beside the window (made once, kept)."""
         if self._tour is None:
             self._tour = TourWindow(seed_tour(), self)
-            self._tour.step_requested.connect(self.show_tour_step)
+            self._tour.step_requested.connect(self.tour_controller.show_step)
         self._tour.show()
         self._tour.activateWindow()
         return self._tour
-
-    def show_tour_step(self, step) -> None:
-        """Show ``step``: its run (made unless it is the run on screen already:
-        steps 1 to 3 share one), the cause's line selected, its map chosen."""
-        self.tabs.setCurrentWidget(self.maps_view)
-        self._tour_step = step
-        backend = self.controls.backend_combo.currentData() or "auto"
-        request = step.request.with_(backend=backend)
-        shown = self.session.current
-        if shown is not None and _same_run(shown.request, request):
-            self._finish_tour_step(shown)
-            return
-        self.controls.set_request(request)
-        self.run_action.trigger()
-
-    def _finish_tour_step(self, result) -> None:
-        step, self._tour_step = self._tour_step, None
-        if result is None or step is None:
-            return
-        self.maps_view.analysis.setCurrentIndex(0)  # (the Source page)
-        # (the line first: selecting an access's line shows its own map)
-        self.maps_view.source_view.select_line(step.line)
-        combo = self.maps_view.map_combo
-        combo.setCurrentIndex(combo.findData(step.map_name))
 
     def show_glossary(self) -> QtWidgets.QDialog:
         """Help > Glossary: every term the app uses (each also on hover where it appears)."""
@@ -432,15 +409,6 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def show_about(self) -> None:
         QtWidgets.QMessageBox.about(self, "About ThreadMap", about_text())
-
-
-def _same_run(a, b) -> bool:
-    """Whether two requests ask for the same run (where the launch came from,
-    and the backend auto resolved to, aside)."""
-    keep = ("kernel", "kernel_file", "m", "k", "n", "dtype", "pattern", "seed", "grid", "block")
-    backends = {a.backend, b.backend}
-    return all(getattr(a, f) == getattr(b, f) for f in keep) and (
-        len(backends) == 1 or "auto" in backends)
 
 
 def about_text() -> str:
