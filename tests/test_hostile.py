@@ -381,6 +381,45 @@ def test_a_child_s_message_is_unpickled_through_an_allow_list():
         child_message(pickle.dumps(("result", Planted())))
 
 
+def test_a_message_naming_a_module_is_refused_before_the_module_is_imported():
+    """A message naming ``kernels.__main__`` (or any module that runs when
+    imported) is refused by name: importing it to look had run sys.exit in
+    the parent.  The allow-list holds every module of ThreadMap that defines
+    a dataclass or an error, as its sources say, and nothing else."""
+    import ast
+    import subprocess
+    import sys
+
+    from kernels.backends.child import MESSAGE_MODULES
+
+    defining = set()
+    for path in (ROOT / "kernels").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and (
+                    any("dataclass" in ast.unparse(d) for d in node.decorator_list)
+                    or any(ast.unparse(b).endswith(("Error", "Unsupported", "Cancelled",
+                                                    "TimedOut", "Needed", "Unavailable",
+                                                    "Construct")) for b in node.bases)):
+                defining.add(".".join(path.relative_to(ROOT).with_suffix("").parts))
+    assert MESSAGE_MODULES == defining
+    # In a process of its own: were kernels.__main__ imported, it would exit.
+    probe = (
+        "import sys\n"
+        "from kernels.backends.child import child_message\n"
+        "from kernels import KernelRuntimeError\n"
+        "data = b'\\x80\\x04ckernels.__main__\\nmain\\n.'  # (GLOBAL, then STOP)\n"
+        "try:\n"
+        "    child_message(data)\n"
+        "except KernelRuntimeError as exc:\n"
+        "    print('refused:', exc)\n"
+        "print('imported' if 'kernels.__main__' in sys.modules else 'not imported')\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "refused:" in done.stdout and "kernels.__main__.main" in done.stdout
+    assert done.stdout.strip().endswith("not imported")
+
+
 def test_workers_are_capped_at_the_cores(tmp_path):
     submissions = tmp_path / "submissions"
     submissions.mkdir()

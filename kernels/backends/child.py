@@ -329,6 +329,22 @@ class _RunClock:
         return None
 
 
+#: The modules whose classes a child's message may hold: ThreadMap's modules
+#: that define dataclasses or errors, and nothing else (no entry point: they
+#: run when imported).  tests/test_sandbox.py keeps it equal to what the
+#: package's sources define.
+MESSAGE_MODULES = frozenset(f"kernels.{name}" for name in (
+    "analyses.bank_conflicts", "analyses.coalescing", "analyses.correctness",
+    "analyses.diagnoses.diagnosis", "analyses.diagnoses.source", "analyses.diff",
+    "analyses.divergence", "analyses.findings", "analyses.hazards",
+    "analyses.lockstep_analysis", "analyses.occupancy", "backends.common", "backends.cpu",
+    "backends.instant", "cache", "check", "derived.codegen", "derived.local_types",
+    "derived.lockstep", "derived.native", "derived.transform", "derived.vector", "errors",
+    "live", "maps_file", "outputs", "records", "reference_code", "request", "result", "search",
+    "sources.allow", "sources.arguments", "sources.catalogue", "sources.plan",
+    "sources.signature", "sources.source", "stow", "sweep", "tour"))
+
+
 class _ChildUnpickler(pickle.Unpickler):
     """Unpickling of a sandboxed child's messages, by an allow-list: a pickle
     names functions to call, and a child that a kernel had taken over would
@@ -337,7 +353,9 @@ class _ChildUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):
         if (module, name) in _PLAIN_GLOBALS:
             return super().find_class(module, name)
-        if module.startswith("kernels.") and "." not in name:
+        # The module is checked before it is imported: importing one runs it
+        # (a message naming kernels.__main__ made this process run sys.exit).
+        if module in MESSAGE_MODULES and "." not in name:
             found = super().find_class(module, name)
             if isinstance(found, type) and (dataclasses.is_dataclass(found)
                                             or issubclass(found, ThreadMapError)):
