@@ -391,8 +391,10 @@ def write_report(rows: list[dict], out: Path, title: str = "ThreadMap check",
 
 
 def _stage_report(folder, rows: list[dict], title: str) -> None:
+    rows = [{key: _printable(value) for key, value in row.items()} for row in rows]
+
     def write_csv(path: Path) -> None:
-        with open(path, "w", newline="") as handle:
+        with open(path, "w", newline="", encoding="utf-8") as handle:
             writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
             writer.writeheader()
             writer.writerows({key: _cell(value) for key, value in row.items()} for row in rows)
@@ -401,6 +403,18 @@ def _stage_report(folder, rows: list[dict], title: str) -> None:
     folder.write_text("report.json", json.dumps(
         {"rows": [{key: row.get(key) for key in COLUMNS} for row in rows]}, indent=2))
     folder.write_text("report.html", report_html(rows, title))
+
+
+def _printable(value):
+    """A file name that is not UTF-8 (Python holds its bytes as surrogates)
+    with those bytes written as ``\\xff``: the report of a folder holding
+    one failed with UnicodeEncodeError after every case had run."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return value
 
 
 def _cell(value):

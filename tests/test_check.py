@@ -206,3 +206,23 @@ def test_scalars_alone_in_arg_keep_the_shapes_and_a_failing_reference_is_an_erro
     [row] = rows_of(out)
     # (the teacher's reference failed: not a grade, neither PASS nor CHECKED)
     assert row["verdict"] == "ERROR" and "raised KeyError" in row["reasons"]
+
+
+def test_a_file_name_that_is_not_utf8_is_written_in_every_report(tmp_path):
+    """A submission named with bytes that are not UTF-8 (Python holds them as
+    surrogates) is graded, and every report format shows its name with the
+    bytes escaped: writing report.csv had failed after every case ran."""
+    import os
+
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    raw = os.fsencode(folder) + b"/caf\xe9.py"  # (latin-1 bytes, not UTF-8)
+    with open(raw, "wb") as handle:
+        handle.write((ROOT / "kernels" / "sources" / "builtin" / "grid_stride.py").read_bytes())
+    out = tmp_path / "report"
+    assert threadmap("check", str(folder), "--shapes", "16x8x16", "--launches", "1:64",
+                     "--out", str(out)) == 0
+    (row,) = rows_of(out)
+    assert row["file"].endswith("caf\\xe9.py") and row["verdict"] == "PASS"
+    assert "caf\\\\xe9.py" in (out / "report.json").read_text()
+    assert "caf\\xe9.py" in (out / "report.html").read_text(encoding="utf-8")
