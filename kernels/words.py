@@ -15,3 +15,19 @@ def percent(share: float) -> str:
     if 0.995 <= share < 1:
         return ">99%"
     return f"{share:.0%}"
+
+
+#: Digits past which an integer is named by its length, not written out.
+LONGEST_WRITTEN = 40
+
+
+def whole_number(value: int) -> str:
+    """``value`` with thousands separated, or, past ``LONGEST_WRITTEN``
+    digits, "a 4,000-digit number": a hex literal of 4,000 digits passes
+    Python's parse, then raised ValueError wherever a message wrote it in
+    decimal (and writing it is quadratic in its length)."""
+    bits = abs(value).bit_length()
+    if bits * 0.30103 < LONGEST_WRITTEN:
+        return f"{value:,}"
+    digits = int(bits * 0.30103) + 1  # (within one of the true count)
+    return f"a {'negative ' if value < 0 else ''}{digits:,}-digit number"

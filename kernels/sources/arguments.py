@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import ArgumentsNeeded, KernelSourceError, RequestError
 from ..request import DESCRIBED_DTYPES, MAX_DIMENSION, RunRequest
+from ..words import whole_number
 from .loader import DIMENSION_NAMES, load_plan
 from .plan import ParameterUses, parameter_uses
 from .source import ModuleInfo
@@ -169,8 +170,10 @@ def _number(text: str, where: str) -> int | float:
 
 
 def _scalar(name: str, value: int | float, dtype: str | None, where: str) -> ScalarArgument:
-    if isinstance(value, float) and not math.isfinite(value) and dtype and "int" in dtype:
-        raise RequestError(f"{where}: {value} is not an integer")
+    # (every route comes here: THREADMAP_ARGS's 1e400 had been taken as
+    # infinity, and result.json then held Infinity, which is not JSON)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise RequestError(f"{where}: {value} is not a finite number")
     if dtype and "int" in dtype:
         if isinstance(value, float):
             if not value.is_integer():
@@ -178,14 +181,14 @@ def _scalar(name: str, value: int | float, dtype: str | None, where: str) -> Sca
             value = int(value)
         info = np.iinfo(dtype)
         if not info.min <= value <= info.max:
-            raise RequestError(f"{where}: {value:,} does not fit {dtype} ({info.min:,} to "
-                               f"{info.max:,})")
+            raise RequestError(f"{where}: {whole_number(value)} does not fit {dtype} "
+                               f"({info.min:,} to {info.max:,})")
     elif dtype:
         value = float(value)
         if abs(value) > float(np.finfo(dtype).max):
             raise RequestError(f"{where}: {value} does not fit {dtype}")
     elif isinstance(value, int) and not -(1 << 63) <= value < (1 << 63):
-        raise RequestError(f"{where}: {value:,} does not fit a 64-bit integer")
+        raise RequestError(f"{where}: {whole_number(value)} does not fit a 64-bit integer")
     return ScalarArgument(name, value, dtype)
 
 
