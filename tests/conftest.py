@@ -51,3 +51,24 @@ def _stop_children():
     yield
     from kernels.backends.child import stop_all
     stop_all()
+
+
+# -- the app's window, for the tests that drive it (offscreen) ---------------------------------
+
+@pytest.fixture
+def settings(tmp_path):
+    """The app's settings in a file of this test's own."""
+    from app.settings import Settings
+    return Settings(str(tmp_path / "settings.ini"))
+
+
+@pytest.fixture
+def window(qtbot, settings):
+    """The main window, runs on the GUI thread (synchronous), every question
+    answered yes, 1400 x 900 and shown."""
+    from app.main_window import MainWindow
+    win = MainWindow(synchronous=True, settings=settings, confirm=lambda title, text: True)
+    qtbot.addWidget(win)
+    win.resize(1400, 900)
+    win.show()
+    return win

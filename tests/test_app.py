@@ -10,22 +10,6 @@ from app.qt import QtCore, QtGui, QtWidgets
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def settings(tmp_path):
-    from app.settings import Settings
-    return Settings(str(tmp_path / "settings.ini"))
-
-
-@pytest.fixture
-def window(qtbot, settings):
-    from app.main_window import MainWindow
-    win = MainWindow(synchronous=True, settings=settings, confirm=lambda title, text: True)
-    qtbot.addWidget(win)
-    win.resize(1400, 900)
-    win.show()
-    return win
-
-
 def set_shape(window, m, k, n):
     for spin, value in ((window.controls.m_spin, m), (window.controls.k_spin, k),
                         (window.controls.n_spin, n)):

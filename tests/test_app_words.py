@@ -16,12 +16,7 @@ def test_options_become_the_fields_that_do_their_job():
     assert "the M, K and N fields" in said and "the Inputs box (random)" in said
 
 
-def test_the_session_shows_engine_errors_in_the_apps_words(qtbot, tmp_path):
-    from app.main_window import MainWindow
-    from app.settings import Settings
-
-    window = MainWindow(synchronous=True, settings=Settings(str(tmp_path / "s.ini")))
-    qtbot.addWidget(window)
+def test_the_session_shows_engine_errors_in_the_apps_words(window):
     shown = []
     window.session.error_raised.connect(lambda message, _run: shown.append(message))
     window.session.raise_error(
@@ -31,14 +26,9 @@ def test_the_session_shows_engine_errors_in_the_apps_words(qtbot, tmp_path):
     assert window.maps_view.error_label.text() == shown[-1]
 
 
-def test_a_run_without_a_reference_names_the_reference_field(qtbot, tmp_path):
+def test_a_run_without_a_reference_names_the_reference_field(window):
     from pathlib import Path
 
-    from app.main_window import MainWindow
-    from app.settings import Settings
-
-    window = MainWindow(synchronous=True, settings=Settings(str(tmp_path / "s.ini")))
-    qtbot.addWidget(window)
     told = []
     window.session.told.connect(lambda message, _ms: told.append(message))
     example = Path(__file__).parent.parent / "examples" / "vector_add.py"

@@ -24,20 +24,16 @@ def test_docs_glossary_is_the_glossary():
     assert page.read_text() == markdown()
 
 
-def test_a_label_with_a_term_explains_it_on_hover_and_help_lists_them_all(qtbot, tmp_path,
+def test_a_label_with_a_term_explains_it_on_hover_and_help_lists_them_all(qtbot, window,
                                                                            monkeypatch):
-    from app.main_window import MainWindow
     from app.qt import QtCore, QtGui, QtWidgets
-    from app.settings import Settings
 
-    window = MainWindow(synchronous=True, settings=Settings(str(tmp_path / "s.ini")))
-    qtbot.addWidget(window)
     label = QtWidgets.QLabel("occupancy 100%, 1 wave")
     qtbot.addWidget(label)
     label.show()
     shown = []
     monkeypatch.setattr(QtWidgets.QToolTip, "showText",
-                                 lambda pos, text, widget=None: shown.append(text))
+                        lambda pos, text, widget=None: shown.append(text))
     event = QtGui.QHelpEvent(QtCore.QEvent.Type.ToolTip, QtCore.QPoint(2, 2),
                              label.mapToGlobal(QtCore.QPoint(2, 2)))
     QtWidgets.QApplication.sendEvent(label, event)

@@ -59,14 +59,9 @@ def test_a_map_of_one_row_has_whole_row_ticks(qtbot):
     assert ticks == [(0, "0")]
 
 
-def test_a_map_the_run_cannot_have_leaves_no_earlier_picture(qtbot, tmp_path):
+def test_a_map_the_run_cannot_have_leaves_no_earlier_picture(window):
     """Bank conflicts of a kernel without shared memory, and Diff with one run:
     the reason where the map goes, not the picture of the map chosen before."""
-    from app.main_window import MainWindow
-    from app.settings import Settings
-
-    window = MainWindow(synchronous=True, settings=Settings(str(tmp_path / "s.ini")))
-    qtbot.addWidget(window)
     controls = window.controls
     controls.select_kernel("builtin", "grid-stride")
     controls.m_spin.setValue(16)

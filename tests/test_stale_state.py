@@ -13,22 +13,6 @@ ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "tests" / "kernels"
 
 
-@pytest.fixture
-def settings(tmp_path):
-    from app.settings import Settings
-    return Settings(str(tmp_path / "settings.ini"))
-
-
-@pytest.fixture
-def window(qtbot, settings):
-    from app.main_window import MainWindow
-    win = MainWindow(synchronous=True, settings=settings, confirm=lambda title, text: True)
-    qtbot.addWidget(win)
-    win.resize(1400, 900)
-    win.show()
-    return win
-
-
 def told(window) -> list[str]:
     messages = []
     window.session.told.connect(lambda message, _ms: messages.append(message))

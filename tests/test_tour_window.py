@@ -5,19 +5,8 @@ import pytest
 pytest.importorskip("pytestqt")
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    from app.main_window import MainWindow
-    from app.settings import Settings
-
-    win = MainWindow(synchronous=True, settings=Settings(str(tmp_path / "settings.ini")),
-                     confirm=lambda title, text: True)
-    qtbot.addWidget(win)
-    win.controls.backend_combo.setCurrentText("cpu")
-    return win
-
-
 def test_the_help_menu_opens_the_walk_and_each_step_shows_its_map_and_line(window):
+    window.controls.backend_combo.setCurrentText("cpu")
     help_menu = [a for a in window.menuBar().actions() if a.text() == "&Help"][0].menu()
     start = [a for a in help_menu.actions() if a.text().startswith("&Start here")][0]
     start.trigger()

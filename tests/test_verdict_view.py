@@ -5,13 +5,9 @@ import pytest
 pytest.importorskip("pytestqt")
 
 
-def test_the_verdict_shows_whole_causes_and_the_rest_on_demand(qtbot, tmp_path):
-    from app.main_window import MainWindow
-    from app.settings import Settings
+def test_the_verdict_shows_whole_causes_and_the_rest_on_demand(window):
     from app.views.maps_view import SUMMARY_ITEMS
 
-    window = MainWindow(synchronous=True, settings=Settings(str(tmp_path / "s.ini")))
-    qtbot.addWidget(window)
     controls = window.controls
     controls.select_kernel("builtin", "tid-rows")
     controls.m_spin.setValue(8)
