@@ -18,7 +18,7 @@ from kernels import (
 )
 
 from ..qt import QtCore, QtWidgets, pg
-from .readable import ReadableTable, scroll_page
+from .readable import ReadableTable
 
 COALESCING_COLUMNS = ("line", "access", "requests", "mean sectors", "max", "ideal", "efficiency")
 BANK_COLUMNS = ("line", "access", "requests", "mean ways", "max", "ideal")
@@ -61,13 +61,13 @@ class AnalysisPanel(QtWidgets.QTabWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.result: RunResult | None = None
-        self.addTab(scroll_page(self._build_coalescing()), "Coalescing")
-        self.addTab(scroll_page(self._build_shared()), "Shared")
-        self.addTab(scroll_page(self._build_divergence()), "Divergence")
-        self.addTab(scroll_page(self._build_load_balance()), "Balance")
-        self.addTab(scroll_page(self._build_occupancy()), "Occupancy")
-        self.addTab(scroll_page(self._build_replay()), "Replay")
-        self.addTab(scroll_page(self._build_diff()), "Diff")
+        self.addTab(self._build_coalescing(), "Coalescing")
+        self.addTab(self._build_shared(), "Shared")
+        self.addTab(self._build_divergence(), "Divergence")
+        self.addTab(self._build_load_balance(), "Balance")
+        self.addTab(self._build_occupancy(), "Occupancy")
+        self.addTab(self._build_replay(), "Replay")
+        self.addTab(self._build_diff(), "Diff")
         self._timer = QtCore.QTimer(self)
         self._timer.setInterval(333)  # 3 steps a second (replay_speed)
         self._timer.timeout.connect(self._on_timer_timeout)

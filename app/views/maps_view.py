@@ -33,7 +33,7 @@ from ..qt import QtCore, QtGui, QtWidgets
 from .analysis import AnalysisPanel
 from .heatmap import HeatmapWidget
 from .map_painter import OFF_THREAD_ELEMENTS, MapPainter
-from .readable import ROWS_SHOWN, scroll_page
+from .readable import ROWS_SHOWN
 from .source_view import SourceView
 
 HOVER_PROMPT = "Hover over the map to see who wrote an element."
@@ -210,7 +210,7 @@ class MapsView(QtWidgets.QWidget):
         self.analysis = AnalysisPanel()
         # The source first, beside the map: users think in lines.
         self.source_view = SourceView(session)
-        self.analysis.insertTab(0, scroll_page(self.source_view), "Source")
+        self.analysis.insertTab(0, self.source_view, "Source")
         self.analysis.setCurrentIndex(0)
         # The map with its legend, hover line and timings on the left; the
         # analysis pages beside all of them, not beside the map alone (there

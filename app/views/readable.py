@@ -54,10 +54,3 @@ class ReadableList(QtWidgets.QListWidget):
         hint = super().minimumSizeHint()
         line = self.fontMetrics().lineSpacing() + 4
         return QtCore.QSize(hint.width(), 2 * self.frameWidth() + ROWS_SHOWN * line)
-
-
-def scroll_page(page: QtWidgets.QWidget) -> QtWidgets.QWidget:
-    """``page`` as a page of the analysis panel.  It does not scroll: its
-    tables do (one level of scrolling: a page that scrolled held tables that
-    scrolled too, issue 41); its notes wrap and grow."""
-    return page
