@@ -31,3 +31,26 @@ def whole_number(value: int) -> str:
         return f"{value:,}"
     digits = int(bits * 0.30103) + 1  # (within one of the true count)
     return f"a {'negative ' if value < 0 else ''}{digits:,}-digit number"
+
+
+#: Characters of a user's text past which a message shortens it.
+LONGEST_QUOTED = 60
+
+
+def quoted(value: object) -> str:
+    """``repr(value)``, or, past ``LONGEST_QUOTED`` characters, its start and
+    its length: a message quotes what it refuses, and a 4,000-character
+    type string quoted whole made a one-line refusal a page long.  An
+    integer is written by :func:`whole_number`; a value whose repr fails (a
+    tuple holding a 5,000-digit number) is named by its type."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return whole_number(value)
+    if isinstance(value, str):
+        if len(value) <= LONGEST_QUOTED:
+            return repr(value)
+        return f"{value[:LONGEST_QUOTED - 20]!r}... ({len(value):,} characters)"
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"a {type(value).__name__}"
+    return text if len(text) <= LONGEST_QUOTED else f"{text[:LONGEST_QUOTED - 20]}..."

@@ -529,3 +529,43 @@ def test_a_chain_of_20000_refused_constants_costs_linear_time_and_memory(tmp_pat
     assert "(line 2: 'undefined' is not a constant)" in message and len(message) < 400
     assert elapsed < 2 * 2  # (the issue's 2 s, with the margin for a slower machine)
     assert peak < 200 << 20, f"{peak / 2**20:.0f} MiB"
+
+
+HUGE = "0x" + "f" * 4000  # (past 4,300 digits in decimal: writing it raised ValueError)
+
+
+@pytest.mark.parametrize("route,text", [
+    ("module constant", f"from numba import cuda\nN = {HUGE}\n"
+     + _kernel("C[0, 0] = A[0, 0] * B[0, 0] * N").split("\n", 1)[1]),
+    ("shared shape", _kernel(f"s = cuda.shared.array({HUGE}, numba.float32)\n"
+                             "    C[0, 0] = A[0, 0] * B[0, 0] + s[0]").replace(
+                                 "from numba import cuda", "import numba\nfrom numba import cuda")),
+    ("while", _kernel(f"while {HUGE}:\n        C[0, 0] = A[0, 0] * B[0, 0]")),
+    ("signature", _kernel().replace("@cuda.jit", f"@cuda.jit(max_registers={HUGE})")),
+    ("index", _kernel(f"C[0, 0] = A[{HUGE}, 0] * B[0, 0]")),
+    ("literal", _kernel(f"C[0, 0] = A[0, 0] * B[0, 0] * {HUGE}")),
+])
+def test_a_huge_integer_is_refused_by_its_length_on_every_route(tmp_path, route, text):
+    path = tmp_path / "huge.py"
+    path.write_text(text)
+    with pytest.raises(ThreadMapError) as info:
+        run(file_request(path, "cpu"))
+    message = str(info.value)
+    assert "4,817-digit number" in message and len(message) < 400, message
+    assert message.startswith(str(path)), message
+
+
+def test_a_huge_launch_or_type_string_in_a_file_ends_in_a_bounded_line(tmp_path):
+    launched = tmp_path / "launched.py"
+    launched.write_text(_kernel() + f"\n\ndef host(A, B, C):\n    matmul[{HUGE}, 32](A, B, C)\n")
+    done = command("run", "--kernel-file", str(launched), "--shape", "8x1x8", "--backend",
+                   "cpu", "--out", str(tmp_path / "out"))
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "guessed" in done.stdout  # (not a launch it can read: one is guessed, and said so)
+    typed = tmp_path / "typed.py"
+    typed.write_text("from numba import cuda\nTHREADMAP_ARGS = {'A': 'float32[" + HUGE
+                     + "]'}\n" + _kernel().split("\n", 1)[1])
+    done = command("run", "--kernel-file", str(typed), "--out", str(tmp_path / "out2"))
+    assert done.returncode == 2
+    line, = done.stderr.strip().splitlines()
+    assert "(4,002 characters) is not a dimension" in line and len(line) < 300, line

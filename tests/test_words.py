@@ -44,3 +44,16 @@ def test_threadmap_args_refuses_infinity_and_huge_integers_in_one_line(tmp_path)
             raise AssertionError(f"alpha = {value[:10]} was taken")
         assert said in message and "scale.py:3" in message and "\n" not in message
         assert len(message) < 400
+
+
+def test_a_quoted_value_is_bounded_whatever_it_holds():
+    from kernels.words import quoted
+
+    assert quoted("float32[8]") == "'float32[8]'"
+    long = quoted("float32[" + "9" * 4000 + "]")
+    assert long.startswith("'float32[999") and long.endswith("... (4,009 characters)")
+    assert len(long) < 80
+    assert quoted(True) == "True" and quoted(16) == "16"
+    assert quoted(int("f" * 4000, 16)) == "a 4,817-digit number"
+    assert quoted((1, int("f" * 4000, 16))) == "a tuple"  # (its repr raises ValueError)
+    assert len(quoted(list(range(10_000)))) <= 60

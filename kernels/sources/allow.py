@@ -20,6 +20,8 @@ import operator
 
 import numpy as np
 
+from ..words import whole_number
+
 #: Modules a kernel file may import (for its kernels); anything else it
 #: imports is host code and is left out.
 ALLOWED_MODULES = frozenset({"numpy", "math", "cmath", "numba", "numba.cuda", "numba.types",
@@ -292,7 +294,8 @@ def _bounded(value):
     if isinstance(value, (bool, np.bool_)):
         return value
     if isinstance(value, (int, np.integer)) and abs(int(value)) >= MAX_INTEGER:
-        raise NotConstant(f"{value} is past 2**64 (numba holds integers in 64 bits)")
+        raise NotConstant(f"{whole_number(int(value))} is past 2**64 (numba holds integers "
+                          "in 64 bits)")
     return value
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..errors import ArgumentsNeeded, KernelSourceError, RequestError
 from ..request import DESCRIBED_DTYPES, MAX_DIMENSION, RunRequest
-from ..words import whole_number
+from ..words import quoted, whole_number
 from .loader import DIMENSION_NAMES, load_plan
 from .plan import ParameterUses, parameter_uses
 from .source import ModuleInfo
@@ -97,32 +97,32 @@ def parse_argument(text: str, flag: str = "--arg") -> Argument:
     name, sep, spec = text.partition("=")
     name = name.strip()
     if not sep or not re.fullmatch(_NAME, name):
-        raise RequestError(f"{flag} takes NAME=SPEC (x=float32[4096], n=4096), not {text!r}")
+        raise RequestError(f"{flag} takes NAME=SPEC (x=float32[4096], n=4096), not {quoted(text)}")
     return parse_spec(name, spec, f"{flag} {name}")
 
 
 def parse_spec(name: str, spec: object, where: str) -> Argument:
     """One argument's description: a string spec, or a plain number."""
     if isinstance(spec, bool):
-        raise RequestError(f"{where}: {spec!r} is not a number or an array (a kernel takes "
+        raise RequestError(f"{where}: {quoted(spec)} is not a number or an array (a kernel takes "
                            "no bool scalars here; give 0 or 1)")
     if isinstance(spec, (int, float)):
         return _scalar(name, spec, None, where)
     if not isinstance(spec, str):
         raise RequestError(f"{where}: expected an array such as 'float32[4096]' or a "
-                           f"number, not {type(spec).__name__} {spec!r}")
+                           f"number, not {type(spec).__name__} {quoted(spec)}")
     array = _ARRAY.match(spec)
     if array:
         dtype, dims = array.group(1), array.group(2)
         if dtype not in ARRAY_DTYPES:
-            raise RequestError(f"{where}: unknown element type {dtype!r} (types: "
+            raise RequestError(f"{where}: unknown element type {quoted(dtype)} (types: "
                                f"{', '.join(ARRAY_DTYPES)})")
         return ArrayArgument(name, dtype, _shape(dims, where))
     typed = _TYPED_SCALAR.match(spec)
     if typed:
         dtype, number = typed.group(1), typed.group(2)
         if dtype not in SCALAR_DTYPES:
-            raise RequestError(f"{where}: unknown scalar type {dtype!r} (types: "
+            raise RequestError(f"{where}: unknown scalar type {quoted(dtype)} (types: "
                                f"{', '.join(SCALAR_DTYPES)})")
         return _scalar(name, _number(number, where), dtype, where)
     return _scalar(name, _number(spec, where), None, where)
@@ -141,7 +141,7 @@ def _shape(dims: str, where: str) -> tuple[int, ...]:
     shape = []
     for part in parts:
         if not re.fullmatch(r"[0-9](_?[0-9])*", part, re.ASCII):
-            raise RequestError(f"{where}: {part!r} is not a dimension (a whole number)")
+            raise RequestError(f"{where}: {quoted(part)} is not a dimension (a whole number)")
         extent = int(part)
         if not 1 <= extent <= MAX_EXTENT:
             raise RequestError(f"{where}: a dimension of {extent:,} (between 1 and "
@@ -153,7 +153,7 @@ def _shape(dims: str, where: str) -> tuple[int, ...]:
 def _number(text: str, where: str) -> int | float:
     text = text.strip()
     if not text.isascii():
-        raise RequestError(f"{where}: {text!r} is not a number written in ASCII digits")
+        raise RequestError(f"{where}: {quoted(text)} is not a number written in ASCII digits")
     for base in (10, 0):  # 4096, 1_000 and 007; then 0x1000
         try:
             return int(text, base)
@@ -162,10 +162,10 @@ def _number(text: str, where: str) -> int | float:
     try:
         value = float(text)
     except ValueError:
-        raise RequestError(f"{where}: {text!r} is neither an array such as float32[4096] nor "
+        raise RequestError(f"{where}: {quoted(text)} is neither an array such as float32[4096] nor "
                            "a number") from None
     if not math.isfinite(value):
-        raise RequestError(f"{where}: {text!r} is not a finite number")
+        raise RequestError(f"{where}: {quoted(text)} is not a finite number")
     return value
 
 

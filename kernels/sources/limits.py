@@ -13,6 +13,7 @@ import os
 import stat
 
 from ..errors import KernelSourceError
+from ..words import whole_number
 
 #: A kernel file larger than this is refused (the built-in kernels are ~1 KB).
 MAX_FILE_BYTES = 1 << 20
@@ -25,6 +26,8 @@ MAX_NESTING = 12
 #: Nodes of the syntax tree of one kernel (a matmul kernel has ~300; 5,000 is
 #: an unrolled kernel of a few hundred lines, which numba compiles in seconds).
 MAX_KERNEL_NODES = 5_000
+#: Integers a kernel can hold: numba's are 64-bit (unsigned at most).
+INTEGER_LIMIT = 1 << 64
 
 
 def kernel_text(path: str) -> str:
@@ -116,8 +119,9 @@ def check_depth(tree: ast.AST, path: str) -> None:
 
 
 def check_kernel_size(func: ast.FunctionDef, path: str) -> None:
-    """Refuse a kernel whose statements nest past :data:`MAX_NESTING` or
-    whose tree has more than :data:`MAX_KERNEL_NODES` nodes."""
+    """Refuse a kernel whose statements nest past :data:`MAX_NESTING`, whose
+    tree has more than :data:`MAX_KERNEL_NODES` nodes, or that holds an
+    integer literal past 64 bits."""
     nodes = 0
     stack: list[tuple[ast.AST, int]] = [(func, 0)]
     compound = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)
@@ -128,6 +132,13 @@ def check_kernel_size(func: ast.FunctionDef, path: str) -> None:
             raise KernelSourceError(
                 f"kernel {func.name!r} is too large to analyse (more than "
                 f"{MAX_KERNEL_NODES:,} syntax nodes)", path, func.lineno)
+        if isinstance(node, ast.Constant) and type(node.value) is int \
+                and abs(node.value) >= INTEGER_LIMIT:
+            # (refused here, before numba or ast.unparse writes it in decimal:
+            # past 4,300 digits that raised ValueError)
+            raise KernelSourceError(
+                f"kernel {func.name!r}: {whole_number(node.value)} does not fit numba's "
+                "64-bit integers", path, node.lineno)
         inner = nesting + 1 if isinstance(node, compound) else nesting
         if inner > MAX_NESTING:
             raise KernelSourceError(
