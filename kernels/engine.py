@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 import time
 from typing import Callable
@@ -41,6 +42,7 @@ from .errors import (
     BackendUnavailable,
     EmulationUnsupported,
     KernelCompileError,
+    KernelSourceError,
     KernelRuntimeError,
     RequestError,
     RunCancelled,
@@ -168,6 +170,42 @@ def check_whole_scalars(request: RunRequest, plan: KernelPlan) -> None:
                 from None
 
 
+#: Local memory one thread may use: CUDA's limit (512 KiB per thread).
+MAX_LOCAL_PER_THREAD = 512 * 1024
+
+
+def check_local_memory(request: RunRequest, plan: KernelPlan) -> None:
+    """Refuse local arrays no GPU can give a thread, or that the CPU
+    emulation, which holds one copy per thread of a block (and a block per
+    core), cannot fit in the memory available: a 300-byte file with
+    ``cuda.local.array(2**18, float64)`` in a block of 32 x 32 had taken
+    2.1 GB before its run began."""
+    local = [s for s in block_array_specs(plan, request.element_types) if s.kind == "local"]
+    if not local:
+        return
+    per_thread = sum(s.nbytes for s in local)
+    largest = max(local, key=lambda s: s.nbytes)
+    what = (f"local array {largest.name} ({'x'.join(map(str, largest.shape))} {largest.dtype}"
+            + (f", with {len(local) - 1} more" if len(local) > 1 else "") + ")")
+    if per_thread > MAX_LOCAL_PER_THREAD:
+        raise KernelSourceError(
+            f"kernel {plan.name!r}: {what} needs {format_bytes(per_thread)} per thread; CUDA "
+            f"gives a thread at most {format_bytes(MAX_LOCAL_PER_THREAD)} of local memory, so "
+            "no GPU can run it: use a smaller array", plan.module.path, largest.line)
+    from .request import MEMORY_SHARE, available_memory
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    held = per_thread * request.threads_per_block * min(cores, request.blocks)
+    available = available_memory()
+    if available is not None and held > MEMORY_SHARE * available:
+        raise KernelSourceError(
+            f"kernel {plan.name!r}: {what} needs {format_bytes(per_thread)} per thread: the CPU "
+            f"emulation holds it for each of the {request.threads_per_block:,} threads of a "
+            f"block on each of {min(cores, request.blocks)} cores, {format_bytes(held)}, more "
+            f"than {int(MEMORY_SHARE * 100)}% of the {format_bytes(available)} available; use "
+            "smaller blocks or a smaller array", plan.module.path, largest.line)
+
+
 def check_shared_memory(request: RunRequest, plan: KernelPlan) -> None:
     """Refuse a kernel whose static shared memory no GPU can hold."""
     shared = [s for s in block_array_specs(plan, request.element_types) if s.kind == "shared"]
@@ -198,6 +236,7 @@ def prepare(request: RunRequest,
     scalar_arguments(plan, request)  # refuse missing scalars before starting anything
     check_whole_scalars(request, plan)
     check_shared_memory(request, plan)
+    check_local_memory(request, plan)
     backend, note = resolve_backend(request, plan, gpu_follows)
     return request.with_(backend=backend), plan, note
 

@@ -72,3 +72,28 @@ def test_a_variable_read_before_any_assignment_is_a_compile_error_at_its_line(tm
         run(RunRequest(kernel=None, kernel_file=str(path), m=8, k=8, n=8, grid=(1, 1),
                        block=(8, 8), backend="cpu"))
     assert "line 7" in str(info.value)
+
+
+def test_local_arrays_the_cpu_emulation_cannot_hold_are_refused_before_the_run(tmp_path,
+                                                                               monkeypatch):
+    """Within CUDA's 512 KiB per thread, but one copy per thread of a block on
+    each core: refused with the figure, before anything is allocated."""
+    import kernels.request
+    from kernels import KernelSourceError, RunRequest, run
+
+    from pathlib import Path
+
+    path = tmp_path / "scratch.py"
+    path.write_text((Path(__file__).parent / "hostile" / "local_array_bomb.py").read_text()
+                    .replace("262144", "65536"))
+    monkeypatch.setattr(kernels.request, "available_memory", lambda: 2**30)
+    request = RunRequest(kernel=None, kernel_file=str(path), m=64, k=8, n=64, grid=(2, 2),
+                         block=(32, 32), backend="cpu")
+    with pytest.raises(KernelSourceError) as info:
+        run(request)
+    message = str(info.value)
+    assert message.startswith(f"{path}:9: kernel 'matmul': local array scratch (65536 "
+                              "float64) needs 512.0 KiB per thread"), message
+    assert "1,024 threads of a block" in message and "of the 1.0 GiB available" in message
+    monkeypatch.setattr(kernels.request, "available_memory", lambda: 2**40)
+    assert run(request.with_(m=8, k=1, n=8)).verdict.passed  # (C[i, j] = A[i, 0] * B[0, j])

@@ -365,3 +365,43 @@ def test_a_gpu_child_whose_context_fails_says_why_in_one_sentence(tmp_path, monk
         child.stop()
     assert str(raised.value) == ("the GPU could not be initialised: Call to cuInit results in "
                                  "CUDA_ERROR_NO_DEVICE (100)")
+
+
+def test_the_cpu_child_s_address_space_is_limited_and_a_gpu_child_s_is_not(tmp_path):
+    """The CPU emulation's child holds a kernel's local arrays once per thread:
+    without a limit, a 300-byte file had asked for 16 GiB (issue 42).  An
+    allocation past the limit is a MemoryError there, which the child
+    reports as running out of memory."""
+    probe = textwrap.dedent('''
+        import sys
+        import numpy as np
+        from kernels.backends import sandbox
+
+        applied = sandbox.enter([], gpu=sys.argv[1] == "gpu")
+        print("limits", ",".join(applied["limits"]))
+        try:
+            np.empty(sandbox.address_space_limit() + 2**30, np.uint8)
+            print("allocated")
+        except MemoryError:
+            print("MemoryError")
+    ''')
+    for kind, expected in (("cpu", "MemoryError"), ("gpu", "allocated")):
+        done = subprocess.run([sys.executable, "-c", probe, kind], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        assert ("address space" in lines[0]) == (kind == "cpu"), lines
+        assert lines[1] == expected, lines
+
+
+def test_an_isolated_cpu_run_s_child_is_limited_in_address_space(tmp_path):
+    from kernels import RunRequest, run
+    from kernels.backends.child import runner
+    from tests.test_custom_kernels import ROW_X
+
+    path = tmp_path / "row.py"
+    path.write_text(ROW_X)
+    result = run(RunRequest(kernel=None, kernel_file=str(path), m=16, k=8, n=16,
+                            grid=(1, 1), block=(16, 16), backend="cpu"), isolate=True)
+    assert result.verdict.passed, result.verdict.reasons
+    assert "address space" in runner(simulator=False).sandbox["limits"]

@@ -45,7 +45,8 @@ def main(argv: list[str]) -> int:
     # Its kernel's own cache (numba's files inside it) and its folder: nothing else.
     workdir = Path(os.environ.get("THREADMAP_SANDBOX_WORKDIR", os.getcwd()))
     writable = [cache_dir(), workdir]
-    applied = sandbox.enter(writable, simulator=os.environ.get("NUMBA_ENABLE_CUDASIM") == "1")
+    applied = sandbox.enter(writable, simulator=os.environ.get("NUMBA_ENABLE_CUDASIM") == "1",
+                            gpu=context is not None)
     applied["entered_at"] = time.monotonic()
     applied["cuda_context"] = context
 
@@ -112,7 +113,7 @@ def main(argv: list[str]) -> int:
             send(("error", exc))
         except MemoryError:
             send(("error", KernelRuntimeError(
-                "the run ran out of memory (the simulator's child may use most of the memory "
+                "the run ran out of memory (its child process may use most of the memory "
                 "available when it started)")))
         except Exception as exc:  # report, never die silently
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()

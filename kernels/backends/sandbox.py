@@ -156,11 +156,12 @@ SIMULATOR_THREAD_STACK = 4 * 2**20
 
 
 def address_space_limit() -> int:
-    """Bytes of address space the simulator's child may map: most of the
-    memory available now, and 4 GiB for libraries and thread stacks.  The
-    simulator runs a kernel's body as Python, where ``(0.0,) * 3e9`` would
-    take the machine's memory; the CPU emulation (compiled, allocation-free)
-    and a GPU (whose driver reserves vast virtual ranges) are not limited so."""
+    """Bytes of address space a child may map: most of the memory available
+    now, and 4 GiB for libraries and thread stacks.  The simulator runs a
+    kernel's body as Python, where ``(0.0,) * 3e9`` would take the
+    machine's memory; the CPU emulation holds a kernel's local arrays once
+    per thread (a 300-byte file asked for 16 GiB).  A GPU child is not
+    limited so: its driver reserves vast virtual ranges."""
     from ..request import available_memory
 
     available = available_memory()
@@ -172,8 +173,8 @@ def address_space_limit() -> int:
     return max(int(0.8 * available) + 4 * 2**30, 6 * 2**30)
 
 
-def limit_resources(simulator: bool = False) -> list[str]:
-    """File size, processes, core files, and for the simulator address
+def limit_resources(simulator: bool = False, gpu: bool = False) -> list[str]:
+    """File size, processes, core files, and but for a GPU's child address
     space: what was applied."""
     applied = []
     limits = [("RLIMIT_FSIZE", MAX_FILE_BYTES, "file size"),
@@ -182,6 +183,7 @@ def limit_resources(simulator: bool = False) -> list[str]:
         import threading
 
         threading.stack_size(SIMULATOR_THREAD_STACK)
+    if not gpu:
         limits.insert(0, ("RLIMIT_AS", address_space_limit(), "address space"))
     for name, limit, what in limits:
         kind = getattr(resource, name, None)
@@ -301,9 +303,9 @@ def restrict_filesystem(writable: list[Path]) -> str | None:
     return None
 
 
-def enter(writable: list[Path], simulator: bool = False) -> dict:
+def enter(writable: list[Path], simulator: bool = False, gpu: bool = False) -> dict:
     """Apply the resource limits and Landlock to this process (a child, at its
     start); what was applied, and why Landlock was not where it was not."""
-    limits = limit_resources(simulator)
+    limits = limit_resources(simulator, gpu)
     why_not = restrict_filesystem(writable)
     return {"limits": limits, "landlock": why_not is None, "landlock_missing": why_not}
