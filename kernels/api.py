@@ -148,6 +148,16 @@ def resolve_backend(request: RunRequest, gpu_follows: bool = False) -> tuple[str
     return resolved.backend, why
 
 
+def type_files_in_children() -> None:
+    """Have numba type every kernel read from a file in the sandboxed child
+    that will run it, bounded in time and memory (see
+    :func:`kernels.engine.type_files_in_children`): for a front end that
+    opens untrusted files."""
+    from .engine import type_files_in_children as engine_typing
+
+    engine_typing()
+
+
 def confirm(result: RunResult, progress=None, cancel=None, **options) -> RunResult:
     """``result`` with the run that its ``follows`` names (the GPU's, after a
     first answer from the CPU emulation) added: its times, its own verdict,
@@ -243,6 +253,7 @@ def diff_category_names() -> dict:
 
 
 __all__ = [
+    "type_files_in_children",
     "ArgumentsNeeded", "ASSUMED_REGISTERS", "BACKEND_LABELS", "BACKEND_SHORT", "BACKENDS", "BackendUnavailable",
     "bank_conflict_model", "bytes_in_memory", "CATALOGUE", "check_request", "command_line",
     "COUNT_COLOURS", "REPEAT_COLOUR", "counted", "default_launch", "describe_request", "describe_seconds", "diff_category_names",

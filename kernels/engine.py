@@ -4,6 +4,7 @@ The GUI, the command line, the benchmarks and the tests all come through here.
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import math
 import os
@@ -219,6 +220,39 @@ def check_shared_memory(request: RunRequest, plan: KernelPlan) -> None:
             "GPU can build it (ptxas refuses it): use smaller tiles")
 
 
+#: Seconds (wall clock, and CPU) numba's typing of one kernel file may take
+#: in its child: real kernels take well under one; a 1.1 KB file of nested
+#: tuples took 111 s, and each further line doubles it.
+FILE_TYPING_LIMIT = 30.0
+_RUN_CANCEL: contextvars.ContextVar[CancelCallback | None] = contextvars.ContextVar(
+    "run_cancel", default=None)
+
+
+def type_files_in_children(time_limit: float = FILE_TYPING_LIMIT,
+                           typist: bool = True) -> None:
+    """From now on, this process (one that serves untrusted kernel files:
+    the command line, the app, a ``check`` worker) has numba type a kernel
+    read from a file in a sandboxed child, within ``time_limit`` seconds,
+    never here.
+
+    ``typist``: in the typist, a child that stays up from kernel to kernel
+    with numba imported (started now: for the app, where each edit is a new
+    kernel); else in the child that will run the kernel (a one-shot command,
+    which starts that child at its first step: a third process starting
+    beside it cost more, 2.3 s became 3 to 4 s on 2 cores)."""
+    from .backends.child import runner, typist as the_typist, warm_typist
+    from .derived import local_types
+
+    def typed_in_child(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]):
+        child = the_typist() if typist else runner(simulator=False)
+        return child.kernel_types(plan, dtype, scalar_types, time_limit,
+                                  _RUN_CANCEL.get() or _never)
+
+    local_types.type_files_with(typed_in_child)
+    if typist:
+        warm_typist()
+
+
 def prepare(request: RunRequest,
             gpu_follows: bool = False) -> tuple[RunRequest, KernelPlan, str]:
     """Every check that can refuse ``request`` before anything runs; the
@@ -271,6 +305,18 @@ def run(request: RunRequest, progress: ProgressCallback | None = None,
     """
     progress = progress or _no_progress
     cancel = cancel or _never
+    watching = _RUN_CANCEL.set(cancel)  # (a kernel file's typing in a child heeds it)
+    try:
+        return _run(request, progress, cancel, isolate=isolate, time_limit=time_limit,
+                    compile_ahead=compile_ahead, reference=reference, maps_final=maps_final,
+                    gpu_follows=gpu_follows)
+    finally:
+        _RUN_CANCEL.reset(watching)
+
+
+def _run(request: RunRequest, progress: ProgressCallback, cancel: CancelCallback, *,
+         isolate: bool, time_limit: float | None, compile_ahead: bool, reference,
+         maps_final: Callable[[RunResult], None] | None, gpu_follows: bool) -> RunResult:
     if isolate or time_limit is not None:
         from .backends.child import warm_for
 

@@ -53,8 +53,21 @@ def test_the_corpus_covers_the_issue():
         assert text.startswith("# ") and "# expect: " in text, name
 
 
+@pytest.fixture
+def typed_in_a_child():
+    """As the app and the command line do: numba types a kernel file in a
+    sandboxed child, bounded (here to 10 s), never in this process."""
+    from kernels.derived import local_types
+    from kernels.engine import type_files_in_children
+
+    type_files_in_children(time_limit=10)
+    yield
+    local_types.type_files_with(None)
+
+
 @pytest.mark.parametrize("name", FILES)
-def test_a_hostile_kernel_file_is_refused_at_its_line_and_runs_nothing(tmp_path, name):
+def test_a_hostile_kernel_file_is_refused_at_its_line_and_runs_nothing(tmp_path, name,
+                                                                        typed_in_a_child):
     marker = tmp_path / "marker"
     path = planted(tmp_path / "files", name, marker)
     expected = expectation(path)
@@ -569,3 +582,53 @@ def test_a_huge_launch_or_type_string_in_a_file_ends_in_a_bounded_line(tmp_path)
     assert done.returncode == 2
     line, = done.stderr.strip().splitlines()
     assert "(4,002 characters) is not a dimension" in line and len(line) < 300, line
+
+
+# -- bounded: files whose cost, not their constructs, is the attack ------------------------
+
+BOUNDED = Path(__file__).parent / "hostile" / "bounded"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in BOUNDED.glob("*.py")))
+def test_a_costly_kernel_file_ends_within_its_bound_in_one_line(tmp_path, name):
+    """Typing runs in a sandboxed child within the time limit, for ``run``
+    and for each case of ``check`` alike."""
+    path = BOUNDED / name
+    bound = next(line for line in path.read_text().splitlines() if line.startswith("# bound: "))
+    expected = bound.split(" in one line: ", 1)[1]
+    started = time.monotonic()
+    done = command("run", "--kernel-file", str(path), "--shape", "8x1x8", "--grid", "1x1",
+                   "--block", "8x8", "--backend", "cpu", "--time-limit", "5", "--out",
+                   str(tmp_path / "out"), timeout=120)
+    assert time.monotonic() - started < 60
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    line, = done.stderr.strip().splitlines()
+    assert expected in line, line
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    (submissions / name).write_text(path.read_text())
+    (submissions / "honest.py").write_text(_kernel("C[0, 0] = A[0, 0] * B[0, 0]"))
+    started = time.monotonic()
+    done = command("check", str(submissions), "--shapes", "8x1x8", "--launches", "1x1:8x8",
+                   "--time-limit", "5", "--out", str(tmp_path / "report"), timeout=120)
+    assert time.monotonic() - started < 60
+    assert done.returncode == 0, done.stderr
+    import json
+    rows = {Path(row["file"]).name: row for row in json.loads(
+        (tmp_path / "report" / "report.json").read_text())["rows"]}
+    assert rows[name]["verdict"] == "ERROR" and expected in rows[name]["reasons"], rows[name]
+    assert rows["honest.py"]["verdict"] in ("PASS", "FAIL"), rows["honest.py"]
+
+
+def test_a_file_s_typing_never_runs_in_the_process_that_serves_it(tmp_path, monkeypatch,
+                                                                  typed_in_a_child):
+    from numba.core import typed_passes
+
+    def refused(*args, **kwargs):
+        raise AssertionError("numba typed a kernel file in the parent")
+
+    monkeypatch.setattr(typed_passes, "type_inference_stage", refused)
+    path = tmp_path / "typed.py"
+    path.write_text(_kernel("s = A[0, 0] * B[0, 0]\n    C[0, 0] = s"))
+    result = run(file_request(path, "cpu").with_(m=1, k=1, n=1, grid=(1, 1), block=(1, 1)))
+    assert result.verdict.passed, result.verdict.reasons

@@ -33,13 +33,20 @@ from .callbacks import CancelCallback, ProgressCallback, _never, _no_progress
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
 #: Set to "1" in the environment of a child that runs kernels on the GPU.
 GPU_CHILD_ENV = "THREADMAP_CHILD_GPU"
+#: Set to "1" in the environment of the typist: the child that types kernel
+#: files for the parent (numba's type inference, bounded), kernel after kernel.
+TYPIST_ENV = "THREADMAP_CHILD_TYPIST"
+#: The typist's own cache folder's name (it writes nothing of numba's there).
+TYPIST_KEY = "typist"
 
 
 class ChildRunner:
     """One child process, started on first use, running one request at a time."""
 
-    def __init__(self, simulator: bool, gpu: bool = False):
+    def __init__(self, simulator: bool, gpu: bool = False, typist: bool = False):
         self.simulator = simulator
+        #: whether it is the typist (see :data:`TYPIST_ENV`)
+        self.typist = typist
         #: whether the child makes its CUDA context before its sandbox (a
         #: child for GPU runs: see device.make_context); a CPU child never
         #: pays numba.cuda's import and the driver's start for it
@@ -81,6 +88,7 @@ class ChildRunner:
         self._cache_key = cache_key
         env["NUMBA_ENABLE_CUDASIM"] = "1" if self.simulator else "0"
         env[GPU_CHILD_ENV] = "1" if self.gpu else "0"
+        env[TYPIST_ENV] = "1" if self.typist else "0"
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (_PROJECT_ROOT, env.get("PYTHONPATH")) if p)
         try:
@@ -223,6 +231,77 @@ class ChildRunner:
                     code = self._process.returncode
                     self.stop()
                     raise KernelRuntimeError(_ended_how(code))
+
+    def kernel_types(self, plan, dtype: str, scalar_types: tuple[str, ...],
+                     time_limit: float, cancel: CancelCallback = _never):
+        """numba's typing of ``plan`` (read from a kernel file), done in this
+        runner's child, under its sandbox, its address-space limit and
+        ``time_limit`` seconds of wall clock and CPU: the parent never runs
+        numba's type inference on an untrusted file.
+
+        The typist (:func:`typist`) stays up from kernel to kernel, numba
+        imported, so a new or edited kernel's typing costs what it did in
+        the parent; a kernel's own child (a one-shot command's, started at
+        its first step) imports numba for it.  A child past the limit is
+        ended, and the next typing starts a fresh one."""
+        from ..errors import KernelCompileError
+
+        with self._lock:
+            key = TYPIST_KEY if self.typist else source_key(plan.module.text)
+            if not self.alive or key != self._cache_key:
+                self.stop()
+                self._start(key)
+            assert self._to_child is not None and self._from_child is not None
+            message = ("types", plan.module.text, plan.module.path, plan.name, plan.matmul,
+                       dtype, tuple(scalar_types), sandbox.cpu_budget(time_limit))
+            try:
+                self._to_child.send(message)
+            except OSError:  # it died between runs: start a fresh one
+                self.stop()
+                self._start(key)
+                self._to_child.send(message)
+            # (counted from when the child is ready: its start-up is not the kernel's)
+            deadline = None
+            while True:
+                if cancel():
+                    self.stop()
+                    raise RunCancelled("run cancelled")
+                if deadline is not None and time.monotonic() > deadline:
+                    self.stop()
+                    raise KernelCompileError(
+                        f"{plan.module.path}: numba's typing of kernel {plan.name!r} did not "
+                        f"end within {time_limit:g} s (real kernels take well under a second; "
+                        "deeply nested tuples or very long expressions make it grow without "
+                        "bound)")
+                if self._from_child.poll(0.05):
+                    try:
+                        reply = child_message(self._from_child.recv_bytes())
+                    except (EOFError, OSError):
+                        code = self._process.poll() if self._process else None
+                        self.stop()
+                        raise KernelCompileError(
+                            f"{plan.module.path}: numba's typing of kernel {plan.name!r} "
+                            f"failed: {_ended_how(code)}") from None
+                    except KernelRuntimeError:
+                        self.stop()
+                        raise
+                    if reply[0] == "ready":
+                        self._ready = True
+                        self.sandbox = reply[1] if len(reply) > 1 \
+                            and isinstance(reply[1], dict) else None
+                        deadline = time.monotonic() + time_limit
+                    elif reply[0] == "types":
+                        return reply[1]
+                    elif reply[0] == "error":
+                        raise reply[1]
+                elif self._process is not None and self._process.poll() is not None:
+                    code = self._process.returncode
+                    self.stop()
+                    raise KernelCompileError(
+                        f"{plan.module.path}: numba's typing of kernel {plan.name!r} failed: "
+                        f"{_ended_how(code)}")
+                elif deadline is None and self._ready:
+                    deadline = time.monotonic() + time_limit
 
     def _as_given(self, result, asked):
         """The result with the request as the caller asked it (the kernel file
@@ -458,7 +537,7 @@ def _with_start_up(result, seconds: float | None, simulator: bool):
     return dataclasses.replace(result, timings=(start_up,) + tuple(result.timings))
 
 
-_runners: dict[tuple[bool, bool], ChildRunner] = {}
+_runners: dict[tuple[bool, bool] | str, ChildRunner] = {}
 _runners_lock = threading.Lock()
 
 
@@ -504,6 +583,24 @@ def warm_for_file(path: str) -> None:
         runner(simulator=False).warm_for_key(key)
     except (ThreadMapError, OSError):
         pass
+
+
+def typist() -> ChildRunner:
+    """The child that types kernel files for this process (see
+    :meth:`ChildRunner.kernel_types`)."""
+    with _runners_lock:
+        if "typist" not in _runners:
+            _runners["typist"] = ChildRunner(simulator=False, typist=True)
+        return _runners["typist"]
+
+
+def warm_typist() -> None:
+    """Start the typist now, if it is not up: its imports (numba's front end,
+    0.5 s) then overlap the caller's own start."""
+    try:
+        typist().warm_for_key(TYPIST_KEY)
+    except ThreadMapError:
+        pass  # (the typing itself starts it again, and says what fails)
 
 
 def runner(simulator: bool, gpu: bool = False) -> ChildRunner:

@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
 
     from . import sandbox, transfer
     from ..cache import cache_dir
-    from .child import GPU_CHILD_ENV
+    from .child import GPU_CHILD_ENV, TYPIST_ENV
 
     import time
 
@@ -64,6 +64,10 @@ def main(argv: list[str]) -> int:
         except (BrokenPipeError, ConnectionError, OSError):
             os._exit(0)  # the parent is gone or stopped listening: nothing to say
 
+    if os.environ.get(TYPIST_ENV) == "1":
+        # The typist: numba's front end is all it runs, and it is ready once
+        # that is imported (the parent's time limit counts from then).
+        from numba.core import compiler, registry, typed_passes  # noqa: F401
     send(("ready", applied, time.monotonic()))  # (when: the parent may read it later)
 
     from ..derived import local_types
@@ -99,6 +103,9 @@ def main(argv: list[str]) -> int:
         if message[0] == "release":  # (the parent has mapped the last result's memory)
             transfer.release()
             continue
+        if message[0] == "types":  # (numba's typing of a kernel file, for the parent)
+            send(_types_for(message))
+            continue
         if message[0] != "run":
             return 0
         _, request, note, cpu_seconds, compile_ahead, known_types, by_memory = message
@@ -122,6 +129,35 @@ def main(argv: list[str]) -> int:
             # (its maps in sealed memory when large, where the parent can take it)
             sent = transfer.write_result(("result", result)) if by_memory else None
             send(sent if sent is not None else ("result", result))
+
+
+def _types_for(message: tuple) -> tuple:
+    """The reply to a parent's ``("types", text, path, kernel, matmul, dtype,
+    scalar types, CPU seconds)``: the kernel planned again from its text (no
+    file is read), then typed here, within the CPU seconds given."""
+    from . import sandbox
+    from ..derived.local_types import type_here
+    from ..errors import KernelCompileError, ThreadMapError
+    from ..sources.plan import make_plan
+    from ..sources.source import parse_module
+
+    _, text, path, name, matmul, dtype, scalar_types, cpu_seconds = message
+    sandbox.limit_cpu(cpu_seconds)
+    try:
+        module = parse_module(text, path)
+        plan = make_plan(module, module.kernel(name), matmul)
+        return ("types", type_here(plan, dtype, scalar_types))
+    except ThreadMapError as exc:
+        return ("error", exc)
+    except (MemoryError, RecursionError) as exc:
+        return ("error", KernelCompileError(
+            f"{path}: numba's typing of kernel {name!r} ran out of "
+            f"{'memory' if isinstance(exc, MemoryError) else 'stack'} (its child process may "
+            "use most of the memory available when it started)"))
+    except Exception as exc:  # report, never die silently
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:300]
+        return ("error", KernelCompileError(f"{path}: numba's typing of kernel {name!r} "
+                                            f"failed: {detail}"))
 
 
 if __name__ == "__main__":

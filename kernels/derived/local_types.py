@@ -24,7 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..element_types import dtype_of
-from ..errors import EmulationUnsupported, KernelCompileError, UnsupportedConstruct
+from ..errors import (
+    EmulationUnsupported,
+    KernelCompileError,
+    ThreadMapError,
+    UnsupportedConstruct,
+)
 from ..sources.allow import (
     NUMBA_DTYPES,
     NUMPY_TYPES,
@@ -86,13 +91,43 @@ def kernel_types(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]) ->
     :class:`KernelCompileError` for a kernel numba cannot type at all.
     """
     key = (plan.module.path, plan.module.text, plan.name, dtype, tuple(scalar_types))
+    if key in _REFUSED:
+        raise _REFUSED[key]
     if key not in _TYPES:
         given = _GIVEN.get(key[1:])
-        types = given or _stored_types(plan, dtype, tuple(scalar_types)) or _store_types(
-            plan, dtype, tuple(scalar_types), _kernel_types(plan, dtype, tuple(scalar_types)))
-        _check_warp_types(plan, types)
+        typing = _kernel_types if _file_typing is None or not plan.from_file else _file_typing
+        try:
+            types = given or _stored_types(plan, dtype, tuple(scalar_types)) or _store_types(
+                plan, dtype, tuple(scalar_types), typing(plan, dtype, tuple(scalar_types)))
+            _check_warp_types(plan, types)
+        except (EmulationUnsupported, KernelCompileError) as exc:
+            if typing is not _kernel_types:  # (each answer from a child costs its round trip)
+                _REFUSED[key] = exc
+                while len(_REFUSED) > 64:
+                    _REFUSED.pop(next(iter(_REFUSED)))
+            raise
         _TYPES[key] = types
     return _TYPES[key]
+
+
+#: How a process that serves untrusted kernel files (the command line, the
+#: app, ``check``) types them: in a sandboxed child with a time and memory
+#: limit, as numba's type inference of a 1.1 KB file of nested tuples took
+#: 111 s and 2.8 GB.  None: here (in a child, or a caller of the Python API
+#: running its own kernel in its own process).
+_file_typing = None
+
+
+def type_files_with(typing) -> None:
+    """Type kernels read from files with ``typing(plan, dtype,
+    scalar_types) -> KernelTypes`` (None: here)."""
+    global _file_typing
+    _file_typing = typing
+
+
+def type_here(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]) -> KernelTypes:
+    """Types worked out in this process (a child's answer to its parent)."""
+    return _kernel_types(plan, dtype, tuple(scalar_types))
 
 
 #: What numba-cuda's warp intrinsics take (its intrinsics.py): a shuffle moves a
@@ -135,6 +170,8 @@ def _check_warp_types(plan: KernelPlan, types: KernelTypes) -> None:
 
 
 _TYPES: dict[tuple, KernelTypes] = {}
+#: Kernels a child refused to type (its error), by the same key.
+_REFUSED: dict[tuple, ThreadMapError] = {}
 #: Types a parent process worked out, given to its child with a request (by
 #: kernel text, name, dtype and scalar types): the child skips numba's typing
 #: pass, ~0.25 s of a new kernel's first answer.

@@ -1,6 +1,7 @@
 """Turn a request's kernel (built-in name or user file) into a kernel plan."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from functools import lru_cache
 
@@ -42,7 +43,7 @@ def load_plan(request: RunRequest, matmul: bool | None = None) -> KernelPlan:
 @lru_cache(maxsize=32)
 def _file_plan(path: str, mtime: int, name: str | None, matmul: bool = True) -> KernelPlan:
     module = read_module(path)
-    return make_plan(module, module.kernel(name), matmul)
+    return dataclasses.replace(make_plan(module, module.kernel(name), matmul), from_file=True)
 
 
 @lru_cache(maxsize=None)

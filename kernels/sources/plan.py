@@ -134,6 +134,10 @@ class KernelPlan:
     #: planned under the matmul convention (its inputs are A and B); else a
     #: described kernel, its arrays named as the kernel names them
     matmul: bool = True
+    #: read from a kernel file the user named (untrusted input), not a
+    #: built-in kernel: where a process serves such files, numba types it
+    #: in a bounded child (``local_types.type_files_with``)
+    from_file: bool = False
 
     @property
     def name(self) -> str:

@@ -1,0 +1,60 @@
+# hostile: 1.1 KB of nested tuples whose types double each line: numba's typing took 111 s and 2.8 GB in the parent
+# bound: refused within --time-limit 5 (plus start-up), in one line: numba's typing of kernel 'matmul' did not end within 5 s
+from numba import cuda
+
+
+@cuda.jit
+def matmul(A, B, C):
+    i, j = cuda.grid(2)
+    a0 = A[0, 0]
+    b0 = i
+    a1 = (a0, b0)
+    b1 = (b0, a0)
+    a2 = (a1, b1)
+    b2 = (b1, a1)
+    a3 = (a2, b2)
+    b3 = (b2, a2)
+    a4 = (a3, b3)
+    b4 = (b3, a3)
+    a5 = (a4, b4)
+    b5 = (b4, a4)
+    a6 = (a5, b5)
+    b6 = (b5, a5)
+    a7 = (a6, b6)
+    b7 = (b6, a6)
+    a8 = (a7, b7)
+    b8 = (b7, a7)
+    a9 = (a8, b8)
+    b9 = (b8, a8)
+    a10 = (a9, b9)
+    b10 = (b9, a9)
+    a11 = (a10, b10)
+    b11 = (b10, a10)
+    a12 = (a11, b11)
+    b12 = (b11, a11)
+    a13 = (a12, b12)
+    b13 = (b12, a12)
+    a14 = (a13, b13)
+    b14 = (b13, a13)
+    a15 = (a14, b14)
+    b15 = (b14, a14)
+    a16 = (a15, b15)
+    b16 = (b15, a15)
+    a17 = (a16, b16)
+    b17 = (b16, a16)
+    a18 = (a17, b17)
+    b18 = (b17, a17)
+    a19 = (a18, b18)
+    b19 = (b18, a18)
+    a20 = (a19, b19)
+    b20 = (b19, a19)
+    a21 = (a20, b20)
+    b21 = (b20, a20)
+    a22 = (a21, b21)
+    b22 = (b21, a21)
+    a23 = (a22, b22)
+    b23 = (b22, a22)
+    a24 = (a23, b23)
+    b24 = (b23, a23)
+    if i < C.shape[0] and j < C.shape[1]:
+        C[i, j] = A[i, 0] * B[0, j]
