@@ -22,6 +22,9 @@ differences, or left them out.
 """
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import zipfile
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +36,7 @@ from numpy.lib import format as npy_format
 from .errors import ThreadMapError
 from .machine import usable_cores
 from .npz_writer import write_npz
+from .sources.limits import file_kind
 
 #: Integer types tried, smallest first.
 _INTEGER_TYPES = (np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.int64)
@@ -167,11 +171,14 @@ def load_maps(path: Path, layout: dict | None = None) -> dict[str, np.ndarray]:
     """Every map of a ``maps.npz``, in its in-memory dtype (``layout`` from
     ``result.json``'s ``maps``; without it, as stored).
 
-    The file is untrusted: each member's header is read and checked (a plain
+    The file is untrusted: it and the files it names (which must lie beside
+    it) are read only if they are regular files, not links, FIFOs or devices
+    (:func:`open_regular`); each member's header is read and checked (a plain
     numeric type, a size that matches the member, the shape ``layout`` gives)
-    before its data is read, the whole is bounded by the memory available,
-    files it names must lie beside it, and anything wrong is one
-    :class:`MapsFileError`, never a traceback or a huge allocation."""
+    before its data is read; each member inflates to at most
+    :data:`MAX_INFLATION` times its compressed bytes, and the whole to at
+    most the memory available; anything wrong is one :class:`MapsFileError`,
+    never a traceback, a read without end or a huge allocation."""
     path = Path(path)
     try:
         return _load_maps(path, layout)
@@ -197,7 +204,8 @@ def _load_maps(path: Path, layout: dict | None) -> dict[str, np.ndarray]:
                                 "file or its result.json is damaged")
 
     layout = layout if isinstance(layout, dict) else None
-    with zipfile.ZipFile(path) as archive:
+    with open_regular(path) as handle, zipfile.ZipFile(handle) as archive:
+        inflate = _inflation_of(path, archive, os.fstat(handle.fileno()).st_size)
         if layout and layout.get("run_id"):
             comment = archive.comment.decode("utf-8", "replace")
             if comment != f"{_RUN_ID_PREFIX}{layout['run_id']}":
@@ -210,7 +218,7 @@ def _load_maps(path: Path, layout: dict | None) -> dict[str, np.ndarray]:
                 continue
             name = info.filename[:-4]
             spec = (layout or {}).get("stored", {}).get(name)
-            arrays[name] = _read_member(archive, info, spec, spend)
+            arrays[name] = _read_member(path, archive, info, spec, spend, inflate)
     if not layout:
         return arrays
     for name, spec in layout.get("stored", {}).items():
@@ -264,13 +272,14 @@ def _load_maps(path: Path, layout: dict | None) -> dict[str, np.ndarray]:
         # a map every configuration of a sweep has, in one file beside them:
         # the one that sweep wrote (its run id), of the shape it names
         beside = _file_beside(path, spec.get("file"))
-        with zipfile.ZipFile(beside) as archive:
+        with open_regular(beside) as handle, zipfile.ZipFile(handle) as archive:
+            inflate = _inflation_of(beside, archive, os.fstat(handle.fileno()).st_size)
             if spec.get("run_id") and archive.comment.decode("utf-8", "replace") \
                     != f"{_RUN_ID_PREFIX}{spec['run_id']}":
                 raise MapsFileError(f"{beside} is not the {name} of {path}'s run (it comes "
                                     "from another sweep, or was cut short)")
             info = archive.getinfo(f"{name}.npy")
-            value = _read_member(archive, info, None, spend)
+            value = _read_member(beside, archive, info, None, spend, inflate)
         if "shape" in spec and tuple(value.shape) != _shape(spec["shape"], name):
             raise MapsFileError(f"{beside}: {name} is {value.shape}, not the "
                                 f"{tuple(spec['shape'])} its layout names")
@@ -278,27 +287,30 @@ def _load_maps(path: Path, layout: dict | None) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, spec: dict | None,
-                 spend) -> np.ndarray:
-    """One ``.npy`` member, its header checked before its data is read."""
+def _read_member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo,
+                 spec: dict | None, spend, inflate) -> np.ndarray:
+    """One ``.npy`` member, its sizes and header checked before its data is
+    read, the bytes it inflates to counted as they come (``inflate``)."""
+    _check_inflation(path, info)
     with archive.open(info) as member:
         version = npy_format.read_magic(member)
         if version not in ((1, 0), (2, 0), (3, 0)):
-            raise MapsFileError(f"{info.filename}: unknown .npy version {version}")
+            raise MapsFileError(f"{path}: {info.filename}: unknown .npy version {version}")
         reader = npy_format.read_array_header_1_0 if version == (1, 0) \
             else npy_format.read_array_header_2_0
         shape, fortran, dtype = reader(member, max_header_size=10_000)
         if dtype.kind not in _MAP_KINDS or dtype.hasobject or dtype.fields:
-            raise MapsFileError(f"{info.filename}: holds {dtype}, not numbers")
+            raise MapsFileError(f"{path}: {info.filename}: holds {dtype}, not numbers")
         elements = int(np.prod(shape, dtype=np.int64)) if shape else 1
         nbytes = elements * dtype.itemsize
         header = member.tell()
+        inflate(header)
         if nbytes != info.file_size - header:
-            raise MapsFileError(f"{info.filename}: its header asks for {nbytes:,} bytes, the "
-                                f"member holds {info.file_size - header:,}")
+            raise MapsFileError(f"{path}: {info.filename}: its header asks for {nbytes:,} "
+                                f"bytes, the member holds {info.file_size - header:,}")
         if spec is not None and spec.get("stored") not in (None, dtype.str):
-            raise MapsFileError(f"{info.filename}: stored as {dtype.str}, result.json says "
-                                f"{spec.get('stored')}")
+            raise MapsFileError(f"{path}: {info.filename}: stored as {dtype.str}, result.json "
+                                f"says {spec.get('stored')}")
         spend(nbytes, f"the member {info.filename}")
         array = np.empty(elements, dtype)
         view = memoryview(array).cast("B")
@@ -306,7 +318,8 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, spec: dict | N
         while done < nbytes:
             chunk = member.read(min(_CHUNK, nbytes - done))
             if not chunk:
-                raise MapsFileError(f"{info.filename}: cut short")
+                raise MapsFileError(f"{path}: {info.filename}: cut short")
+            inflate(len(chunk))
             view[done:done + len(chunk)] = chunk
             done += len(chunk)
         return array.reshape(shape, order="F" if fortran else "C")
@@ -314,6 +327,90 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, spec: dict | N
 
 #: Bytes read at a time from a member (no copy of the whole member in memory).
 _CHUNK = 1 << 22
+
+#: The most a compressed member may inflate to, per byte of it: deflate's
+#: own ceiling (a match of 258 bytes in 2 bits: 1,032:1), so that, with the
+#: members' bytes counted once (:func:`_inflation_of`), a file inflates to at
+#: most 1,032 times its size whatever its headers say.  No lower bound lets
+#: ThreadMap's own files load: a map that is one value everywhere (a write
+#: count of 1, no atomics, one iteration) deflates to within 1% of the
+#: ceiling once past a few MiB (measured on npz_writer's output: 745:1 at
+#: 512 x 512, where the 128-byte .npy header weighs; 1,021:1 at 4096 x 4096;
+#: 1,026:1 at 16384 x 16384).  What it refuses, before anything is
+#: allocated: a directory that claims more than its bytes can give, and
+#: members compressed otherwise (bzip2 and LZMA, which ThreadMap never
+#: writes, turn 181 bytes and 9 KB into 64 MiB).  The memory budget of
+#: :func:`load_maps` bounds the rest.
+MAX_INFLATION = 1_032
+
+
+def _check_inflation(path: Path, info: zipfile.ZipInfo) -> None:
+    """Refuse a member whose directory entry says it inflates to more than
+    its compressed bytes can: past :data:`MAX_INFLATION` to 1, or, stored,
+    to more than it holds."""
+    stored = info.compress_type == zipfile.ZIP_STORED
+    if info.file_size <= (1 if stored else MAX_INFLATION) * info.compress_size:
+        return
+    ratio = info.file_size / max(info.compress_size, 1)
+    why = ("a stored member gives the bytes it holds" if stored else
+           f"ThreadMap's maps are deflated, which gives at most {MAX_INFLATION:,}:1")
+    raise MapsFileError(f"{path}: {info.filename} inflates to {info.file_size:,} bytes from "
+                        f"{info.compress_size:,} ({ratio:,.0f}:1); {why}: a zip bomb, or a "
+                        "damaged file")
+
+
+def _inflation_of(path: Path, archive: zipfile.ZipFile, size: int):
+    """A counter of the bytes ``archive`` (``size`` bytes on disk) inflates
+    to, refusing past :data:`MAX_INFLATION` times ``size``; the members are
+    first checked not to share their compressed bytes (64 names for one
+    deflated stream are a zip bomb each entry of which looks honest)."""
+    compressed = sum(info.compress_size for info in archive.infolist())
+    if compressed > size:
+        raise MapsFileError(f"{path}: its members' compressed sizes add up to {compressed:,} "
+                            f"bytes, more than the file's {size:,}: members that share their "
+                            "bytes are a zip bomb, or the file is damaged")
+    allowed, inflated = MAX_INFLATION * size, [0]
+
+    def inflate(nbytes: int) -> None:
+        # (zipfile stops each member at its directory's size; counted here
+        # all the same, where the bytes arrive, so no header is trusted)
+        inflated[0] += nbytes
+        if inflated[0] > allowed:
+            raise MapsFileError(f"{path}: inflates to {inflated[0]:,} bytes and more from "
+                                f"{size:,} (past {MAX_INFLATION:,}:1): a zip bomb, or a "
+                                "damaged file")
+    return inflate
+
+
+def open_regular(path: Path):
+    """``path`` opened for reading in binary, if it is a regular file: a
+    link (even to a file beside it), a FIFO (whose open or read blocks), a
+    device (``/dev/zero`` never ends), a socket or a folder is refused with
+    a :class:`MapsFileError`.  Opened without following a link (as its last
+    name: ``O_NOFOLLOW``) and without blocking, then checked on what was
+    opened (``fstat``), not on the name again."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
+        | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        # (O_NOFOLLOW answers ELOOP for a link: FreeBSD EMLINK)
+        if exc.errno in (errno.ELOOP, errno.EMLINK) and os.path.islink(path):
+            raise MapsFileError(f"{path}: not a regular file (a symbolic link): {_ONLY_REGULAR}"
+                                ) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise MapsFileError(f"{path}: not a regular file ({file_kind(mode)}): "
+                                f"{_ONLY_REGULAR}")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+_ONLY_REGULAR = "ThreadMap reads maps only from the files a run wrote into its folder"
 
 
 def _map_dtype(text, name: str) -> np.dtype:

@@ -1,13 +1,19 @@
 """maps.npz is lean on disk, gives back the same maps (issue 9, point 13), and numpy
-alone reads every map it documents (issue 20, point 7)."""
+alone reads every map it documents (issue 20, point 7); an untrusted result folder costs
+no more than its size allows, and never blocks or follows a link (issue 42)."""
+import json
+import os
+import subprocess
+import sys
 import time
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kernels import RunRequest, run
-from kernels.maps_file import load_maps, save_maps, smallest_integer_type
+from kernels.maps_file import MapsFileError, load_maps, save_maps, smallest_integer_type
 
 
 def test_smallest_integer_type_holds_the_range():
@@ -224,3 +230,187 @@ def test_members_made_on_the_writers_pool_are_written_as_arrays_are(tmp_path):
     with pytest.raises(MemoryError, match="narrowed"):
         npz_writer.write_npz(tmp_path / "failed.npz", {"count": failed, "C": values},
                              deflate={"count"})
+
+
+# -- untrusted paths and zip bombs (issue 42) ------------------------------------------------
+#
+# load_maps is handed a result folder's maps.npz, and the files its result.json
+# names beside it.  These tests load them in a child process: a read without
+# end stops at 1 GiB of headroom (MemoryError) and a read that blocks is cut
+# off by a time limit, so that the old behaviour fails a test, not the suite.
+
+_ROOT = Path(__file__).resolve().parent.parent
+
+_LOAD_IN_CHILD = """
+import json, resource, sys, time
+from pathlib import Path
+from kernels.maps_file import MapsFileError, load_maps
+in_use = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+cap = in_use + (1 << 30)
+resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+path, layout = Path(sys.argv[1]), json.loads(sys.argv[2])
+start = time.perf_counter()
+try:
+    outcome = "loaded " + ",".join(sorted(load_maps(path, layout)))
+except MapsFileError as exc:
+    outcome = str(exc)
+print(json.dumps({"outcome": outcome, "seconds": time.perf_counter() - start}))
+"""
+
+posix_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="FIFOs, /dev/zero and /proc/self/statm are Linux's")
+
+
+def _load_in_a_child(path: Path, layout: dict | None = None,
+                     time_limit: float = 20.0) -> tuple[str, float]:
+    """``load_maps(path, layout)`` in a child: its refusal (or ``"loaded
+    <names>"``) and the seconds it took; a test fails if it blocks."""
+    try:
+        done = subprocess.run([sys.executable, "-c", _LOAD_IN_CHILD, str(path),
+                               json.dumps(layout)], cwd=_ROOT, capture_output=True, text=True,
+                              timeout=time_limit)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"load_maps({path}) had not returned after {time_limit:.0f} s: it blocks")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    return report["outcome"], report["seconds"]
+
+
+def _maps_with_a_shared_reference(folder: Path) -> tuple[Path, dict]:
+    """A sweep configuration's maps.npz and layout, its reference in
+    ``reference.npz`` beside it (as kernels/sweep.py writes them)."""
+    path = folder / "maps.npz"
+    layout = save_maps(path, {"count": np.ones((8, 8), np.int32)}, "float32", run_id="r1")
+    layout["shared"] = {"reference": {"file": "reference.npz", "dtype": "<f4",
+                                      "shape": [8, 8]}}
+    return path, layout
+
+
+@posix_only
+@pytest.mark.parametrize("hostile", ["a link to /dev/zero", "a FIFO"])
+def test_a_shared_map_that_is_not_a_regular_file_is_refused_at_once(tmp_path, hostile):
+    # (issue 42: a link to /dev/zero read 10 GB in 20 s; a FIFO blocked for ever)
+    path, layout = _maps_with_a_shared_reference(tmp_path)
+    beside = tmp_path / "reference.npz"
+    if hostile == "a FIFO":
+        os.mkfifo(beside)
+    else:
+        beside.symlink_to("/dev/zero")
+    outcome, seconds = _load_in_a_child(path, layout)
+    kind = "a FIFO" if hostile == "a FIFO" else "a symbolic link"
+    assert outcome.startswith(f"{beside}: not a regular file ({kind})"), outcome
+    assert "\n" not in outcome and seconds < 2
+
+
+@posix_only
+def test_a_maps_file_that_is_a_fifo_is_refused_without_blocking(tmp_path):
+    path = tmp_path / "maps.npz"
+    os.mkfifo(path)
+    outcome, seconds = _load_in_a_child(path)
+    assert outcome.startswith(f"{path}: not a regular file (a FIFO)"), outcome
+    assert "\n" not in outcome and seconds < 2
+
+
+@posix_only
+def test_a_maps_file_that_is_a_link_is_refused(tmp_path):
+    # a good maps file, but elsewhere: a result folder's files are its own
+    elsewhere = tmp_path / "elsewhere.npz"
+    layout = save_maps(elsewhere, {"count": np.ones((8, 8), np.int32)}, "float32", run_id="r1")
+    (tmp_path / "run").mkdir()
+    path = tmp_path / "run" / "maps.npz"
+    path.symlink_to(elsewhere)
+    outcome, _ = _load_in_a_child(path, layout)
+    assert outcome.startswith(f"{path}: not a regular file (a symbolic link)"), outcome
+    assert "\n" not in outcome
+    assert _load_in_a_child(elsewhere, layout)[0] == "loaded count"
+
+
+def _one_member_npz(path: Path, array: np.ndarray, compression: int) -> None:
+    with zipfile.ZipFile(path, "w", compression=compression) as archive:
+        with archive.open("count.npy", "w", force_zip64=True) as member:
+            np.save(member, array)
+
+
+def test_a_member_compressed_past_what_deflate_can_is_refused_before_inflating(tmp_path):
+    # 64 MiB of zeros in bzip2 take 181 bytes (370,000:1); deflate gives at
+    # most 1,032:1, and ThreadMap writes nothing else
+    path = tmp_path / "maps.npz"
+    _one_member_npz(path, np.zeros(64 << 20, np.uint8), zipfile.ZIP_BZIP2)
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("count.npy")
+    with pytest.raises(MapsFileError) as refused:
+        load_maps(path)
+    message = str(refused.value)
+    assert message.startswith(f"{path}: count.npy inflates to {info.file_size:,} bytes from "
+                              f"{info.compress_size:,}"), message
+    assert ":1" in message and "\n" not in message
+
+
+def test_a_header_claiming_more_than_its_bytes_can_inflate_to_is_refused(tmp_path):
+    # 1 MiB of zeros deflated to 1 KB, under a .npy header and a zip
+    # directory that both say 2 GiB (2,000,000:1): refused from the
+    # directory, before 2 GiB are set aside for a read that comes up short
+    import io
+    import struct
+
+    from numpy.lib import format as npy_format
+
+    header = io.BytesIO()
+    npy_format.write_array_header_1_0(header, {"descr": "|u1", "fortran_order": False,
+                                               "shape": (2 << 30,)})
+    path = tmp_path / "maps.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("count.npy", header.getvalue() + bytes(1 << 20))
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("count.npy")
+    data = bytearray(path.read_bytes())
+    claimed = len(header.getvalue()) + (2 << 30)
+    struct.pack_into("<I", data, data.index(b"PK\x01\x02") + 24, claimed)  # (its size)
+    path.write_bytes(bytes(data))
+    with pytest.raises(MapsFileError, match=rf"^{path}: count.npy inflates to {claimed:,} "
+                                            rf"bytes from {info.compress_size:,}"):
+        load_maps(path)
+
+
+def test_members_sharing_their_compressed_bytes_are_refused(tmp_path):
+    # (the overlapping zip bomb: 64 directory entries for one deflated
+    # stream, each within deflate's ratio, the whole file 64 times past it;
+    # Python 3.11's zipfile reads all 64)
+    import struct
+
+    path = tmp_path / "maps.npz"
+    _one_member_npz(path, np.zeros(4 << 20, np.uint8), zipfile.ZIP_DEFLATED)
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("count.npy")
+    data = path.read_bytes()
+    directory, end = data.index(b"PK\x01\x02"), data.index(b"PK\x05\x06")
+    entry, copies = data[directory:end], 64
+    records = bytearray(data[end:])
+    struct.pack_into("<HHI", records, 8, copies, copies, copies * len(entry))
+    path.write_bytes(data[:directory] + entry * copies + bytes(records))
+    with zipfile.ZipFile(path) as archive:
+        assert len(archive.infolist()) == copies
+    with pytest.raises(MapsFileError, match=rf"^{path}: its members' compressed sizes add up "
+                                            rf"to {copies * info.compress_size:,} bytes"):
+        load_maps(path)
+
+
+def test_threadmap_s_own_maps_load_however_well_they_compress(tmp_path):
+    # A run's maps, and a 4096 x 4096 run's count map, 1 everywhere: 16 MiB
+    # deflated to 16 KB (1,021:1), within 1% of deflate's ceiling: a lower
+    # bound on the ratio would refuse ThreadMap's own files.
+    result = run(RunRequest(kernel="grid-stride", m=512, k=64, n=512, backend="cpu"))
+    arrays = result.maps_arrays()
+    layout = save_maps(tmp_path / "maps.npz", arrays, result.request.dtype, run_id="r1")
+    back = load_maps(tmp_path / "maps.npz", layout)
+    assert back.keys() == arrays.keys()
+    for name in arrays:  # (the reference rounded to the run's float32, as it is stored)
+        np.testing.assert_array_equal(back[name], arrays[name] if name != "reference" else
+                                      arrays[name].astype(np.float32), err_msg=name)
+    constant = {"count": np.ones((4096, 4096), np.int32)}
+    layout = save_maps(tmp_path / "constant.npz", constant, "float32", run_id="r2")
+    with zipfile.ZipFile(tmp_path / "constant.npz") as archive:
+        info = archive.getinfo("count.npy")
+    assert info.file_size / info.compress_size > 1_000
+    np.testing.assert_array_equal(load_maps(tmp_path / "constant.npz", layout)["count"],
+                                  constant["count"])

@@ -45,7 +45,7 @@ def read_source(path: str) -> str:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise KernelSourceError(f"not a regular file ({_file_kind(info.st_mode)}): a "
+            raise KernelSourceError(f"not a regular file ({file_kind(info.st_mode)}): a "
                                     "kernel file is a .py file", path)
         if info.st_size > MAX_FILE_BYTES:
             raise KernelSourceError(
@@ -72,7 +72,9 @@ def read_source(path: str) -> str:
         raise KernelSourceError("the file is not UTF-8 text", path) from None
 
 
-def _file_kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words, from its ``st_mode``
+    ("a FIFO", "a device", ...): the reason each refusal of one gives."""
     if stat.S_ISFIFO(mode):
         return "a FIFO"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
