@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -220,3 +221,58 @@ def test_option_strings_are_refused_in_one_line_or_accepted(tmp_path_factory, ar
         lines = [line for line in err.splitlines() if line.strip()]
         assert len(lines) == 1 or "reached the run" in err, (argv, err)
         assert "Traceback" not in err
+
+
+# -- costly sources (issue 42): each bounded in time, none typed in this process -------------
+
+def _huge(digits: int) -> str:
+    return "0x" + "f" * digits
+
+
+@st.composite
+def costly_sources(draw) -> str:
+    """Kernels whose cost, not their constructs, is the attack: tuples nested
+    so that their types double each line, module constants chained through
+    thousands of assignments (the first maybe refused), and integer literals
+    of thousands of digits, wherever a number goes."""
+    digits = draw(st.sampled_from([19, 20, 40, 4000, 4400]))
+    constants = ["a0 = " + draw(st.sampled_from(["undefined", "2", _huge(digits), "1.5"]))]
+    constants += [f"a{q} = a{q - 1}" for q in range(1, draw(st.integers(0, 5000)))]
+    last = f"a{len(constants) - 1}"
+    depth = draw(st.integers(0, 26))
+    body = ["i, j = cuda.grid(2)", "acc = 0.0", "t0 = A[0, 0]", "u0 = i"]
+    body += [f"t{d} = (t{d - 1}, u{d - 1})\n    u{d} = (u{d - 1}, t{d - 1})"
+             for d in range(1, depth + 1)]
+    body += draw(st.lists(st.sampled_from([
+        f"acc = acc * {last}", f"acc = acc + {_huge(digits)}", f"x = A[{_huge(digits)}, 0]",
+        f"s = cuda.shared.array({_huge(digits)}, float32)", f"while {_huge(digits)}:\n        pass",
+        f"for k in range(0, 4, {_huge(digits)}):\n        acc += 1.0",
+    ]), max_size=2))
+    body.append(FINAL)
+    lines = BASE_IMPORTS + constants + ["", "@cuda.jit", "def matmul(A, B, C):"]
+    return "\n".join(lines + ["    " + statement for statement in body]) + "\n"
+
+
+@pytest.fixture(scope="module")
+def typed_in_a_child():
+    from kernels.derived import local_types
+    from kernels.engine import type_files_in_children
+
+    type_files_in_children(time_limit=5)
+    yield
+    local_types.type_files_with(None)
+
+
+#: (each example may take seconds by design: the CI's longer pass is not run on these)
+COSTLY = settings(FUZZ, max_examples=min(EXAMPLES, 40))
+
+
+@COSTLY
+@given(text=costly_sources())
+def test_costly_kernel_files_are_planned_or_refused_in_bounded_time(tmp_path_factory, text,
+                                                                    typed_in_a_child):
+    import time
+
+    started = time.monotonic()
+    _check_source(tmp_path_factory.mktemp("costly"), text)
+    assert time.monotonic() - started < 30, text[:300]
