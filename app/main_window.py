@@ -9,11 +9,11 @@ import resources
 from kernels import (
     ThreadMapError,
     __version__,
+    compile_files_in_children,
     gpu_available,
     gpu_status,
     kernel_names,
     seed_tour,
-    type_files_in_children,
 )
 
 from .actions import (
@@ -454,7 +454,7 @@ def show_result_window(result) -> None:
 
 def run_app(argv: list[str] | None = None, open_file: str | None = None) -> int:
     """Start the GUI (on ``open_file``'s kernels when given); returns the exit status."""
-    type_files_in_children()  # (the files it opens are untrusted: numba types them in a child)
+    compile_files_in_children()  # (files it opens are untrusted: numba's work on them in a child)
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(argv or sys.argv)
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(APP_NAME)

@@ -92,8 +92,8 @@ import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from kernels import RunRequest, run
 import kernels.api
-if hasattr(kernels.api, "type_files_in_children"):  # (as the app: a file typed in its child)
-    kernels.api.type_files_in_children()
+if hasattr(kernels.api, "compile_files_in_children"):  # (as the app: a file typed in its child)
+    kernels.api.compile_files_in_children()
 cases = json.loads(sys.argv[2])
 run(RunRequest(kernel="grid-stride", m=8, k=8, n=8, grid=(1,), block=(32,), backend="cpu",
                tier="instant"))

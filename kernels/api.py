@@ -148,14 +148,14 @@ def resolve_backend(request: RunRequest, gpu_follows: bool = False) -> tuple[str
     return resolved.backend, why
 
 
-def type_files_in_children() -> None:
-    """Have numba type every kernel read from a file in the sandboxed child
-    that will run it, bounded in time and memory (see
-    :func:`kernels.engine.type_files_in_children`): for a front end that
+def compile_files_in_children() -> None:
+    """Have numba type, and compile to PTX, every kernel read from a file in
+    a sandboxed child, bounded in time and memory (see
+    :func:`kernels.engine.compile_files_in_children`): for a front end that
     opens untrusted files."""
-    from .engine import type_files_in_children as engine_typing
+    from .engine import compile_files_in_children as engine_compile_files
 
-    engine_typing()
+    engine_compile_files()
 
 
 def confirm(result: RunResult, progress=None, cancel=None, **options) -> RunResult:
@@ -253,7 +253,7 @@ def diff_category_names() -> dict:
 
 
 __all__ = [
-    "type_files_in_children",
+    "compile_files_in_children",
     "ArgumentsNeeded", "ASSUMED_REGISTERS", "BACKEND_LABELS", "BACKEND_SHORT", "BACKENDS", "BackendUnavailable",
     "bank_conflict_model", "bytes_in_memory", "CATALOGUE", "check_request", "command_line",
     "COUNT_COLOURS", "REPEAT_COLOUR", "counted", "default_launch", "describe_request", "describe_seconds", "diff_category_names",

@@ -924,13 +924,13 @@ def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = 
     args = parser.parse_args(argv)
     if args.command == "open":
         return _cmd_open(args, opener)
-    from .engine import FILE_TYPING_LIMIT, type_files_in_children
+    from .engine import FILE_COMPILE_LIMIT, compile_files_in_children
 
-    # numba types a kernel file in its sandboxed child, within --time-limit
-    # when that is shorter (check's per-case limit covers the typing too)
+    # numba types and compiles a kernel file in its sandboxed child, within
+    # --time-limit when that is shorter (check's per-case limit covers them)
     given_limit = getattr(args, "time_limit", None)
-    type_files_in_children(min(FILE_TYPING_LIMIT, given_limit or FILE_TYPING_LIMIT),
-                           typist=False)
+    compile_files_in_children(min(FILE_COMPILE_LIMIT, given_limit or FILE_COMPILE_LIMIT),
+                              typist=False)
     try:
         with _ending_on_signals():
             if args.command == "run":

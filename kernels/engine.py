@@ -220,37 +220,54 @@ def check_shared_memory(request: RunRequest, plan: KernelPlan) -> None:
             "GPU can build it (ptxas refuses it): use smaller tiles")
 
 
-#: Seconds (wall clock, and CPU) numba's typing of one kernel file may take
-#: in its child: real kernels take well under one; a 1.1 KB file of nested
-#: tuples took 111 s, and each further line doubles it.
-FILE_TYPING_LIMIT = 30.0
+#: Seconds (wall clock, and CPU) numba's typing, or compile to PTX, of one
+#: kernel file may take in its child: real kernels take well under one; a
+#: 1.1 KB file of nested tuples took 111 s to type, and each further line
+#: doubles it.
+FILE_COMPILE_LIMIT = 30.0
 _RUN_CANCEL: contextvars.ContextVar[CancelCallback | None] = contextvars.ContextVar(
     "run_cancel", default=None)
 
 
-def type_files_in_children(time_limit: float = FILE_TYPING_LIMIT,
-                           typist: bool = True) -> None:
+def compile_files_in_children(time_limit: float = FILE_COMPILE_LIMIT,
+                              typist: bool = True) -> None:
     """From now on, this process (one that serves untrusted kernel files:
     the command line, the app, a ``check`` worker) has numba type a kernel
-    read from a file in a sandboxed child, within ``time_limit`` seconds,
-    never here.
+    read from a file, and compile it to PTX for its register count, in a
+    sandboxed child, within ``time_limit`` seconds each, never here.
 
     ``typist``: in the typist, a child that stays up from kernel to kernel
     with numba imported (started now: for the app, where each edit is a new
     kernel); else in the child that will run the kernel (a one-shot command,
     which starts that child at its first step: a third process starting
     beside it cost more, 2.3 s became 3 to 4 s on 2 cores)."""
+    from .analyses import ptx
     from .backends.child import runner, typist as the_typist, warm_typist
     from .derived import local_types
 
+    def child():
+        return the_typist() if typist else runner(simulator=False)
+
     def typed_in_child(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]):
-        child = the_typist() if typist else runner(simulator=False)
-        return child.kernel_types(plan, dtype, scalar_types, time_limit,
-                                  _RUN_CANCEL.get() or _never)
+        return child().kernel_types(plan, dtype, scalar_types, time_limit,
+                                    _RUN_CANCEL.get() or _never)
+
+    def compiled_in_child(plan: KernelPlan, dtype: str, cc: tuple[int, int]) -> str:
+        return child().kernel_ptx(plan, dtype, cc, time_limit, _RUN_CANCEL.get() or _never)
 
     local_types.type_files_with(typed_in_child)
+    ptx.compile_files_with(compiled_in_child)
     if typist:
         warm_typist()
+
+
+def compile_files_here() -> None:
+    """Undo :func:`compile_files_in_children` (the tests' fixtures)."""
+    from .analyses import ptx
+    from .derived import local_types
+
+    local_types.type_files_with(None)
+    ptx.compile_files_with(None)
 
 
 def prepare(request: RunRequest,

@@ -255,12 +255,11 @@ def costly_sources(draw) -> str:
 
 @pytest.fixture(scope="module")
 def typed_in_a_child():
-    from kernels.derived import local_types
-    from kernels.engine import type_files_in_children
+    from kernels.engine import compile_files_here, compile_files_in_children
 
-    type_files_in_children(time_limit=5)
+    compile_files_in_children(time_limit=5)
     yield
-    local_types.type_files_with(None)
+    compile_files_here()
 
 
 #: (each example may take seconds by design: the CI's longer pass is not run on these)

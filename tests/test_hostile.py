@@ -57,12 +57,11 @@ def test_the_corpus_covers_the_issue():
 def typed_in_a_child():
     """As the app and the command line do: numba types a kernel file in a
     sandboxed child, bounded (here to 10 s), never in this process."""
-    from kernels.derived import local_types
-    from kernels.engine import type_files_in_children
+    from kernels.engine import compile_files_here, compile_files_in_children
 
-    type_files_in_children(time_limit=10)
+    compile_files_in_children(time_limit=10)
     yield
-    local_types.type_files_with(None)
+    compile_files_here()
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -620,15 +619,36 @@ def test_a_costly_kernel_file_ends_within_its_bound_in_one_line(tmp_path, name):
     assert rows["honest.py"]["verdict"] in ("PASS", "FAIL"), rows["honest.py"]
 
 
-def test_a_file_s_typing_never_runs_in_the_process_that_serves_it(tmp_path, monkeypatch,
-                                                                  typed_in_a_child):
+def test_a_file_is_never_typed_or_compiled_in_the_process_that_serves_it(
+        tmp_path, monkeypatch, typed_in_a_child):
+    """numba's typing and its compile to PTX (for ptxas's register count) of
+    a kernel file happen in a sandboxed child, bounded; the answers are the
+    ones the parent would have found."""
+    import shutil
+
     from numba.core import typed_passes
 
-    def refused(*args, **kwargs):
-        raise AssertionError("numba typed a kernel file in the parent")
+    from kernels.analyses import ptx
+    from kernels.analyses.occupancy import GPU_MODELS, kernel_resources
+    from kernels.analyses.ptx import plain_ptx
+    from kernels.sources.loader import load_plan
 
-    monkeypatch.setattr(typed_passes, "type_inference_stage", refused)
     path = tmp_path / "typed.py"
     path.write_text(_kernel("s = A[0, 0] * B[0, 0]\n    C[0, 0] = s"))
-    result = run(file_request(path, "cpu").with_(m=1, k=1, n=1, grid=(1, 1), block=(1, 1)))
+    request = file_request(path, "cpu").with_(m=1, k=1, n=1, grid=(1, 1), block=(1, 1))
+    plan = load_plan(request)
+    here = shutil.which("ptxas") and kernel_resources(plan, "float32", GPU_MODELS["H100 SXM"])
+
+    def refused(*args, **kwargs):
+        raise AssertionError("numba typed or compiled a kernel file in the parent")
+
+    monkeypatch.setattr(typed_passes, "type_inference_stage", refused)
+    monkeypatch.setattr(ptx, "compile_ptx_for", refused)
+    monkeypatch.setenv("THREADMAP_CACHE_DIR", str(tmp_path / "cache"))  # (nothing kept)
+    result = run(request)
     assert result.verdict.passed, result.verdict.reasons
+    with pytest.raises(AssertionError):
+        plain_ptx(plan, "float32", (9, 0))  # (here, it would compile: refused)
+    if here:
+        in_child = kernel_resources(plan, "float32", GPU_MODELS["H100 SXM"])
+        assert in_child == here and in_child.source.startswith("ptxas")

@@ -25,6 +25,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..errors import ThreadMapError
+
 #: Default registers per thread when nothing measured them.
 ASSUMED_REGISTERS = 32
 #: Static shared memory per block that CUDA can build (48 KiB).
@@ -228,9 +230,14 @@ def kernel_resources(plan, dtype: str, gpu: GpuModel, assumed_registers: int = A
     measured = _measured_by_ptxas(plan, dtype, gpu)
     if isinstance(measured, Resources):
         return measured
-    why = f"ptxas refused the kernel: {measured}" if measured else "no GPU, no ptxas"
+    why = ("no GPU, no ptxas" if not measured else measured
+           if measured.startswith(_NOT_MEASURED) else f"ptxas refused the kernel: {measured}")
     return Resources(assumed_registers, static_shared_bytes(plan, dtype),
                      f"assumed {assumed_registers} registers ({why})")
+
+
+#: How a register count that could not be measured begins (its reason follows).
+_NOT_MEASURED = "not measured: "
 
 
 def _measured_by_ptxas(plan, dtype: str, gpu: GpuModel) -> Resources | str | None:
@@ -250,12 +257,12 @@ def _measured_by_ptxas(plan, dtype: str, gpu: GpuModel) -> Resources | str | Non
         if stored.exists():
             figures = json.loads(stored.read_text())
             return Resources(**figures) if isinstance(figures, dict) else figures
-        from ..derived.codegen import load_module
-        from .ptx import compile_ptx_for
+        from .ptx import kernel_ptx
 
-        gen = load_module(plan, "cuda", dtype)
-        ptx = compile_ptx_for(plan, gen.function(plan.name), dtype, False,
-                              cc=min(gpu.compute_capability, (9, 0)))
+        try:
+            ptx = kernel_ptx(plan, dtype, min(gpu.compute_capability, (9, 0)))
+        except ThreadMapError as exc:  # (a file's compile, in its child, past its limit)
+            return f"{_NOT_MEASURED}{exc}"  # (not kept: the next run measures again)
         measured = ptxas_resources(ptx, gpu.compute_capability)
     except Exception:  # numba or the toolkit missing: use the assumption
         return None

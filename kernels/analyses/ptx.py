@@ -29,6 +29,35 @@ def signature(plan: KernelPlan, dtype: str, recording: bool, n_threads: int = 10
     return tuple(args)
 
 
+def plain_ptx(plan: KernelPlan, dtype: str, cc: tuple[int, int]) -> str:
+    """PTX of ``plan``'s plain CUDA form (no recording), compiled here."""
+    from ..derived.codegen import load_module
+
+    gen = load_module(plan, "cuda", dtype)
+    return compile_ptx_for(plan, gen.function(plan.name), dtype, False, cc=cc)
+
+
+#: Where a kernel read from a file is compiled to PTX (a sandboxed child's
+#: ``plain_ptx``, bounded; see ``engine.compile_files_in_children``); None:
+#: here.
+_file_ptx = None
+
+
+def compile_files_with(compile_ptx) -> None:
+    """Compile kernels read from files with ``compile_ptx(plan, dtype, cc)``
+    (None: here, with :func:`plain_ptx`)."""
+    global _file_ptx
+    _file_ptx = compile_ptx
+
+
+def kernel_ptx(plan: KernelPlan, dtype: str, cc: tuple[int, int]) -> str:
+    """PTX of ``plan``'s plain CUDA form: compiled in a child for a kernel
+    read from a file where this process serves such files, else here."""
+    if _file_ptx is not None and plan.from_file:
+        return _file_ptx(plan, dtype, cc)
+    return plain_ptx(plan, dtype, cc)
+
+
 def compile_ptx_for(plan: KernelPlan, dispatcher, dtype: str, recording: bool,
                     cc: tuple[int, int] = (9, 0)) -> str:
     """PTX of ``dispatcher`` (a cuda.jit kernel of a generated module)."""

@@ -235,16 +235,35 @@ class ChildRunner:
     def kernel_types(self, plan, dtype: str, scalar_types: tuple[str, ...],
                      time_limit: float, cancel: CancelCallback = _never):
         """numba's typing of ``plan`` (read from a kernel file), done in this
-        runner's child, under its sandbox, its address-space limit and
-        ``time_limit`` seconds of wall clock and CPU: the parent never runs
-        numba's type inference on an untrusted file.
+        runner's child (:meth:`_compiled_in_child`)."""
+        return self._compiled_in_child(plan, ("types", dtype, tuple(scalar_types)),
+                                       "typing", time_limit, cancel)
+
+    def kernel_ptx(self, plan, dtype: str, cc: tuple[int, int], time_limit: float,
+                   cancel: CancelCallback = _never) -> str:
+        """The PTX of ``plan``'s plain CUDA form for compute capability ``cc``
+        (for ptxas's register count), compiled in this runner's child
+        (:meth:`_compiled_in_child`)."""
+        return self._compiled_in_child(plan, ("ptx", dtype, tuple(cc)), "compile to PTX",
+                                       time_limit, cancel)
+
+    def _compiled_in_child(self, plan, question: tuple, what: str, time_limit: float,
+                           cancel: CancelCallback):
+        """numba's work on ``plan`` (read from a kernel file): ``question``'s
+        answer from this runner's child, under its sandbox, its address-space
+        limit and ``time_limit`` seconds of wall clock and CPU.  The parent
+        never runs numba's type inference or compiler on an untrusted file.
 
         The typist (:func:`typist`) stays up from kernel to kernel, numba
         imported, so a new or edited kernel's typing costs what it did in
         the parent; a kernel's own child (a one-shot command's, started at
         its first step) imports numba for it.  A child past the limit is
-        ended, and the next typing starts a fresh one."""
+        ended, and the next question starts a fresh one."""
         from ..errors import KernelCompileError
+
+        def failed(how: str) -> KernelCompileError:
+            return KernelCompileError(
+                f"{plan.module.path}: numba's {what} of kernel {plan.name!r} {how}")
 
         with self._lock:
             key = TYPIST_KEY if self.typist else source_key(plan.module.text)
@@ -252,8 +271,8 @@ class ChildRunner:
                 self.stop()
                 self._start(key)
             assert self._to_child is not None and self._from_child is not None
-            message = ("types", plan.module.text, plan.module.path, plan.name, plan.matmul,
-                       dtype, tuple(scalar_types), sandbox.cpu_budget(time_limit))
+            message = (question[0], plan.module.text, plan.module.path, plan.name, plan.matmul,
+                       sandbox.cpu_budget(time_limit)) + tuple(question[1:])
             try:
                 self._to_child.send(message)
             except OSError:  # it died between runs: start a fresh one
@@ -268,20 +287,16 @@ class ChildRunner:
                     raise RunCancelled("run cancelled")
                 if deadline is not None and time.monotonic() > deadline:
                     self.stop()
-                    raise KernelCompileError(
-                        f"{plan.module.path}: numba's typing of kernel {plan.name!r} did not "
-                        f"end within {time_limit:g} s (real kernels take well under a second; "
-                        "deeply nested tuples or very long expressions make it grow without "
-                        "bound)")
+                    raise failed(f"did not end within {time_limit:g} s (real kernels take "
+                                 "well under a second; deeply nested tuples or very long "
+                                 "expressions make it grow without bound)")
                 if self._from_child.poll(0.05):
                     try:
                         reply = child_message(self._from_child.recv_bytes())
                     except (EOFError, OSError):
                         code = self._process.poll() if self._process else None
                         self.stop()
-                        raise KernelCompileError(
-                            f"{plan.module.path}: numba's typing of kernel {plan.name!r} "
-                            f"failed: {_ended_how(code)}") from None
+                        raise failed(f"failed: {_ended_how(code)}") from None
                     except KernelRuntimeError:
                         self.stop()
                         raise
@@ -290,16 +305,14 @@ class ChildRunner:
                         self.sandbox = reply[1] if len(reply) > 1 \
                             and isinstance(reply[1], dict) else None
                         deadline = time.monotonic() + time_limit
-                    elif reply[0] == "types":
+                    elif reply[0] == question[0]:
                         return reply[1]
                     elif reply[0] == "error":
                         raise reply[1]
                 elif self._process is not None and self._process.poll() is not None:
                     code = self._process.returncode
                     self.stop()
-                    raise KernelCompileError(
-                        f"{plan.module.path}: numba's typing of kernel {plan.name!r} failed: "
-                        f"{_ended_how(code)}")
+                    raise failed(f"failed: {_ended_how(code)}")
                 elif deadline is None and self._ready:
                     deadline = time.monotonic() + time_limit
 

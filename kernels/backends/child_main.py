@@ -103,8 +103,8 @@ def main(argv: list[str]) -> int:
         if message[0] == "release":  # (the parent has mapped the last result's memory)
             transfer.release()
             continue
-        if message[0] == "types":  # (numba's typing of a kernel file, for the parent)
-            send(_types_for(message))
+        if message[0] in ("types", "ptx"):  # (numba's work on a kernel file, for the parent)
+            send(_compiled_for(message))
             continue
         if message[0] != "run":
             return 0
@@ -131,32 +131,42 @@ def main(argv: list[str]) -> int:
             send(sent if sent is not None else ("result", result))
 
 
-def _types_for(message: tuple) -> tuple:
-    """The reply to a parent's ``("types", text, path, kernel, matmul, dtype,
-    scalar types, CPU seconds)``: the kernel planned again from its text (no
-    file is read), then typed here, within the CPU seconds given."""
+def _compiled_for(message: tuple) -> tuple:
+    """The reply to a parent's ``(kind, text, path, kernel, matmul, CPU
+    seconds, ...)``: the kernel planned again from its text (no file is
+    read), then, within the CPU seconds given, typed (``"types"``, with the
+    dtype and scalar types) or compiled to PTX (``"ptx"``, with the dtype and
+    compute capability) here."""
     from . import sandbox
-    from ..derived.local_types import type_here
     from ..errors import KernelCompileError, ThreadMapError
     from ..sources.plan import make_plan
     from ..sources.source import parse_module
 
-    _, text, path, name, matmul, dtype, scalar_types, cpu_seconds = message
+    kind, text, path, name, matmul, cpu_seconds, *question = message
+    what = "typing" if kind == "types" else "compile to PTX"
     sandbox.limit_cpu(cpu_seconds)
     try:
         module = parse_module(text, path)
         plan = make_plan(module, module.kernel(name), matmul)
-        return ("types", type_here(plan, dtype, scalar_types))
+        if kind == "types":
+            from ..derived.local_types import type_here
+
+            dtype, scalar_types = question
+            return ("types", type_here(plan, dtype, scalar_types))
+        from ..analyses.ptx import plain_ptx
+
+        dtype, cc = question
+        return ("ptx", plain_ptx(plan, dtype, tuple(cc)))
     except ThreadMapError as exc:
         return ("error", exc)
     except (MemoryError, RecursionError) as exc:
         return ("error", KernelCompileError(
-            f"{path}: numba's typing of kernel {name!r} ran out of "
+            f"{path}: numba's {what} of kernel {name!r} ran out of "
             f"{'memory' if isinstance(exc, MemoryError) else 'stack'} (its child process may "
             "use most of the memory available when it started)"))
     except Exception as exc:  # report, never die silently
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:300]
-        return ("error", KernelCompileError(f"{path}: numba's typing of kernel {name!r} "
+        return ("error", KernelCompileError(f"{path}: numba's {what} of kernel {name!r} "
                                             f"failed: {detail}"))
 
 
