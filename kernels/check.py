@@ -8,21 +8,32 @@ and time, as ``report.csv``, ``report.json`` and a self-contained
 One task per kernel (its cases share one compile).  A task runs its cases
 as a kernel-file run does, in a child process with a time limit: a file
 that does not parse, or a kernel that hangs, is a failed row, never a
-stopped batch.  Tasks run on a local process pool, or, given a scheduler
+stopped batch; so is ThreadMap failing on a case, or a worker process
+ending under it.  Tasks run on a local process pool, or, given a scheduler
 address, on a Dask distributed cluster (``pip install threadmap[dask]``);
 the rows are the same either way, in the same order.
+
+A symbolic link inside a folder checked is graded only with
+``--follow-links`` (and marked as a link): by default it is an ERROR row,
+and what it names is never opened, so ``mallory.py -> ../teacher/solution.py``
+is not graded as Mallory's.
 """
 from __future__ import annotations
 
 import base64
 import csv
+import errno
 import html
 import json
 import os
+import stat
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .errors import ThreadMapError
+from .words import quoted
 
 #: seconds one case may take (a kernel past it is one failed row)
 CASE_LIMIT = 30.0
@@ -78,61 +89,303 @@ def parse_shapes(text: str) -> tuple[tuple[int, int, int], ...]:
     return shapes
 
 
-def kernel_files(paths) -> list[Path]:
-    """The .py files of ``paths`` (files, or folders searched recursively), sorted."""
-    found: list[Path] = []
+#: The end of a link's refusal (what it names is never opened).
+LINK_REFUSED = "not graded; --follow-links grades links"
+#: Characters of a link's target a report shows as they are.
+LONGEST_TARGET = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A symbolic link met on the way to a submission: its path, what it
+    names (as the link says it: never opened), and whether it stands for a
+    folder on the way."""
+
+    path: str
+    target: str
+    folder: bool = False
+
+    @property
+    def shown_target(self) -> str:
+        """The target on one line: a name with a newline or past
+        :data:`LONGEST_TARGET` characters is quoted."""
+        if self.target.isprintable() and len(self.target) <= LONGEST_TARGET:
+            return self.target
+        return quoted(self.target)
+
+    @property
+    def described(self) -> str:
+        """The report's ``link`` field: ``LINK -> TARGET``."""
+        return f"{self.path} -> {self.shown_target}"
+
+    @property
+    def refusal(self) -> str:
+        """The reason of its ERROR row while links are refused."""
+        return (f"a symbolic link{' to a folder' if self.folder else ''} "
+                f"(to {self.shown_target}): {LINK_REFUSED}")
+
+
+def _link(path: Path, folder: bool = False) -> Link:
+    """The link at ``path`` (read with readlink: what it names is not opened)."""
+    try:
+        target = os.readlink(path)
+    except OSError as exc:  # (gone, or no longer a link, since it was listed)
+        target = f"? ({exc.strerror})"
+    return Link(str(path), target, folder)
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """A ``.py`` file to grade, or a link found and refused."""
+
+    path: Path
+    #: the link it is, or lies below (``LINK -> TARGET``), when it is graded
+    #: through one or refused for being one
+    link: str | None = None
+    #: why it is not graded (a link, while links are refused)
+    refused: str | None = None
+    #: the folder below which no step of its path may be a link when it is
+    #: read (None: links are followed, or the teacher named this link)
+    below: str | None = None
+
+
+def find_submissions(paths, follow_links: bool = False) -> list[Submission]:
+    """The .py files of ``paths`` (files, or folders searched recursively),
+    sorted.  A link inside a folder given (a file, or a folder the files of
+    which would be found through it) is a refused :class:`Submission`,
+    unless ``follow_links``: then it is walked (each folder once, a loop
+    included) and its files say the link they came through."""
+    found: dict[str, Submission] = {}
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            found += sorted(p for p in path.rglob("*.py") if p.is_file())
+            # (A folder the teacher named is walked even if it is a link:
+            # links are refused only inside it.)
+            for submission in _walk(path, follow_links):
+                found.setdefault(str(submission.path), submission)
         elif path.is_file():
-            found.append(path)
+            # A file the teacher named is graded even if it is a link (the
+            # teacher chose it), and marked as one.
+            if path.is_symlink():
+                found.setdefault(str(path), Submission(path, link=_link(path).described))
+            else:
+                found.setdefault(str(path), Submission(path, below=str(path.parent)))
         elif path.exists():
             from .sources.limits import read_source
             read_source(str(path))  # refused there, saying what it is (a FIFO, a device)
             raise ThreadMapError(f"{path}: not a kernel file or a folder")
         else:
             raise ThreadMapError(f"{path}: no such file or folder")
-    return sorted(set(found), key=str)
+    return [found[key] for key in sorted(found)]
 
 
-def tasks(files: list[Path]) -> list[tuple[str, str | None, str | None]]:
-    """(file, kernel, why not) per kernel; a file without kernels or that does
-    not parse is one task that fails with its reason."""
+def _walk(root: Path, follow_links: bool):
+    """The submissions below ``root`` (see :func:`find_submissions`).
+    (``Path.rglob`` lists a linked file as a file, and whether it walks a
+    linked folder depends on Python's version: ``os.walk`` says which.)"""
+    seen = set()
+    try:
+        info = os.stat(root)
+        seen.add((info.st_dev, info.st_ino))
+    except OSError:
+        pass
+    for folder, subfolders, names in os.walk(root, followlinks=follow_links):
+        here = Path(folder)
+        walked = []
+        for name in sorted(subfolders, key=lambda name: ((here / name).is_symlink(), name)):
+            path = here / name
+            if not follow_links:
+                if path.is_symlink():  # (os.walk lists it, and does not enter it)
+                    link = _link(path, folder=True)
+                    yield Submission(path, link=link.described, refused=link.refusal)
+                continue
+            try:
+                info = os.stat(path)
+            except OSError:
+                continue
+            if (info.st_dev, info.st_ino) not in seen:  # (a loop is walked once)
+                seen.add((info.st_dev, info.st_ino))
+                walked.append(name)
+        if follow_links:
+            subfolders[:] = walked
+        for name in names:
+            if not name.endswith(".py"):
+                continue
+            path = here / name
+            if follow_links:
+                if path.is_file():
+                    link = first_link(str(root), str(path))
+                    yield Submission(path, link=link.described if link else None)
+            elif path.is_symlink():
+                link = _link(path)
+                yield Submission(path, link=link.described, refused=link.refusal)
+            elif path.is_file():
+                yield Submission(path, below=str(root))
+
+
+#: Whether the steps of a path can be opened one from another (POSIX).
+_STEPWISE = {os.open, os.stat, os.readlink} <= os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
+
+
+def first_link(below: str, path: str) -> Link | None:
+    """The first symbolic link on the way from the folder ``below`` down to
+    ``path`` (the file itself included), or None.  Each folder on the way is
+    opened from the one before with ``O_NOFOLLOW``, so a folder swapped for
+    a link while this looks is a link here too, and nothing a link names is
+    opened; the file itself is only ``lstat``-ed.  A path that cannot be
+    looked at gives None: reading it says why."""
+    parts = Path(os.path.relpath(path, below)).parts
+    if not parts or ".." in parts:
+        return None
+    if not _STEPWISE:
+        here = Path(below)
+        for index, part in enumerate(parts):
+            here = here / part
+            if here.is_symlink():
+                return _link(here, folder=index < len(parts) - 1)
+        return None
+    cloexec = getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(below, os.O_RDONLY | os.O_DIRECTORY | cloexec)
+    except OSError:
+        return None
+    here = Path(below)
+    try:
+        for part in parts[:-1]:
+            try:
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | cloexec,
+                                dir_fd=fd)
+            except OSError as exc:
+                # (Linux says ENOTDIR for a link opened so, others ELOOP)
+                if exc.errno not in (errno.ENOTDIR, errno.ELOOP):
+                    return None
+                try:
+                    return Link(str(here / part), os.readlink(part, dir_fd=fd), folder=True)
+                except OSError:
+                    return None  # (not a link: a file where a folder was)
+            os.close(fd)
+            fd, here = inner, here / part
+        try:
+            if stat.S_ISLNK(os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode):
+                return Link(str(here / parts[-1]), os.readlink(parts[-1], dir_fd=fd))
+        except OSError:
+            pass
+        return None
+    finally:
+        os.close(fd)
+
+
+class Task(NamedTuple):
+    """One kernel of one file to grade (plain data: a pool's or Dask's
+    worker gets it); a plain ``(file, kernel, refused)`` is one too."""
+
+    file: str
+    #: the kernel (None: the file's only one, or none when ``refused``)
+    kernel: str | None
+    #: why it is not graded: its one ERROR row
+    refused: str | None
+    #: ``LINK -> TARGET`` when graded through a link (Submission.link)
+    link: str | None = None
+    #: checked again for links just before it is graded (Submission.below)
+    below: str | None = None
+
+
+def tasks(submissions: list[Submission]) -> list[Task]:
+    """A task per kernel; a file without kernels, that does not parse, or
+    that is refused is one task that fails with its reason."""
     from .sources.source import kernel_names
 
     found = []
-    for path in files:
+    for submission in submissions:
+        path = str(submission.path)
+        if submission.refused is not None:
+            found.append(Task(path, None, submission.refused, submission.link))
+            continue
         try:
+            # (a file swapped for a link since the listing is refused, not read)
+            link = first_link(submission.below, path) if submission.below else None
+            if link is not None:
+                found.append(Task(path, None, link.refusal, link.described))
+                continue
             names = kernel_names(path)
         except ThreadMapError as exc:
-            found.append((str(path), None, str(exc)))
+            found.append(Task(path, None, str(exc), submission.link))
             continue
-        found += [(str(path), name, None) for name in names]
+        except Exception as exc:  # (a bug of ours on this file: its row, not the report's end)
+            found.append(Task(path, None, thread_map_failed(exc), submission.link))
+            continue
+        found += [Task(path, name, None, submission.link, submission.below) for name in names]
     return found
 
 
-def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
+#: Characters of an unexpected exception's message a row shows.
+LONGEST_FAILURE = 200
+
+
+def thread_map_failed(exc: BaseException) -> str:
+    """The one-line reason of a row on which ThreadMap itself failed (an
+    exception that is not a refusal: a bug, a RecursionError)."""
+    try:
+        message = " ".join(str(exc).split())
+    except Exception:  # (a message that cannot be written: a 5,000-digit number)
+        message = ""
+    if len(message) > LONGEST_FAILURE:
+        message = message[:LONGEST_FAILURE] + "..."
+    what = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return f"ThreadMap failed on this case: {what} — a bug in ThreadMap, please report it"
+
+
+def _error_row(task: Task, reasons: str) -> dict:
+    """The one ERROR row of a task that was not graded."""
+    return {"file": task.file, "kernel": task.kernel or "", "shape": "", "launch": "",
+            "verdict": "ERROR", "reasons": reasons, "seconds": None, "thumbnail": None,
+            "link": task.link}
+
+
+def check_kernel(task: Task | tuple[str, str | None, str | None], shapes, launches,
                  dtype: str = "float32", seed: int = 0, backend: str = "auto",
                  case_limit: float = CASE_LIMIT, tier: str = "auto",
                  described_as: tuple[str, ...] = (), reference: str | None = None) -> list[dict]:
     """Every case of one kernel, as report rows (runs in a pool worker or on a
-    Dask worker: plain data in, plain data out).
+    Dask worker: plain data in, plain data out).  ThreadMap failing on a case
+    (an exception that is not a refusal) is that case's ERROR row, never the
+    end of the batch.
 
     ``described_as`` (``--arg`` items) describes every kernel's arguments in
     place of ``shapes`` (a submission's own THREADMAP_ARGS entries are
     replaced by name); ``reference`` (``FILE:FUNCTION``, the teacher's host
     code, never a submission's) holds each described kernel's output to it."""
+    from .backends.child import stop_all
+
+    task = Task(*task)
+    if task.refused is not None:
+        return [_error_row(task, task.refused)]
+    try:
+        # (the file swapped for a link since the listing: refused, not read)
+        link = first_link(task.below, task.file) if task.below else None
+        if link is not None:
+            return [_error_row(task._replace(link=link.described), link.refusal)]
+        rows = _check_cases(task.file, task.kernel, shapes, launches, dtype, seed, backend,
+                            case_limit, tier, described_as, reference)
+    except Exception as exc:
+        return [_error_row(task, thread_map_failed(exc))]
+    finally:
+        stop_all()  # (a pool worker's child process ends with its task)
+    for row in rows:
+        row["link"] = task.link
+    return rows
+
+
+def _check_cases(path: str, kernel: str | None, shapes, launches, dtype: str, seed: int,
+                 backend: str, case_limit: float, tier: str, described_as: tuple[str, ...],
+                 reference: str | None) -> list[dict]:
+    """The rows of :func:`check_kernel`'s cases."""
     from .engine import run
     from .errors import RunTimedOut
     from .presets import default_launch
     from .request import RunRequest, check_request
     from .thumbnail import count_thumbnail
 
-    path, kernel, refused = task
-    if refused is not None:
-        return [{"file": path, "kernel": kernel or "", "shape": "", "launch": "",
-                 "verdict": "ERROR", "reasons": refused, "seconds": None, "thumbnail": None}]
     rows = []
     hung = ""
     # A kernel that is not C = A @ B and describes its arguments (THREADMAP_ARGS,
@@ -209,6 +462,9 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
             except ThreadMapError as exc:
                 row["reasons"] = str(exc)
                 continue
+            except Exception as exc:  # (a bug of ours on this case: the other cases still run)
+                row["reasons"] = thread_map_failed(exc)
+                continue
             timing = result.shown_timing
             reasons = list(result.verdict.reasons) + (
                 [f"no correctness verdict: {result.verdict.reference_note}"]
@@ -229,8 +485,6 @@ def check_kernel(task: tuple[str, str | None, str | None], shapes, launches,
                            count_thumbnail(
                                result.maps.count, one_writer=(
                                    result.maps.min_writer == result.maps.max_writer))).decode())
-    from .backends.child import stop_all
-    stop_all()  # (a pool worker's child process ends with its task)
     return rows
 
 
@@ -238,20 +492,23 @@ def run_check(paths, shapes, launches, dtype: str = "float32", seed: int = 0,
               backend: str = "auto", scheduler: str | None = None,
               workers: int | None = None, progress=None,
               case_limit: float = CASE_LIMIT, tier: str = "auto",
-              described_as: tuple[str, ...] = (), reference: str | None = None) -> list[dict]:
+              described_as: tuple[str, ...] = (), reference: str | None = None,
+              follow_links: bool = False) -> list[dict]:
     """Every row of the report, in file, kernel, shape, launch order
-    (``described_as``, ``reference``: see :func:`check_kernel`)."""
+    (``described_as``, ``reference``: see :func:`check_kernel`;
+    ``follow_links``: see :func:`find_submissions`)."""
     if described_as:
         from .sources.arguments import parse_arguments
 
         parse_arguments(described_as)  # (a spec that does not parse: said once, up front)
     if reference is not None:
         refuse_submitted_reference(reference, paths)
-    files = kernel_files(paths)
+    files = find_submissions(paths, follow_links)
     if not files:
         raise NoKernels(f"no kernels in {', '.join(map(str, paths))}: no .py files there")
     work = tasks(files)
-    if all(refused is not None and "no CUDA kernel found" in refused for _, _, refused in work):
+    if all(task.refused is not None and "no CUDA kernel found" in task.refused
+           for task in work):
         raise NoKernels(f"no kernels in {', '.join(map(str, paths))}: none of its "
                         f"{len(files)} .py file{'s' if len(files) != 1 else ''} has a "
                         "@cuda.jit kernel")
@@ -283,27 +540,146 @@ def refuse_submitted_reference(reference: str, paths) -> None:
                                "submission's: keep the reference outside them")
 
 
-def _on_pool(work, arguments, workers: int, progress) -> list[list[dict]]:
-    """The tasks on ``workers`` local processes, in order.  A Ctrl-C or SIGTERM
-    (an exception in this thread) ends every worker at once, and with them the
-    kernels' child processes (which die with their parent): the batch stops
-    within a second, not when the running cases finish."""
-    import multiprocessing
-    from functools import partial
+def _on_pool(work: list[Task], arguments, workers: int, progress) -> list[list[dict]]:
+    """The tasks on ``workers`` local processes, each task's rows in task order.
 
-    done = []
-    pool = multiprocessing.Pool(workers, initializer=_worker_signals, initargs=(os.getpid(),))
+    A worker that ends in the middle of a task (killed by the
+    out-of-memory killer, a crash in compiled code) makes that task one
+    ERROR row that says how it ended, and a fresh worker takes the tasks
+    left: a ``multiprocessing.Pool`` had waited on that task forever.  A
+    Ctrl-C or SIGTERM (an exception in this thread) ends every worker at
+    once, and with them the kernels' child processes (which die with their
+    parent): the batch stops within a second, not when the running cases
+    finish."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    context = multiprocessing.get_context()
+    waiting = deque(enumerate(work))
+    done: dict[int, list[dict]] = {}
+    pool: list[_Worker] = []
+
+    def finish(index: int, rows: list[dict]) -> None:
+        done[index] = rows
+        progress(len(done), len(work))
+
     try:
-        for index, rows in enumerate(pool.imap(partial(check_kernel, **arguments), work)):
-            done.append(rows)
-            progress(index + 1, len(work))
+        for _ in range(min(workers, len(work))):
+            pool.append(_Worker(context, arguments))
+            pool[-1].take(waiting)
+        while len(done) < len(work):
+            ready = set(wait([worker.connection for worker in pool if worker.task is not None]
+                             + [worker.process.sentinel for worker in pool]))
+            for worker in list(pool):
+                if worker.task is not None and worker.connection in ready:
+                    answered = worker.answer()
+                    if answered is not None:
+                        finish(*answered)
+                if worker.process.sentinel in ready:
+                    # It ended: its task, if it had not answered, is a row.
+                    worker.process.join()
+                    if worker.task is not None:
+                        index, task = worker.task
+                        finish(index, [_error_row(Task(*task),
+                                                  _worker_ended(worker.process.exitcode))])
+                    pool.remove(worker)
+                    worker.connection.close()
+                    if waiting:
+                        pool.append(_Worker(context, arguments))
+                        pool[-1].take(waiting)
+                elif worker.task is None:
+                    worker.take(waiting)
     except BaseException:
-        pool.terminate()
-        pool.join()
+        for worker in pool:
+            worker.process.terminate()
+        for worker in pool:
+            worker.process.join()
         raise
-    pool.close()
-    pool.join()
-    return done
+    for worker in pool:
+        worker.stop()
+    return [done[index] for index in range(len(work))]
+
+
+class _Worker:
+    """A process of :func:`_on_pool`'s, with its end of their pipe and the
+    task it has (``(index, task)``, or None while it waits)."""
+
+    def __init__(self, context, arguments):
+        self.connection, theirs = context.Pipe()
+        self.process = context.Process(target=_serve, args=(theirs, os.getpid(), arguments),
+                                       name="threadmap-check-worker", daemon=True)
+        self.process.start()
+        theirs.close()  # (its only holder is the worker: at its end, recv sees EOF)
+        self.task: tuple[int, Task] | None = None
+
+    def take(self, waiting: deque) -> None:
+        """The next waiting task, if any (left waiting if this worker has
+        ended: its end is seen, and it is replaced)."""
+        if waiting:
+            task = waiting.popleft()
+            try:
+                self.connection.send(task)
+            except OSError:
+                waiting.appendleft(task)
+                return
+            self.task = task
+
+    def answer(self) -> tuple[int, list[dict]] | None:
+        """Its task's rows, or None if it ended before it sent them whole."""
+        try:
+            answer = self.connection.recv()
+        except (EOFError, OSError):
+            return None
+        self.task = None
+        return answer
+
+    def stop(self) -> None:
+        """Ask it to end (not by closing the pipe: workers forked after it
+        hold copies of this end) and wait for it."""
+        try:
+            self.connection.send(None)
+        except OSError:
+            pass
+        self.process.join()
+        self.connection.close()
+
+
+def _serve(connection, parent: int, arguments) -> None:
+    """A worker of :func:`_on_pool`: tasks in, rows out, until told to stop."""
+    _worker_signals(parent)
+    while True:
+        try:
+            message = connection.recv()
+        except EOFError:
+            return
+        if message is None:
+            return
+        index, task = message
+        try:
+            rows = check_kernel(task, **arguments)
+        except BaseException as exc:  # (SystemExit from a bug: still this task's row)
+            rows = [_error_row(Task(*task), thread_map_failed(exc))]
+        connection.send((index, rows))
+
+
+def _worker_ended(exitcode: int | None) -> str:
+    """The reason of the row of a task whose worker process ended under it."""
+    import signal
+
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        if -exitcode == getattr(signal, "SIGKILL", None):
+            return (f"ThreadMap failed on this case: its worker process ended: killed "
+                    f"({name}), as the out-of-memory killer ends a process — too little "
+                    "memory, or a bug in ThreadMap: please report it")
+        how = f"killed ({name})"
+    else:
+        how = f"exit status {exitcode}"
+    return (f"ThreadMap failed on this case: its worker process ended: {how} — a bug in "
+            "ThreadMap, please report it")
 
 
 def _worker_signals(parent: int) -> None:
@@ -361,7 +737,15 @@ def _on_dask(address: str, work, arguments, progress) -> list[list[dict]]:
         futures = client.map(check_kernel, work, pure=False, **arguments)
         results = []
         for index, future in enumerate(futures):  # (in task order: the rows' order)
-            results.append(future.result())
+            try:
+                rows = future.result()
+            except Exception as exc:
+                if future.status != "error":
+                    raise
+                # (the task failed on its worker, which check_kernel did not
+                # catch: a worker lost, KilledWorker: that task's row alone)
+                rows = [_error_row(Task(*work[index]), thread_map_failed(exc))]
+            results.append(rows)
             progress(index + 1, len(work))
         return results
     except BaseException:
@@ -371,7 +755,7 @@ def _on_dask(address: str, work, arguments, progress) -> list[list[dict]]:
         client.close()
 
 
-COLUMNS = ("file", "kernel", "shape", "launch", "launch_source", "verdict", "reasons",
+COLUMNS = ("file", "link", "kernel", "shape", "launch", "launch_source", "verdict", "reasons",
            "diagnoses", "seconds", "time_what")
 
 
@@ -464,11 +848,14 @@ def report_html(rows: list[dict], title: str) -> str:
     body = []
     for (path, kernel), by_case in groups.items():
         cells = []
-        if not kernel:
+        # (a file refused, or a kernel ThreadMap failed on before its cases:
+        # one row without a shape, its reason across the cases)
+        whole = not any(shape for shape, _ in by_case)
+        if whole:
             row = next(iter(by_case.values()))
             cells.append(f"<td class='error' colspan='{max(len(cases), 1)}'>"
                          f"{e(row['reasons'])}</td>")
-        for case in cases if kernel else ():
+        for case in cases if not whole else ():
             row = by_case.get(case)
             if row is None:
                 cells.append("<td></td>")
@@ -485,8 +872,10 @@ def report_html(rows: list[dict], title: str) -> str:
                          f"<div class='why'>{e(row['reasons'][:160])}</div>"
                          + (f"<div class='cause'><b>why:</b> {e(row['diagnoses'])}</div>"
                             if row.get("diagnoses") else "") + "</td>")
+        link = next(iter(by_case.values())).get("link")
+        note = f"<br><small class='link'>a link: {e(link)}</small>" if link else ""
         body.append(f"<tr><th class='file'>{e(shown[path])}<br><small>{e(kernel)}</small>"
-                    f"</th>{''.join(cells)}</tr>")
+                    f"{note}</th>{''.join(cells)}</tr>")
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{e(title)}</title><style>
 body {{ font-family: sans-serif; margin: 1em; }}
@@ -496,6 +885,7 @@ td.pass b {{ color: #1a7f37; }} td.fail b, td.error b {{ color: #c62828; }}
 td.checked b {{ color: #8a6d00; }}
 td.error {{ color: #c62828; }} .why {{ max-width: 14em; color: #555; }}
 .cause {{ max-width: 14em; color: #8a3a00; }}
+.link {{ color: #8a3a00; font-weight: normal; }}
 th.file {{ text-align: left; }} img {{ image-rendering: pixelated; display: block; }}
 </style></head><body>
 <h1>{e(title)}</h1>

@@ -230,6 +230,11 @@ def build_parser() -> argparse.ArgumentParser:
     check_parser.add_argument("--scheduler", metavar="ADDRESS",
                               help="run on this Dask distributed scheduler (tcp://host:8786) "
                                    "instead of local processes")
+    check_parser.add_argument("--follow-links", action="store_true",
+                              help="grade a symbolic link inside a folder given (a file, or a "
+                                   "folder's files), marked as a link in the report; by "
+                                   "default it is an ERROR row and what it names is never "
+                                   "opened (a file named here that is a link is graded)")
     open_parser = commands.add_parser("open", help="open the desktop app on a kernel file")
     open_parser.add_argument("kernel_file", help="a .py file with @cuda.jit kernels (parsed, "
                              "never run)")
@@ -836,7 +841,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
                              backend=args.backend, scheduler=args.scheduler, tier=args.tier,
                              workers=workers, progress=progress,
                              case_limit=args.time_limit, described_as=tuple(args.arg),
-                             reference=args.reference)
+                             reference=args.reference, follow_links=args.follow_links)
         except NoKernels:
             write_report([], out, folder=folder)  # an empty report, and the error
             folder.publish()

@@ -226,3 +226,229 @@ def test_a_file_name_that_is_not_utf8_is_written_in_every_report(tmp_path):
     assert row["file"].endswith("caf\\xe9.py") and row["verdict"] == "PASS"
     assert "caf\\\\xe9.py" in (out / "report.json").read_text()
     assert "caf\\xe9.py" in (out / "report.html").read_text(encoding="utf-8")
+
+
+GRID_STRIDE = ROOT / "kernels" / "sources" / "builtin" / "grid_stride.py"
+
+
+@pytest.fixture
+def linked(tmp_path):
+    """Submissions beside the teacher's own files: an honest file, a link to
+    the teacher's solution and a linked folder, both outside the submissions."""
+    teacher = tmp_path / "teacher"
+    (teacher / "shared").mkdir(parents=True)
+    shutil.copy(GRID_STRIDE, teacher / "solution.py")
+    shutil.copy(GRID_STRIDE, teacher / "shared" / "inner.py")
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    shutil.copy(GRID_STRIDE, folder / "honest.py")
+    (folder / "mallory.py").symlink_to("../teacher/solution.py")
+    (folder / "trudy").symlink_to(teacher / "shared")
+    return folder
+
+
+def opened_below(folder, monkeypatch, log):
+    """Record in ``log`` every file that ``os.open`` opens below ``folder``
+    (what read_source reads kernel files with), in this process and in the
+    pool's workers, which fork from it."""
+    import os
+
+    real_open = os.open
+
+    def spying_open(path, flags, mode=0o777, *, dir_fd=None):
+        fd = real_open(path, flags, mode, dir_fd=dir_fd)
+        where = os.readlink(f"/proc/self/fd/{fd}")
+        if where.startswith(str(folder)):
+            line = real_open(str(log), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            os.write(line, (where + "\n").encode())
+            os.close(line)
+        return fd
+
+    monkeypatch.setattr(os, "open", spying_open)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc/self/fd (Linux)")
+def test_links_are_refused_by_default_and_what_they_name_is_never_opened(
+        linked, tmp_path, monkeypatch):
+    log = tmp_path / "opened.txt"
+    opened_below(tmp_path / "teacher", monkeypatch, log)
+    out = tmp_path / "report"
+    assert threadmap("check", str(linked), "--shapes", "16x8x16", "--launches", "1:64",
+                     "--out", str(out)) == 0
+    rows = {Path(row["file"]).name: row for row in rows_of(out)}
+    assert set(rows) == {"honest.py", "mallory.py", "trudy"}  # (solution.py, inner.py unseen)
+    assert rows["honest.py"]["verdict"] == "PASS" and rows["honest.py"]["link"] == ""
+    assert rows["mallory.py"]["verdict"] == "ERROR"
+    assert rows["mallory.py"]["reasons"] == ("a symbolic link (to ../teacher/solution.py): not "
+                                             "graded; --follow-links grades links")
+    assert rows["mallory.py"]["link"] == f"{linked / 'mallory.py'} -> ../teacher/solution.py"
+    assert rows["trudy"]["verdict"] == "ERROR"
+    assert rows["trudy"]["reasons"] == (f"a symbolic link to a folder (to {tmp_path}/teacher/"
+                                        "shared): not graded; --follow-links grades links")
+    assert not log.exists(), log.read_text()
+    report = json.loads((out / "report.json").read_text())
+    assert [row["link"] is not None for row in report["rows"]] == [False, True, True]
+    page = (out / "report.html").read_text()
+    assert "not graded; --follow-links grades links" in page
+
+
+def test_follow_links_grades_links_and_marks_them(linked, tmp_path):
+    (linked / "again").symlink_to(".")  # a loop: walked once
+    out = tmp_path / "report"
+    assert threadmap("check", str(linked), "--follow-links", "--shapes", "16x8x16",
+                     "--launches", "1:64", "--out", str(out)) == 0
+    rows = {str(Path(row["file"]).relative_to(linked)): row for row in rows_of(out)}
+    assert set(rows) == {"honest.py", "mallory.py", "trudy/inner.py"}
+    assert all(row["verdict"] == "PASS" for row in rows.values())
+    assert rows["honest.py"]["link"] == ""
+    assert rows["mallory.py"]["link"] == f"{linked / 'mallory.py'} -> ../teacher/solution.py"
+    assert rows["trudy/inner.py"]["link"] == f"{linked / 'trudy'} -> {tmp_path}/teacher/shared"
+    report = json.loads((out / "report.json").read_text())
+    assert report["rows"][1]["link"].endswith("mallory.py -> ../teacher/solution.py")
+    page = (out / "report.html").read_text()
+    assert page.count("a link: ") == 2 and "-&gt; ../teacher/solution.py" in page
+
+
+def test_a_link_named_on_the_command_line_is_graded_and_marked(linked, tmp_path):
+    # (the teacher named it: followed, as a folder named that is a link is)
+    out = tmp_path / "report"
+    assert threadmap("check", str(linked / "mallory.py"), "--shapes", "16x8x16",
+                     "--launches", "1:64", "--out", str(out)) == 0
+    [row] = rows_of(out)
+    assert row["verdict"] == "PASS"
+    assert row["link"] == f"{linked / 'mallory.py'} -> ../teacher/solution.py"
+
+
+def test_a_file_made_a_link_after_the_listing_is_refused_where_it_is_read(linked, tmp_path):
+    """A submission replaced by a link (or its folder by a linked folder)
+    between the listing and the grading: refused by the worker, which opens
+    the path without following links."""
+    from kernels.check import check_kernel, find_submissions, parse_launches, tasks
+
+    (linked / "alice").mkdir()
+    shutil.copy(GRID_STRIDE, linked / "alice" / "k.py")
+    found = find_submissions([linked])
+    (linked / "honest.py").unlink()
+    (linked / "honest.py").symlink_to("../teacher/solution.py")  # before the parent reads it
+    work = {Path(task.file).name: task for task in tasks(found)}
+    assert "a symbolic link (to ../teacher/solution.py)" in work["honest.py"].refused
+    shutil.rmtree(linked / "alice")
+    (linked / "alice").symlink_to(tmp_path / "teacher" / "shared")  # after
+    [row] = check_kernel(work["k.py"], [(16, 8, 16)], parse_launches("1:64"))
+    assert row["verdict"] == "ERROR", row
+    assert row["reasons"] == (f"a symbolic link to a folder (to {tmp_path}/teacher/shared): "
+                              "not graded; --follow-links grades links")
+
+
+def test_a_failure_of_threadmap_on_one_submission_is_its_row_alone(course, tmp_path,
+                                                                   monkeypatch):
+    """ThreadMap raising something unexpected on one file (a bug, a
+    RecursionError) is that file's ERROR row; the others are graded and the
+    report is written.  (The pool's workers fork from this process: they
+    run the patched functions.)"""
+    import kernels.engine
+    import kernels.sources.source
+    from kernels.check import parse_launches, parse_shapes, run_check, write_report
+
+    real_run, real_names = kernels.engine.run, kernels.sources.source.kernel_names
+
+    def failing_run(request, **options):
+        if request.kernel_file.endswith("bob.py"):
+            raise RuntimeError("a bug\nof two lines " + "x" * 5000)
+        return real_run(request, **options)
+
+    def failing_names(path):
+        if str(path).endswith("carol.py"):
+            raise RecursionError("maximum recursion depth exceeded")
+        return real_names(path)
+
+    monkeypatch.setattr(kernels.engine, "run", failing_run)
+    monkeypatch.setattr(kernels.sources.source, "kernel_names", failing_names)
+    rows = run_check([course / "alice", course / "bob.py", course / "carol.py"],
+                     parse_shapes("16x8x16"), parse_launches("1:64"), workers=1)
+    by_file = {Path(row["file"]).name: row for row in rows}
+    assert by_file["grid_stride.py"]["verdict"] == "PASS"
+    bob, carol = by_file["bob.py"], by_file["carol.py"]
+    assert bob["verdict"] == carol["verdict"] == "ERROR"
+    assert bob["reasons"].startswith("ThreadMap failed on this case: RuntimeError: a bug of two "
+                                     "lines xxx")
+    assert bob["reasons"].endswith("— a bug in ThreadMap, please report it")
+    assert "\n" not in bob["reasons"] and len(bob["reasons"]) < 320
+    assert carol["reasons"] == ("ThreadMap failed on this case: RecursionError: maximum "
+                                "recursion depth exceeded — a bug in ThreadMap, please report it")
+    write_report(rows, tmp_path / "report")
+    assert len(rows_of(tmp_path / "report")) == 3
+
+
+DYING_WORKERS = '''
+import json, os, signal, sys
+import kernels.engine
+from kernels.check import parse_launches, parse_shapes, run_check, write_report
+
+real_run = kernels.engine.run
+
+
+def dying_run(request, **options):
+    if request.kernel_file.endswith("killed.py"):
+        os.kill(os.getpid(), signal.SIGKILL)  # (as the OOM killer does)
+    if request.kernel_file.endswith("exits.py"):
+        os._exit(3)
+    return real_run(request, **options)
+
+
+kernels.engine.run = dying_run  # (the pool's workers fork after this)
+rows = run_check([sys.argv[1]], parse_shapes("16x8x16"), parse_launches("1:64"), workers=2)
+write_report(rows, sys.argv[2])
+print(json.dumps([[row["file"], row["verdict"], row["reasons"]] for row in rows]))
+'''
+
+
+def test_a_worker_that_dies_is_its_submission_s_row_and_the_rest_is_graded(tmp_path):
+    """A worker killed mid-task (SIGKILL, os._exit) had left the pool waiting
+    on that task forever; now its task is an ERROR row that says how the
+    worker ended, and a fresh worker takes the rest."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    for name in ("a.py", "exits.py", "killed.py", "z.py"):
+        shutil.copy(GRID_STRIDE, folder / name)
+    done = subprocess.run([sys.executable, "-c", DYING_WORKERS, str(folder),
+                           str(tmp_path / "report")], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = {Path(file).name: (verdict, reasons)
+            for file, verdict, reasons in json.loads(done.stdout)}
+    assert rows["a.py"] == rows["z.py"] == ("PASS", "")
+    assert rows["killed.py"][0] == rows["exits.py"][0] == "ERROR"
+    assert rows["killed.py"][1].startswith("ThreadMap failed on this case: its worker process "
+                                           "ended: killed (SIGKILL)")
+    assert rows["exits.py"][1].startswith("ThreadMap failed on this case: its worker process "
+                                          "ended: exit status 3")
+    assert len(rows_of(tmp_path / "report")) == 4
+
+
+def test_on_dask_a_failure_of_threadmap_is_its_row_alone(course, tmp_path, monkeypatch):
+    distributed = pytest.importorskip("distributed", reason="Dask distributed is an optional "
+                                      "extra (pip install 'threadmap[dask]')")
+    import kernels.engine
+    from kernels.check import parse_launches, parse_shapes, run_check
+
+    real_run = kernels.engine.run
+
+    def failing_run(request, **options):
+        if request.kernel_file.endswith("bob.py"):
+            raise KeyError("a bug")
+        return real_run(request, **options)
+
+    monkeypatch.setattr(kernels.engine, "run", failing_run)
+    # (threads in this process: the workers run the patched function)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  protocol="tcp", dashboard_address=None) as cluster:
+        rows = run_check([course / "alice", course / "bob.py"], parse_shapes("16x8x16"),
+                         parse_launches("1:64"), scheduler=cluster.scheduler_address)
+    assert [(Path(row["file"]).name, row["verdict"]) for row in rows] == [
+        ("grid_stride.py", "PASS"), ("bob.py", "ERROR")]
+    assert rows[1]["reasons"] == ("ThreadMap failed on this case: KeyError: 'a bug' — a bug in "
+                                  "ThreadMap, please report it")
