@@ -356,10 +356,15 @@ def check_kernel(task: Task | tuple[str, str | None, str | None], shapes, launch
     replaced by name); ``reference`` (``FILE:FUNCTION``, the teacher's host
     code, never a submission's) holds each described kernel's output to it."""
     from .backends.child import stop_all
+    from .engine import FILE_COMPILE_LIMIT, compile_files_in_children
 
     task = Task(*task)
     if task.refused is not None:
         return [_error_row(task, task.refused)]
+    # numba's typing and compile of the file in its child, within the case's
+    # limit (a pool worker has it from the command; a Dask worker gets it here)
+    compile_files_in_children(min(FILE_COMPILE_LIMIT, case_limit or FILE_COMPILE_LIMIT),
+                              typist=False)
     try:
         # (the file swapped for a link since the listing: refused, not read)
         link = first_link(task.below, task.file) if task.below else None
