@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .errors import ThreadMapError
+from .sources.limits import LINK_REFUSED, refusing_links
 from .words import quoted
 
 #: seconds one case may take (a kernel past it is one failed row)
@@ -89,8 +90,6 @@ def parse_shapes(text: str) -> tuple[tuple[int, int, int], ...]:
     return shapes
 
 
-#: The end of a link's refusal (what it names is never opened).
-LINK_REFUSED = "not graded; --follow-links grades links"
 #: Characters of a link's target a report shows as they are.
 LONGEST_TARGET = 200
 
@@ -307,7 +306,8 @@ def tasks(submissions: list[Submission]) -> list[Task]:
             if link is not None:
                 found.append(Task(path, None, link.refusal, link.described))
                 continue
-            names = kernel_names(path)
+            with refusing_links(submission.below):
+                names = kernel_names(path)
         except ThreadMapError as exc:
             found.append(Task(path, None, str(exc), submission.link))
             continue
@@ -370,8 +370,9 @@ def check_kernel(task: Task | tuple[str, str | None, str | None], shapes, launch
         link = first_link(task.below, task.file) if task.below else None
         if link is not None:
             return [_error_row(task._replace(link=link.described), link.refusal)]
-        rows = _check_cases(task.file, task.kernel, shapes, launches, dtype, seed, backend,
-                            case_limit, tier, described_as, reference)
+        with refusing_links(task.below):  # (and where it is read, step by step)
+            rows = _check_cases(task.file, task.kernel, shapes, launches, dtype, seed,
+                                backend, case_limit, tier, described_as, reference)
     except Exception as exc:
         return [_error_row(task, thread_map_failed(exc))]
     finally:

@@ -452,3 +452,28 @@ def test_on_dask_a_failure_of_threadmap_is_its_row_alone(course, tmp_path, monke
         ("grid_stride.py", "PASS"), ("bob.py", "ERROR")]
     assert rows[1]["reasons"] == ("ThreadMap failed on this case: KeyError: 'a bug' — a bug in "
                                   "ThreadMap, please report it")
+
+
+def test_a_kernel_file_read_while_links_are_refused_is_never_followed(tmp_path):
+    """The last step of the race: what the engine reads (by path) is opened
+    folder by folder with O_NOFOLLOW below the folder checked, so a file or
+    folder swapped for a link between the last check and the read is a
+    refusal there, not the link's target."""
+    from kernels import KernelSourceError
+    from kernels.sources.limits import read_source, refusing_links
+
+    teacher = tmp_path / "teacher"
+    teacher.mkdir()
+    (teacher / "solution.py").write_text("# the teacher's\n")
+    submissions = tmp_path / "submissions"
+    (submissions / "bob").mkdir(parents=True)
+    (submissions / "bob" / "own.py").write_text("# bob's own\n")
+    (submissions / "mallory.py").symlink_to(teacher / "solution.py")
+    (submissions / "eve").symlink_to(teacher, target_is_directory=True)
+    with refusing_links(str(submissions)):
+        assert read_source(str(submissions / "bob" / "own.py")) == "# bob's own\n"
+        for linked in (submissions / "mallory.py", submissions / "eve" / "solution.py"):
+            with pytest.raises(KernelSourceError, match="a symbolic link: not graded; "
+                                                        "--follow-links grades links"):
+                read_source(str(linked))
+    assert read_source(str(submissions / "mallory.py")) == "# the teacher's\n"  # (followed)

@@ -9,8 +9,12 @@ compile.  Real kernels are far inside every limit.
 from __future__ import annotations
 
 import ast
+import errno
 import os
 import stat
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
 
 from ..errors import KernelSourceError
 from ..words import whole_number
@@ -35,12 +39,60 @@ def kernel_text(path: str) -> str:
     return read_source(path).lstrip("\ufeff")
 
 
+#: The folder below which no step of a kernel file's path may be a symbolic
+#: link while it is read (:func:`refusing_links`); None: links are followed.
+#: (A ContextVar: Dask runs ``check``'s tasks on threads of one worker.)
+_LINKS_REFUSED_BELOW: ContextVar[str | None] = ContextVar("links_refused_below", default=None)
+#: The end of a refused link's reason (``check --follow-links`` grades links).
+LINK_REFUSED = "not graded; --follow-links grades links"
+
+
+@contextmanager
+def refusing_links(below: str | None):
+    """Within it, :func:`read_source` refuses a path with a symbolic link on
+    its way down from the folder ``below`` (the file itself included),
+    opening each step from the one before with ``O_NOFOLLOW``: a submission
+    swapped for a link after ``check`` listed it is refused where it is read,
+    never followed.  ``below`` None: links are followed."""
+    token = _LINKS_REFUSED_BELOW.set(below)
+    try:
+        yield
+    finally:
+        _LINKS_REFUSED_BELOW.reset(token)
+
+
+def _open_source(path: str) -> int:
+    """A descriptor of ``path`` opened for reading without blocking (see
+    :func:`refusing_links` for the links refused)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    below = _LINKS_REFUSED_BELOW.get()
+    if below is None or not hasattr(os, "O_NOFOLLOW") or os.open not in os.supports_dir_fd:
+        return os.open(path, flags)
+    parts = Path(os.path.relpath(os.path.abspath(path), os.path.abspath(below))).parts
+    if not parts or ".." in parts:
+        return os.open(path, flags | os.O_NOFOLLOW)
+    folder = os.open(below, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                            | getattr(os, "O_CLOEXEC", 0), dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        return os.open(parts[-1], flags | os.O_NOFOLLOW, dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
 def read_source(path: str) -> str:
     """The text of a kernel file, read without blocking: a FIFO, a device or a
     folder is refused, and so is a file past :data:`MAX_FILE_BYTES`."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = _open_source(path)
     except OSError as exc:
+        # (Linux says ELOOP for a link opened with O_NOFOLLOW, ENOTDIR for a
+        # linked folder opened with O_DIRECTORY too)
+        if _LINKS_REFUSED_BELOW.get() is not None and exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise KernelSourceError(f"a symbolic link: {LINK_REFUSED}", path) from None
         raise KernelSourceError(f"cannot read the file: {exc.strerror or exc}", path) from None
     try:
         info = os.fstat(fd)
