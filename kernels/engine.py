@@ -516,6 +516,7 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
                      "counts still show elements it never wrote")
     if request.dtype_note:
         notes.append(request.dtype_note)
+    notes += [f"line {line}: {note}" for line, note in plan.spelling_notes]
     if analysis is not None and analysis.global_races.unchecked:
         notes.append(f"races in global memory were not checked in "
                      f"{', '.join(analysis.global_races.unchecked)}: past "

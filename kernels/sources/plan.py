@@ -19,6 +19,7 @@ from .allow import ALLOWED_MODULES, SIMULATED_CUDA_API, VALUE_ATTRIBUTES, allowe
 from .limits import check_kernel_size
 from .signature import check_decorator
 from .source import KernelDef, ModuleInfo, qualified_name
+from .spelling import normalise_spelling
 
 CUDA = "numba.cuda"
 #: Thread coordinates the emulation makes explicit.
@@ -138,6 +139,9 @@ class KernelPlan:
     #: built-in kernel: where a process serves such files, numba types it
     #: in a bounded child (``local_types.type_files_with``)
     from_file: bool = False
+    #: (line, note) where the kernel is run as numba reads a spelling, not as
+    #: Python would (``raise``: see ``spelling.py``)
+    spelling_notes: tuple[tuple[int, str], ...] = ()
 
     @property
     def name(self) -> str:
@@ -190,10 +194,12 @@ def make_plan(module: ModuleInfo, kernel: KernelDef, matmul: bool = True) -> Ker
     for what the instrumentation cannot handle.  ``matmul``: the kernel must
     follow the matmul convention (three arrays); else (its arguments are
     described) it takes any number of arrays, one of them its output."""
-    inlined = inline_range_variables(kernel.node, module.aliases)
+    spelled, notes = normalise_spelling(kernel.node)
+    inlined = inline_range_variables(spelled, module.aliases)
     if inlined is not kernel.node:
         kernel = dataclasses.replace(kernel, node=inlined)
-    return _Planner(module, kernel).plan(matmul)
+    plan = _Planner(module, kernel).plan(matmul)
+    return dataclasses.replace(plan, spelling_notes=notes) if notes else plan
 
 
 @dataclass(frozen=True)
