@@ -548,11 +548,11 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         kernel=_snapshot(plan),
         kernel_output=output.prints.text if output.prints else "",
         kernel_output_cut=output.prints.dropped_chars if output.prints else 0)
-    if not diagnosed or described:  # (the diagnoses read a matmul's maps)
+    if not diagnosed:
         progress(1.0, "done")
         return result
     ones = None
-    if _all_ones_worth_trying(result):
+    if not described and _all_ones_worth_trying(result):
         # The seed's point: would a test on all-ones matrices have passed?
         # The same launch on ones, its values only (cheap: small runs only).
         progress(0.99, "trying the same launch on all-ones inputs")
@@ -560,7 +560,7 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
     failed: list[str] = []
     diagnoses = diagnose(plan.kernel.node, result, plan.module.values,
                          {name: line for name, (_, line) in plan.module.constants.items()},
-                         ones, failed)
+                         ones, failed, matmul=not described)
     progress(1.0, "done")
     return dataclasses.replace(result, diagnoses=diagnoses, notes=result.notes + tuple(failed))
 

@@ -59,7 +59,7 @@ def test_a_raise_ends_the_thread_and_the_note_says_so():
         block=(1024,), backend="cpu", repeats=1,
         reference=f"{WILD / 'references.py'}:xxt"), as_it_is_unless_matmul=True)
     result = run(request)
-    assert any(note.startswith("line 21: 'raise' ends the thread") for note in result.notes), \
+    assert any(note.startswith("line 22: 'raise' ends the thread") for note in result.notes), \
         result.notes
     # rows * cols = 4,000 elements of a 100 x 100 output: e // rows runs to 39, so rows
     # 40 to 99 are never written (6,000 elements), and no element twice

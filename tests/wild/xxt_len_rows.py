@@ -1,5 +1,6 @@
 # idiom: len() for sizes, a row taken as A[i] then indexed, A.T[k][j], out[i][j] = (chained indexing)
 # label: correct (X @ X.T for a square X)
+# diagnosis: none
 from numba import cuda
 
 THREADMAP_ARGS = {"A": "float32[40, 40]", "out": "float32[40, 40]"}

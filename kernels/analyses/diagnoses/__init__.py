@@ -50,22 +50,31 @@ FAILURE_RULES = (wrong_operator_guard, thread_index_only, thread_as_reduction_in
                  mask_leaves_out_callers, warp_synchronous_race, all_ones_would_pass)
 #: rules for memory traffic past the ideal (a PASS can have it)
 PERFORMANCE_RULES = (transposed_tile,)
+#: rules that read no matmul's A, B and C (barriers, shared memory, warps, how
+#: the output is written): they run on every kernel, a described one's too.
+#: The others still assume C = A @ B, and run only on matmuls (docs/maps.md).
+ANY_KERNEL_RULES = frozenset({missing_barrier, early_return_before_barrier, store_and_atomic,
+                              warp_call_in_branch, mask_leaves_out_callers,
+                              warp_synchronous_race, transposed_tile})
 
-__all__ = ["Diagnosis", "diagnose", "FAILURE_RULES", "PERFORMANCE_RULES"]
+__all__ = ["ANY_KERNEL_RULES", "Diagnosis", "diagnose", "FAILURE_RULES", "PERFORMANCE_RULES"]
 
 
 def diagnose(kernel: ast.FunctionDef, result, constants: dict | None = None,
              constant_lines: dict | None = None, ones_errors=None,
-             notes: list[str] | None = None) -> tuple[Diagnosis, ...]:
+             notes: list[str] | None = None, matmul: bool = True) -> tuple[Diagnosis, ...]:
     """Every rule's diagnosis of ``result`` (a RunResult) whose kernel
     function is ``kernel``, with the module's constants' values (and their
     lines), and the error figures of the same launch on all-ones inputs where
     it was tried: the causes of a failure, and of memory traffic past the
-    ideal (those also where the run passed).  A rule that fails on an odd
+    ideal (those also where the run passed); ``matmul`` False (a described
+    kernel): only :data:`ANY_KERNEL_RULES`.  A rule that fails on an odd
     kernel is left out, and said so in ``notes``."""
     ctx = Context(kernel, result, dict(constants or {}), dict(constant_lines or {}),
                   ones_errors)
     rules = PERFORMANCE_RULES if result.verdict.passed else FAILURE_RULES + PERFORMANCE_RULES
+    if not matmul:  # (a described kernel: only the rules that read no matmul's A, B, C)
+        rules = tuple(rule for rule in rules if rule in ANY_KERNEL_RULES)
     found = []
     for rule in rules:
         try:
