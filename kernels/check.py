@@ -17,6 +17,13 @@ A symbolic link inside a folder checked is graded only with
 ``--follow-links`` (and marked as a link): by default it is an ERROR row,
 and what it names is never opened, so ``mallory.py -> ../teacher/solution.py``
 is not graded as Mallory's.
+
+By default each kernel runs at its file's own launch on its own
+THREADMAP_ARGS, as ``threadmap run`` runs it (a launch guessed, and said
+so, for a file that states none); others only as ``--launches`` asks.  A
+file without a kernel (a course's helpers, its references) is skipped with
+a note, not a row.  ``--reference FILE.py`` (a module) holds a reference
+per kernel, each found by the kernel's name (see :func:`kernel_reference`).
 """
 from __future__ import annotations
 
@@ -32,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from .errors import ThreadMapError
+from .errors import RequestError, ThreadMapError
 from .sources.limits import LINK_REFUSED, refusing_links
 from .words import quoted
 
@@ -49,6 +56,14 @@ CHECKED = "CHECKED"
 
 class NoKernels(ThreadMapError):
     """None of the files has a kernel (the report is written, empty)."""
+
+
+#: The start of kernel_names' refusal (a KernelSourceError's message) of a
+#: file that defines no kernel: such a file is skipped, with a note, not graded.
+NO_KERNEL = "no CUDA kernel found"
+#: The name of a course's file of references, the one file among those
+#: checked that ``--reference`` may name (see refuse_submitted_reference).
+COURSE_REFERENCES = "references.py"
 
 
 @dataclass(frozen=True)
@@ -287,13 +302,20 @@ class Task(NamedTuple):
     link: str | None = None
     #: checked again for links just before it is graded (Submission.below)
     below: str | None = None
+    #: its own reference (``FILE:FUNCTION``) found in a ``--reference``
+    #: module, which then replaces check's one ``reference``
+    reference: str | None = None
+    #: why that module holds none for it (its rows are CHECKED, and say so)
+    no_reference: str | None = None
 
 
-def tasks(submissions: list[Submission]) -> list[Task]:
-    """A task per kernel; a file without kernels, that does not parse, or
-    that is refused is one task that fails with its reason."""
+def tasks(submissions: list[Submission], skipped=None) -> list[Task]:
+    """A task per kernel; a file that does not parse, or that is refused, is
+    one task that fails with its reason.  A file without kernels is no task:
+    ``skipped(path, why)`` is told of it."""
     from .sources.source import kernel_names
 
+    skipped = skipped or (lambda path, why: None)
     found = []
     for submission in submissions:
         path = str(submission.path)
@@ -309,6 +331,10 @@ def tasks(submissions: list[Submission]) -> list[Task]:
             with refusing_links(submission.below):
                 names = kernel_names(path)
         except ThreadMapError as exc:
+            # (its message, not str(exc): a file's name may say anything)
+            if getattr(exc, "message", "").startswith(NO_KERNEL):
+                skipped(path, _no_kernel_why(path))
+                continue
             found.append(Task(path, None, str(exc), submission.link))
             continue
         except Exception as exc:  # (a bug of ours on this file: its row, not the report's end)
@@ -316,6 +342,15 @@ def tasks(submissions: list[Submission]) -> list[Task]:
             continue
         found += [Task(path, name, None, submission.link, submission.below) for name in names]
     return found
+
+
+def _no_kernel_why(path: str) -> str:
+    """Why a file without a kernel is skipped; a course's references.py not
+    named by ``--reference`` gets the hint that would use it."""
+    if Path(path).name == COURSE_REFERENCES:
+        return (f"no @cuda.jit kernel (if it holds your references, give --reference {path}: "
+                "never used unless you name it)")
+    return "no @cuda.jit kernel"
 
 
 #: Characters of an unexpected exception's message a row shows.
@@ -354,7 +389,8 @@ def check_kernel(task: Task | tuple[str, str | None, str | None], shapes, launch
     ``described_as`` (``--arg`` items) describes every kernel's arguments in
     place of ``shapes`` (a submission's own THREADMAP_ARGS entries are
     replaced by name); ``reference`` (``FILE:FUNCTION``, the teacher's host
-    code, never a submission's) holds each described kernel's output to it."""
+    code, never a submission's) holds each described kernel's output to it,
+    unless the task has its own (``Task.reference``, from a module)."""
     from .backends.child import stop_all
     from .engine import FILE_COMPILE_LIMIT, compile_files_in_children
 
@@ -372,13 +408,16 @@ def check_kernel(task: Task | tuple[str, str | None, str | None], shapes, launch
             return [_error_row(task._replace(link=link.described), link.refusal)]
         with refusing_links(task.below):  # (and where it is read, step by step)
             rows = _check_cases(task.file, task.kernel, shapes, launches, dtype, seed,
-                                backend, case_limit, tier, described_as, reference)
+                                backend, case_limit, tier, described_as,
+                                task.reference or reference)
     except Exception as exc:
         return [_error_row(task, thread_map_failed(exc))]
     finally:
         stop_all()  # (a pool worker's child process ends with its task)
     for row in rows:
         row["link"] = task.link
+        if task.no_reference and row["verdict"] == CHECKED:
+            row["reasons"] = "; ".join(filter(None, (task.no_reference, row["reasons"])))
     return rows
 
 
@@ -455,6 +494,7 @@ def _check_cases(path: str, kernel: str | None, shapes, launches, dtype: str, se
                     row["launch_source"] = request.launch_source
                 else:
                     request = request.with_(grid=launch.grid, block=launch.block)
+                    row["launch_source"] = f"given: --launches {launch.text}"
                 check_request(request)
                 # (The limit counts the run: never the child's start-up or
                 # numba's compile, which the child reports.)
@@ -499,25 +539,42 @@ def run_check(paths, shapes, launches, dtype: str = "float32", seed: int = 0,
               workers: int | None = None, progress=None,
               case_limit: float = CASE_LIMIT, tier: str = "auto",
               described_as: tuple[str, ...] = (), reference: str | None = None,
-              follow_links: bool = False) -> list[dict]:
+              follow_links: bool = False, skipped=None) -> list[dict]:
     """Every row of the report, in file, kernel, shape, launch order
-    (``described_as``, ``reference``: see :func:`check_kernel`;
-    ``follow_links``: see :func:`find_submissions`)."""
+    (``described_as``, ``reference``: see :func:`check_kernel`, and a
+    module ``FILE.py`` for ``reference``: :func:`kernel_reference`;
+    ``follow_links``: see :func:`find_submissions`).  ``skipped(path, why)``
+    is told of each file not graded that is no row: one without a kernel,
+    the reference module itself."""
     if described_as:
         from .sources.arguments import parse_arguments
 
         parse_arguments(described_as)  # (a spec that does not parse: said once, up front)
+    skipped = skipped or (lambda path, why: None)
+    module = functions = None
     if reference is not None:
         refuse_submitted_reference(reference, paths)
+        module = reference_module(reference)
+        if module is not None:
+            functions = module_functions(module)  # (refused up front if it cannot be imported)
     files = find_submissions(paths, follow_links)
     if not files:
         raise NoKernels(f"no kernels in {', '.join(map(str, paths))}: no .py files there")
-    work = tasks(files)
-    if all(task.refused is not None and "no CUDA kernel found" in task.refused
-           for task in work):
+    if reference is not None:
+        # The teacher's own file, where refuse_submitted_reference let it lie
+        # among the files checked: host code, never graded.
+        named = os.path.abspath(reference_path(reference))
+        for submission in [s for s in files if os.path.abspath(s.path) == named]:
+            files.remove(submission)
+            skipped(str(submission.path), "your --reference: host code, not graded")
+    work = tasks(files, skipped)
+    if not work:
         raise NoKernels(f"no kernels in {', '.join(map(str, paths))}: none of its "
                         f"{len(files)} .py file{'s' if len(files) != 1 else ''} has a "
                         "@cuda.jit kernel")
+    if module is not None:
+        work = with_kernel_references(work, module, functions)
+        reference = None  # (each task has its own, or none)
     progress = progress or (lambda done, total: None)
     arguments = dict(shapes=shapes, launches=launches, dtype=dtype, seed=seed, backend=backend,
                      case_limit=case_limit, tier=tier, described_as=tuple(described_as),
@@ -530,20 +587,107 @@ def run_check(paths, shapes, launches, dtype: str = "float32", seed: int = 0,
     return [row for rows in results for row in rows]
 
 
-def refuse_submitted_reference(reference: str, paths) -> None:
-    """A reference is host code that check runs: the teacher's own, never a
-    file among the submissions it checks (RequestError if it is one)."""
-    from .errors import RequestError
+def reference_path(reference: str) -> str:
+    """The file of ``--reference``: ``FILE.py:FUNCTION``, or a module ``FILE.py``."""
     from .reference_code import parse_reference
 
-    path, _ = parse_reference(reference)
+    module = reference_module(reference)
+    return module if module is not None else parse_reference(reference)[0]
+
+
+def reference_module(reference: str) -> str | None:
+    """The file of ``--reference FILE.py``, a module holding each kernel's
+    reference; None for ``FILE.py:FUNCTION`` (or what parse_reference refuses)."""
+    _, sep, function = reference.rpartition(":")
+    if (sep and function.isidentifier()) or not reference.endswith(".py"):
+        return None
+    if not os.path.isfile(reference):
+        raise RequestError(f"--reference {reference}: no file {reference}")
+    return reference
+
+
+def module_functions(path: str) -> frozenset[str]:
+    """The names of the functions of the reference module ``path``.  Importing
+    it runs it: the teacher's host code, as every reference is (never a
+    submission's: refuse_submitted_reference)."""
+    import importlib.util
+    import sys
+
+    name = f"threadmap_references_{abs(hash(os.path.abspath(path)))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise RequestError(f"--reference {path}: it cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # (a dataclass in it looks its module up)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 (the teacher's code: said, in one line)
+        raise RequestError(f"--reference {path}: importing it raised {type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())[:200]}") from None
+    finally:
+        sys.modules.pop(name, None)
+    return frozenset(key for key, value in vars(module).items()
+                     if callable(value) and not key.startswith("_"))
+
+
+def kernel_reference(module: str, functions, kernel: str, file: str,
+                     one_kernel: bool) -> tuple[str | None, str | None]:
+    """A kernel's reference in the module ``module`` (``functions``, its
+    names): ``(FILE:FUNCTION, None)``, or ``(None, why there is none)``.
+
+    The function named after the kernel, else, in a file of one kernel, the
+    one named after the file (``week1/add.py`` -> ``add``).  Not so in a
+    file of several kernels: the file's name would hold every one of them to
+    one output."""
+    stem = Path(file).stem
+    names = [kernel] + ([stem] if one_kernel and stem != kernel else [])
+    for name in names:
+        if name in functions:
+            return f"{module}:{name}", None
+    return None, (f"no reference: {module} has no function "
+                  f"{' or '.join(repr(name) for name in names)}")
+
+
+def with_kernel_references(work: list[Task], module: str, functions) -> list[Task]:
+    """``work`` with each kernel's reference from the module (see
+    :func:`kernel_reference`); a task refused keeps none."""
+    kernels_in: dict[str, int] = {}
+    for task in work:
+        kernels_in[task.file] = kernels_in.get(task.file, 0) + (task.kernel is not None)
+    found = []
+    for task in work:
+        if task.kernel is None:
+            found.append(task)
+            continue
+        spec, why = kernel_reference(module, functions, task.kernel, task.file,
+                                     kernels_in[task.file] == 1)
+        found.append(task._replace(reference=spec, no_reference=why))
+    return found
+
+
+def refuse_submitted_reference(reference: str, paths) -> None:
+    """A reference is host code that check runs: the teacher's own, never a
+    file among the submissions it checks (RequestError if it is one).
+
+    One file among them may be named: ``references.py`` at the top of a
+    folder given, a course's answer key beside its kernels
+    (``examples/references.py``).  It is used only when the teacher names
+    it, never found on its own, so a student's references.py is never run
+    unless the teacher points at it; it is then not graded.  Any other file
+    there (one in a student's folder, whatever its name) stays refused, and
+    its real path is what counts: a link at the top to a file elsewhere
+    among the submissions is refused."""
+    path = reference_path(reference)
     where = Path(path).resolve()
     for given in paths:
         root = Path(given).resolve()
         if where == root or root in where.parents:
+            if where.name == COURSE_REFERENCES and where.parent == root:
+                continue
             raise RequestError(f"--reference {reference}: {path} is among the files checked "
                                f"({given}); check runs your own host code, never a "
-                               "submission's: keep the reference outside them")
+                               "submission's: keep the reference outside them (or as "
+                               f"{COURSE_REFERENCES} at the top of the folder checked)")
 
 
 def _on_pool(work: list[Task], arguments, workers: int, progress) -> list[list[dict]]:
@@ -766,22 +910,26 @@ COLUMNS = ("file", "link", "kernel", "shape", "launch", "launch_source", "verdic
 
 
 def write_report(rows: list[dict], out: Path, title: str = "ThreadMap check",
-                 folder=None) -> None:
+                 folder=None, skipped=()) -> None:
     """``report.csv``, ``report.json`` and ``report.html`` into ``out``, the
     three together or none (outputs.py); into ``folder`` (an OutputFolder the
-    command holds) when given."""
+    command holds) when given.  ``skipped``: ``(file, why)`` of each file not
+    graded (run_check's), in report.json's ``skipped`` and report.html, never
+    a row of report.csv."""
     from .outputs import OutputFolder
 
     if folder is None:
         with OutputFolder(out) as own:
-            _stage_report(own, rows, title)
+            _stage_report(own, rows, title, skipped)
             own.publish()
     else:
-        _stage_report(folder, rows, title)
+        _stage_report(folder, rows, title, skipped)
 
 
-def _stage_report(folder, rows: list[dict], title: str) -> None:
+def _stage_report(folder, rows: list[dict], title: str, skipped=()) -> None:
     rows = [{key: _printable(value) for key, value in row.items()} for row in rows]
+    skipped = [{"file": _printable(path), "why": _printable(why)}
+               for path, why in sorted(skipped)]  # (in file order, as the rows)
 
     def write_csv(path: Path) -> None:
         with open(path, "w", newline="", encoding="utf-8") as handle:
@@ -791,8 +939,9 @@ def _stage_report(folder, rows: list[dict], title: str) -> None:
 
     folder.write("report.csv", write_csv)
     folder.write_text("report.json", json.dumps(
-        {"rows": [{key: row.get(key) for key in COLUMNS} for row in rows]}, indent=2))
-    folder.write_text("report.html", report_html(rows, title))
+        {"rows": [{key: row.get(key) for key in COLUMNS} for row in rows],
+         "skipped": skipped}, indent=2))
+    folder.write_text("report.html", report_html(rows, title, skipped))
 
 
 def _printable(value):
@@ -836,9 +985,10 @@ def _case(row: dict) -> tuple[str, str]:
     return row["shape"], "file" if launch.startswith(("file", "guessed")) else launch
 
 
-def report_html(rows: list[dict], title: str) -> str:
+def report_html(rows: list[dict], title: str, skipped=()) -> str:
     """One table row per file (and kernel): a cell per case with its verdict,
-    time and count map; reasons on hover and below."""
+    time and count map; reasons on hover and below; the files skipped
+    (``{"file", "why"}``) in a list under it."""
     from .result import format_seconds
 
     cases = list(dict.fromkeys(_case(row) for row in rows if row["shape"]))
@@ -882,6 +1032,9 @@ def report_html(rows: list[dict], title: str) -> str:
         note = f"<br><small class='link'>a link: {e(link)}</small>" if link else ""
         body.append(f"<tr><th class='file'>{e(shown[path])}<br><small>{e(kernel)}</small>"
                     f"{note}</th>{''.join(cells)}</tr>")
+    skipped_list = ("<h2>Not graded</h2><ul>" + "".join(
+        f"<li>{e(note['file'])}: {e(note['why'])}</li>" for note in skipped) + "</ul>"
+        if skipped else "")
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{e(title)}</title><style>
 body {{ font-family: sans-serif; margin: 1em; }}
@@ -902,5 +1055,5 @@ orange to dark red = more than once by several threads (collisions). "guessed:" 
 ThreadMap guessed for a file that gives none.</p>
 <table><tr><th>file, kernel</th>{head}</tr>
 {''.join(body)}
-</table></body></html>
+</table>{skipped_list}</body></html>
 """

@@ -202,16 +202,22 @@ def build_parser() -> argparse.ArgumentParser:
                                    "run: x=float32[4096], n=4096; a submission's own "
                                    "THREADMAP_ARGS entries are replaced by name, and one whose "
                                    "parameters do not fit is an ERROR row saying why")
-    check_parser.add_argument("--reference", default=None, metavar="FILE.py:FUNCTION",
+    check_parser.add_argument("--reference", default=None, metavar="FILE.py[:FUNCTION]",
                               help="YOUR host code (never a submission's: a file among those "
-                                   "checked is refused), imported and called in check's own "
-                                   "processes with float64 copies of each described kernel's "
-                                   "inputs; it returns the expected output, which each "
-                                   "submission is held to (PASS or FAIL, not CHECKED)")
-    check_parser.add_argument("--launches", default="file,1:1024,4:256",
+                                   "checked is refused, but for references.py at the top of a "
+                                   "folder checked, which is then not graded), imported and "
+                                   "called in check's own processes with float64 copies of "
+                                   "each described kernel's inputs; it returns the expected "
+                                   "output, which each submission is held to (PASS or FAIL, "
+                                   "not CHECKED). FILE.py:FUNCTION holds every kernel to one "
+                                   "function; FILE.py alone, a course's references, each "
+                                   "kernel to the function named after it (or, in a file of "
+                                   "one kernel, after the file)")
+    check_parser.add_argument("--launches", default="file",
                               help="GRID:BLOCK (each N or NxM), or 'file' for the file's own "
-                                   "launch (or one guessed), separated by commas (default "
-                                   "file,1:1024,4:256)")
+                                   "launch (or one guessed, said so), separated by commas "
+                                   "(default file: each file at its own launch, as run does; "
+                                   "e.g. file,1:1024,4:256 adds two)")
     check_parser.add_argument("--out", required=True, help="directory for report.csv, "
                               "report.json and report.html")
     check_parser.add_argument("--backend", choices=BACKENDS, default="auto",
@@ -835,24 +841,32 @@ def _cmd_check(args: argparse.Namespace) -> int:
     def progress(done: int, total: int) -> None:
         print(f"  [{done}/{total}] kernels checked", file=sys.stderr, flush=True)
 
+    skipped: list[tuple[str, str]] = []
     with OutputFolder(out, files=("report.csv", "report.json", "report.html")) as folder:
         try:
             rows = run_check(args.paths, shapes, launches, dtype=args.dtype, seed=args.seed,
                              backend=args.backend, scheduler=args.scheduler, tier=args.tier,
                              workers=workers, progress=progress,
                              case_limit=args.time_limit, described_as=tuple(args.arg),
-                             reference=args.reference, follow_links=args.follow_links)
+                             reference=args.reference, follow_links=args.follow_links,
+                             skipped=lambda path, why: skipped.append((path, why)))
         except NoKernels:
-            write_report([], out, folder=folder)  # an empty report, and the error
+            # an empty report, and the error (alone: its one line says why)
+            write_report([], out, folder=folder, skipped=skipped)
             folder.publish()
             raise
-        write_report(rows, out, folder=folder)
+        write_report(rows, out, folder=folder, skipped=skipped)
         folder.publish()
+    for path, why in sorted(skipped):
+        print(f"  skipped {printable(path)}: {printable(why)}", file=sys.stderr)
     counts = {word: sum(r["verdict"] == word for r in rows)
               for word in ("PASS", "CHECKED", "FAIL", "ERROR")}
     checked = f"{counts['CHECKED']} CHECKED (no reference), " if counts["CHECKED"] else ""
+    files_skipped = (f"; {len(skipped)} file{'s' if len(skipped) != 1 else ''} skipped"
+                     if skipped else "")
     print(f"{len(rows)} cases: {counts['PASS']} PASS, {checked}{counts['FAIL']} FAIL, "
-          f"{counts['ERROR']} ERROR; wrote {out / 'report.csv'}, report.json, report.html")
+          f"{counts['ERROR']} ERROR{files_skipped}; wrote {out / 'report.csv'}, report.json, "
+          "report.html")
     return 0
 
 

@@ -91,8 +91,11 @@ def test_a_folder_without_kernels_is_an_error_and_an_empty_report(tmp_path, caps
     (folder / "helpers.py").write_text("def add(a, b):\n    return a + b\n")
     out = tmp_path / "report"
     assert threadmap("check", str(folder), "--out", str(out)) == 2
-    assert "no kernels" in capsys.readouterr().err
-    assert rows_of(out) == [] and json.loads((out / "report.json").read_text()) == {"rows": []}
+    err = capsys.readouterr().err
+    assert "no kernels" in err and len(err.strip().splitlines()) == 1  # (one line: why)
+    assert rows_of(out) == [] and json.loads((out / "report.json").read_text()) == {
+        "rows": [], "skipped": [{"file": str(folder / "helpers.py"),
+                                 "why": "no @cuda.jit kernel"}]}
 
 
 def test_an_unreachable_scheduler_is_named_within_ten_seconds(course, tmp_path, capsys):
@@ -206,6 +209,154 @@ def test_scalars_alone_in_arg_keep_the_shapes_and_a_failing_reference_is_an_erro
     [row] = rows_of(out)
     # (the teacher's reference failed: not a grade, neither PASS nor CHECKED)
     assert row["verdict"] == "ERROR" and "raised KeyError" in row["reasons"]
+
+
+EXAMPLES = ROOT / "examples"
+#: The course's kernel files: every .py of examples/ but its references.
+EXAMPLE_KERNELS = sorted(p.name for p in EXAMPLES.glob("*.py") if p.name != "references.py")
+
+
+def test_the_course_passes_at_its_own_launches_against_its_own_references(tmp_path, capsys):
+    """``check examples --reference examples/references.py``: each example at
+    the launch its host code states and on its THREADMAP_ARGS, held to the
+    function named after it, PASS; references.py is skipped, not a row.
+    (Before: 1:1024 and 4:256 besides, which overrun a reduction's shared
+    array of 128, and one --reference FILE:FUNCTION for every file.)"""
+    out = tmp_path / "report"
+    assert threadmap("check", str(EXAMPLES), "--reference", str(EXAMPLES / "references.py"),
+                     "--out", str(out)) == 0
+    rows = rows_of(out)
+    assert len(EXAMPLE_KERNELS) == 17
+    assert sorted(Path(r["file"]).name for r in rows) == EXAMPLE_KERNELS  # one row each
+    assert [r["verdict"] for r in rows] == ["PASS"] * len(EXAMPLE_KERNELS), \
+        [(r["file"], r["verdict"], r["reasons"]) for r in rows]
+    for row in rows:
+        assert row["launch"].startswith("file: ") and \
+            row["launch_source"].startswith("from the file, line "), row
+    by_file = {Path(r["file"]).name: r for r in rows}
+    # reduce_sequential.py: reduce_sequential[BLOCKS, TPB] with BLOCKS = 8, TPB = 128
+    assert by_file["reduce_sequential.py"]["launch"] == "file: 8:128"
+    assert by_file["reduce_sequential.py"]["shape"] == "x=float32[1024], partial=float32[8]"
+    captured = capsys.readouterr()
+    assert "17 cases: 17 PASS, 0 FAIL, 0 ERROR; 1 file skipped" in captured.out
+    assert f"skipped {EXAMPLES / 'references.py'}: your --reference" in captured.err
+    assert json.loads((out / "report.json").read_text())["skipped"] == [
+        {"file": str(EXAMPLES / "references.py"),
+         "why": "your --reference: host code, not graded"}]
+    assert "Not graded" in (out / "report.html").read_text()
+
+
+def test_other_launches_run_only_when_asked_and_each_row_says_whose(tmp_path):
+    path = EXAMPLES / "reduce_sequential.py"
+    out = tmp_path / "report"
+    assert threadmap("check", str(path), "--out", str(out)) == 0
+    [row] = rows_of(out)  # (before: 3 rows, at file, 1:1024 and 4:256)
+    assert (row["launch"], row["verdict"]) == ("file: 8:128", "CHECKED"), row
+    assert threadmap("check", str(path), "--launches", "file,4:256", "--out", str(out)) == 0
+    own, given = rows_of(out)
+    assert own["launch_source"] == "from the file, line 31"
+    assert (given["launch"], given["launch_source"]) == ("4:256", "given: --launches 4:256")
+    # (blocks of 256 overrun its shared array of 128: a FAIL the file's launch never has)
+    assert given["verdict"] == "FAIL" and "out-of-bounds" in given["reasons"]
+
+
+VECTOR_ADD = (EXAMPLES / "vector_add.py").read_text()
+
+
+@pytest.fixture
+def week(tmp_path):
+    """A course folder: kernels, a helper without a kernel, and the
+    teacher's references.py at its top."""
+    folder = tmp_path / "week1"
+    folder.mkdir()
+    shutil.copy(EXAMPLES / "vector_add.py", folder / "vector_add.py")  # found by its kernel
+    (folder / "add_twice.py").write_text(VECTOR_ADD)  # found by the file's name
+    (folder / "saxpy.py").write_text((EXAMPLES / "saxpy.py").read_text())  # none for it
+    (folder / "helpers.py").write_text("def clamp(x, top):\n    return min(x, top)\n")
+    (folder / "references.py").write_text(
+        "def vector_add(x, y):\n    return x + y\n\n\n"
+        "def add_twice(x, y):\n    return 2 * (x + y)\n")
+    return folder
+
+
+def test_a_reference_module_holds_each_kernel_to_the_function_named_after_it(week, tmp_path,
+                                                                               capsys):
+    out = tmp_path / "report"
+    assert threadmap("check", str(week), "--reference", str(week / "references.py"),
+                     "--out", str(out)) == 0
+    rows = {Path(r["file"]).name: r for r in rows_of(out)}
+    assert set(rows) == {"vector_add.py", "add_twice.py", "saxpy.py"}  # (helpers.py: no row)
+    assert rows["vector_add.py"]["verdict"] == "PASS"
+    # add_twice.py's kernel is vector_add: the kernel's name comes first (x + y, not twice it)
+    assert rows["add_twice.py"]["verdict"] == "PASS"
+    saxpy = rows["saxpy.py"]
+    assert saxpy["verdict"] == "CHECKED"
+    assert saxpy["reasons"].startswith(f"no reference: {week / 'references.py'} has no "
+                                       "function 'saxpy'")
+    skipped = json.loads((out / "report.json").read_text())["skipped"]
+    assert skipped == [
+        {"file": str(week / "helpers.py"), "why": "no @cuda.jit kernel"},
+        {"file": str(week / "references.py"), "why": "your --reference: host code, not graded"}]
+    assert f"skipped {week / 'helpers.py'}: no @cuda.jit kernel" in capsys.readouterr().err
+
+
+def test_a_file_of_one_kernel_falls_back_on_the_function_named_after_the_file(week, tmp_path):
+    (week / "references.py").write_text("def add_twice(x, y):\n    return x + y\n")
+    out = tmp_path / "report"
+    assert threadmap("check", str(week / "add_twice.py"), "--reference",
+                     str(week / "references.py"), "--out", str(out)) == 0
+    [row] = rows_of(out)
+    assert row["verdict"] == "PASS", row  # (add_twice, its kernel vector_add not found)
+    (week / "references.py").write_text("def add_twice(x, y):\n    return 2 * (x + y)\n")
+    assert threadmap("check", str(week / "add_twice.py"), "--reference",
+                     str(week / "references.py"), "--out", str(out)) == 0
+    [row] = rows_of(out)
+    assert row["verdict"] == "FAIL", row  # (held to it: not checks only)
+
+
+def test_a_references_py_is_never_imported_unless_the_teacher_names_it(week, tmp_path, capsys):
+    marker = tmp_path / "marker"
+    (week / "references.py").write_text(f"open({str(marker)!r}, 'w').close()\n\n\n"
+                                        "def vector_add(x, y):\n    return x + y\n")
+    out = tmp_path / "report"
+    assert threadmap("check", str(week), "--out", str(out)) == 0
+    assert not marker.exists()  # (a student could have put it there)
+    assert {r["verdict"] for r in rows_of(out)} == {"CHECKED"}  # (before: an ERROR row)
+    err = capsys.readouterr().err
+    assert (f"skipped {week / 'references.py'}: no @cuda.jit kernel (if it holds your "
+            f"references, give --reference {week / 'references.py'}") in err
+
+
+@pytest.mark.parametrize("where", ["alice/references.py", "notes.py", "link"])
+def test_no_other_file_among_the_submissions_is_taken_as_a_reference(week, tmp_path, capsys,
+                                                                      where):
+    """Only references.py at the top of a folder given may be named: one in
+    a student's folder, any other name, or a link there to a student's file
+    is refused as today, and nothing runs."""
+    marker = tmp_path / "marker"
+    body = f"open({str(marker)!r}, 'w').close()\n"
+    (week / "alice").mkdir()
+    (week / "alice" / "references.py").write_text(body)
+    (week / "notes.py").write_text(body)
+    named = week / where
+    if where == "link":
+        (week / "references.py").unlink()
+        (week / "references.py").symlink_to(week / "alice" / "references.py")
+        named = week / "references.py"
+    out = tmp_path / "report"
+    assert threadmap("check", str(week), "--reference", str(named), "--out", str(out)) == 2
+    assert "is among the files checked" in capsys.readouterr().err
+    assert not marker.exists() and not out.exists()
+
+
+def test_a_reference_module_that_fails_to_import_is_refused_up_front(week, tmp_path, capsys):
+    (week / "references.py").write_text("import no_such_module_here\n")
+    out = tmp_path / "report"
+    assert threadmap("check", str(week), "--reference", str(week / "references.py"),
+                     "--out", str(out)) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "importing it raised ModuleNotFoundError" in err
+    assert not out.exists()
 
 
 def test_a_file_name_that_is_not_utf8_is_written_in_every_report(tmp_path):
