@@ -10,6 +10,7 @@ from ...words import counted
 from ..hazards import thread_name
 from .diagnosis import Diagnosis
 from .source import (
+    LAUNCH,
     Context,
     names_in,
     range_loops,
@@ -146,6 +147,57 @@ def fixed_size(ctx: Context) -> Diagnosis | None:
             diagnosis = _fixed_step(ctx, loop, variable, args[2], threads)
             if diagnosis is not None:
                 return diagnosis
+    for guard in (node for node in ast.walk(ctx.kernel) if isinstance(node, ast.If)):
+        diagnosis = _fixed_guard(ctx, guard)
+        if diagnosis is not None:
+            return diagnosis
+    return None
+
+
+def _fixed_guard(ctx: Context, guard: ast.If) -> Diagnosis | None:
+    """``if x < n and y < n:`` with ``n`` a module constant (``n = bpg * tpb``)
+    past the extent of an array the guarded code indexes with ``x``: the
+    threads past that extent pass the test.  Evidence: out-of-bounds accesses
+    of that array, the first past the extent in that dimension."""
+    tests = guard.test.values if isinstance(guard.test, ast.BoolOp) \
+        and isinstance(guard.test.op, ast.And) else [guard.test]
+    for test in tests:
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+                and isinstance(test.ops[0], (ast.Lt, ast.LtE))
+                and isinstance(test.left, ast.Name)
+                and sources_of(test.left, ctx.env) & set(LAUNCH)):
+            continue
+        fixed = _fixed(ctx, test.comparators[0])
+        if fixed is None:
+            continue
+        named, value = fixed
+        coordinate = test.left.id
+        # (the output first: its edge is what the guard is for)
+        for array, shape in sorted(ctx.shapes.items(), key=lambda item: item[0] != ctx.output):
+            for access in (a for statement in guard.body
+                           for a in subscripts(statement, array, store=False)
+                           + subscripts(statement, array, store=True)):
+                for dim, element in enumerate(subscript_parts(access.slice)):
+                    if not (isinstance(element, ast.Name) and element.id == coordinate) \
+                            or dim >= len(shape) or value <= shape[dim]:
+                        continue
+                    direction = "write" if isinstance(access.ctx, ast.Store) else "read"
+                    oob = next((o for o in ctx.result.maps.out_of_bounds
+                                if o.array == array and o.direction == direction and o.count
+                                and o.first_index is not None
+                                and o.first_index[dim] >= shape[dim]), None)
+                    if oob is None:
+                        continue
+                    what = "rows" if dim == 0 else "columns"
+                    return Diagnosis(
+                        "fixed-size", (guard.lineno,),
+                        f"{named} bounds `{coordinate}` in the guard at line {guard.lineno}, "
+                        f"but this run's {array} has {shape[dim]:,} {what}: the threads past "
+                        f"its edge pass the test",
+                        f"{counted(oob.count, 'out-of-bounds ' + direction)} of {array}, the "
+                        f"first at [{', '.join(map(str, oob.first_index))}]",
+                        f"line {guard.lineno}: test against the array's own size, "
+                        f"`{coordinate} < {array}.shape[{dim}]`")
     return None
 
 

@@ -9,12 +9,18 @@ allow-listed constants, array sizes, the launch) is worked out here.
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
 #: the launch quantities an index can be made of
 LAUNCH = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+
+
+#: Calls that round a quotient to a whole number (``int``, ``math.ceil``, ...).
+_ROUNDINGS = frozenset({"int", "ceil", "floor", "trunc"})
 
 
 def called(node: ast.expr) -> str:
@@ -262,7 +268,27 @@ class Context:
             if None in values:
                 return None
             return min(values) if expr.func.id == "min" else max(values)
+        if isinstance(expr, ast.Call) and called(expr) in _ROUNDINGS and len(expr.args) == 1 \
+                and not expr.keywords:
+            # int(a / b), math.ceil(a / b), math.floor(a / b): real code's
+            # spellings of integer division, read exactly (a Fraction, never
+            # a float that 2**53 would round)
+            exact = self._exact(expr.args[0], depth + 1)
+            if exact is None:
+                return None
+            rounding = called(expr)
+            return math.ceil(exact) if rounding == "ceil" else math.floor(exact) \
+                if rounding == "floor" else int(exact)
         return None
+
+    def _exact(self, expr: ast.expr, depth: int) -> Fraction | None:
+        """``expr``'s exact value: :meth:`value`'s, or a quotient ``a / b`` of
+        two of them (None otherwise)."""
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Div):
+            left, right = self.value(expr.left, depth), self.value(expr.right, depth)
+            return None if left is None or not right else Fraction(left, right)
+        value = self.value(expr, depth)
+        return None if value is None else Fraction(value)
 
     def fixed_by_module(self, expr: ast.expr) -> str | None:
         """The module constant ``expr`` names (directly, or through a local
