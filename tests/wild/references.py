@@ -12,3 +12,22 @@ def block_sums(x, partial=None, block=128):
     x = np.asarray(x, np.float64)
     blocks = -(-len(x) // block)
     return np.array([x[b * block:(b + 1) * block].sum() for b in range(blocks)])
+
+
+def stencil(a, out=None):
+    a = np.asarray(a, np.float64)
+    result = a.copy()
+    result[1:-1] = (a[:-2] + a[1:-1] + a[2:]) / 3.0
+    return result
+
+
+def forward_difference(a, out=None):
+    a = np.asarray(a, np.float64)
+    result = np.empty_like(a)
+    result[:-1] = a[1:] - a[:-1]
+    result[-1] = -a[-1]  # (a[n] read out of bounds reads 0 in the emulation)
+    return result
+
+
+def vector_add(x, y, out=None):
+    return np.asarray(x, np.float64) + np.asarray(y, np.float64)

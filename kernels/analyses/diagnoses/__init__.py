@@ -55,7 +55,8 @@ PERFORMANCE_RULES = (transposed_tile,)
 #: The others still assume C = A @ B, and run only on matmuls (docs/maps.md).
 ANY_KERNEL_RULES = frozenset({missing_barrier, early_return_before_barrier, store_and_atomic,
                               warp_call_in_branch, mask_leaves_out_callers,
-                              warp_synchronous_race, transposed_tile})
+                              warp_synchronous_race, transposed_tile, shifted_index,
+                              thread_index_only})
 
 __all__ = ["ANY_KERNEL_RULES", "Diagnosis", "diagnose", "FAILURE_RULES", "PERFORMANCE_RULES"]
 

@@ -152,15 +152,16 @@ class Context:
         self.shapes = {}
         described = {a.name: tuple(a.shape) for a in request.arguments if hasattr(a, "shape")}
         for name, role, ndim in self.result.slots:
-            if role == "A":
+            if name in described:
+                # (a described array, input or output: as the kernel indexes
+                # it, not as it is drawn: a 1-D output wrapped into rows, a
+                # 3-D one's slices stacked)
+                whole = described[name]
+                self.shapes[name] = (int(np.prod(whole)),) if ndim == 1 else whole
+            elif role == "A":
                 self.shapes[name] = (m, k)
             elif role == "B":
                 self.shapes[name] = (k, n)
-            elif role == "C" and name in described:
-                # as the kernel indexes it, not as it is drawn (a 1-D output
-                # wrapped into rows, a 3-D one's slices stacked)
-                whole = described[name]
-                self.shapes[name] = (int(np.prod(whole)),) if ndim == 1 else whole
             elif role == "C":
                 self.shapes[name] = tuple(self.result.maps.count.shape)
         #: the values each local name is assigned (None: by a loop or ``+=``)
