@@ -34,9 +34,13 @@ def compiled_by_numba(path: Path, name: str, signature: str) -> str:
 @pytest.mark.parametrize("name,signature", [
     ("xxt_len_rows.py", "void(float32[:, :], float32[:, :])"),
     ("xxt_raise_rows_cols.py", "void(float32[:, :], float32[:, :])"),
+    ("row_sums_row_view.py", "void(float32[:, :], float32[:])"),
 ])
 def test_numba_cuda_compiles_what_threadmap_now_runs(name, signature):
-    assert ".entry" in compiled_by_numba(WILD / name, "xxt", signature)
+    from kernels.api import kernel_names
+
+    kernel, = kernel_names(WILD / name)
+    assert ".entry" in compiled_by_numba(WILD / name, kernel, signature)
 
 
 def test_len_rows_and_a_transpose_run_as_numba_reads_them():
@@ -79,3 +83,8 @@ def test_what_is_rewritten_and_what_is_left_as_written():
     assert rewritten("    C[i][1:3] = 0") == "C[i][1:3] = 0"  # (a slice in the chain)
     assert rewritten("    A = B\n    x = len(A)") == "A = B\n    x = len(A)"  # (A rebound)
     assert rewritten("    raise ValueError('x')") == "return"
+    assert rewritten("    row = A[i]\n    x = row[k] + row.shape[0] + len(row)") \
+        == "pass\n    x = A[i, k] + A.shape[1] + A.shape[1]"
+    # (i bound twice: the row it names could change under it; left as written)
+    assert rewritten("    i = 0\n    row = A[i]\n    i = 1\n    x = row[k]") \
+        == "i = 0\n    row = A[i]\n    i = 1\n    x = row[k]"

@@ -31,3 +31,7 @@ def forward_difference(a, out=None):
 
 def vector_add(x, y, out=None):
     return np.asarray(x, np.float64) + np.asarray(y, np.float64)
+
+
+def row_sums(A, out=None):
+    return np.asarray(A, np.float64).sum(axis=1)
