@@ -48,7 +48,7 @@ def main() -> int:
     total = sum(fired.values())
     print()
     print(f"recall: {named} of {bugs} buggy kernels named at the right line "
-          f"({uncovered} with a bug no rule covers yet)")
+          f"({uncovered} missed: each file says why)")
     print(f"precision: {sum(right.values())} of {total} diagnoses right; "
           f"{wrong_on_correct} on a correct kernel")
     return 0

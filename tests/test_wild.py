@@ -19,6 +19,18 @@ WILD = Path(__file__).parent / "wild"
 KERNELS = sorted(p.name for p in WILD.glob("*.py") if p.name != "references.py")
 
 
+def verdict_expected(path: Path) -> bool:
+    """Whether the run must PASS: a correct kernel does, a buggy one does not,
+    unless a ``# verdict: PASS (missed: ...)`` line records that ThreadMap
+    still misses that bug (the test then fails once it is found, so the
+    line is taken out)."""
+    lines = path.read_text().splitlines()
+    said = next((line for line in lines if line.startswith("# verdict: ")), None)
+    if said is not None:
+        return said.startswith("# verdict: PASS")
+    return labelled(path)[0].startswith("correct")
+
+
 def labelled(path: Path) -> tuple[str, tuple[tuple[str, tuple[int, ...]], ...]]:
     """(its label, the diagnoses it must get: (rule, lines) each)."""
     lines = path.read_text().splitlines()
@@ -35,10 +47,20 @@ def labelled(path: Path) -> tuple[str, tuple[tuple[str, tuple[int, ...]], ...]]:
 
 
 def run_wild(path: Path):
-    request = describe_request(RunRequest(
-        kernel=None, kernel_file=str(path), backend="cpu", repeats=1,
-        reference=f"{WILD / 'references.py'}:{_kernel_name(path)}"),
-        as_it_is_unless_matmul=True)
+    """The kernel at its own launch: a described one against its reference
+    in references.py (by its name), a matmul at its ``# shape:`` against
+    ThreadMap's own float64 A @ B."""
+    shape = next((line.split()[2] for line in path.read_text().splitlines()
+                  if line.startswith("# shape: ")), None)
+    if shape is not None:
+        m, k, n = (int(d) for d in shape.split("x"))
+        request = RunRequest(kernel=None, kernel_file=str(path), m=m, k=k, n=n,
+                             backend="cpu", repeats=1)
+    else:
+        request = describe_request(RunRequest(
+            kernel=None, kernel_file=str(path), backend="cpu", repeats=1,
+            reference=f"{WILD / 'references.py'}:{_kernel_name(path)}"),
+            as_it_is_unless_matmul=True)
     return run(default_launch(request))  # (the file's own launch)
 
 
@@ -54,6 +76,6 @@ def test_each_wild_kernel_gets_the_diagnoses_worked_out_by_hand(name):
     path = WILD / name
     label, expected = labelled(path)
     result = run_wild(path)
-    assert result.verdict.passed == label.startswith("correct"), (label, result.verdict.reasons)
+    assert result.verdict.passed == verdict_expected(path), (label, result.verdict.reasons)
     found = tuple((d.rule, tuple(d.lines)) for d in result.diagnoses)
     assert found == expected, (found, result.verdict.reasons)

@@ -302,9 +302,14 @@ def _fixed_step(ctx: Context, loop: ast.For, variable: str, step: ast.expr, thre
         evidence = f"{counted(collided, 'element')} of {ctx.output} written by more than one thread"
     grid = " x ".join(map(str, ctx.result.request.grid))
     block = " x ".join(map(str, ctx.result.request.block))
+    # (a range kept in a variable, `work = range(..., 1024)` then `for e in work:`,
+    # is read as the loop's own: its step is where the line to fix is)
+    written = getattr(step, "lineno", loop.lineno)
+    where = f"at line {loop.lineno}" if written == loop.lineno else \
+        f"at line {loop.lineno} (its range at line {written})"
     return Diagnosis(
-        "fixed-size", (loop.lineno,),
-        f"the loop at line {loop.lineno} steps by {named}, but this launch has "
+        "fixed-size", tuple(sorted({loop.lineno, written})),
+        f"the loop {where} steps by {named}, but this launch has "
         f"{threads:,} threads ({grid} blocks of {block}): {effect}",
         evidence,
         "step by the launch's own thread count, `cuda.gridsize(1)`, from `cuda.grid(1)`")

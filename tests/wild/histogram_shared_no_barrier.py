@@ -1,0 +1,28 @@
+# idiom: a histogram privatised per block in shared memory, the barrier between zeroing it and filling it left out
+# label: bug, lines 16 and 21: no cuda.syncthreads() between zeroing local (line 16, threads 0..15) and the atomic adds into it (line 21): a thread of another warp can add to a bin before it is zeroed, and the zero wipes its count
+# diagnosis: none (missed: the run finds no shared-memory race at all: a plain store and an atomic update of one shared element by two warps in one barrier interval is not counted as a race)
+# verdict: PASS (missed: the same; the run PASSes a kernel that can lose counts on a GPU)
+from numba import cuda, int32
+
+NBINS = 16
+THREADMAP_ARGS = {"x": "float32[2000]", "hist": "int32[16]"}
+
+
+@cuda.jit
+def histogram_shared(x, hist):
+    local = cuda.shared.array(NBINS, int32)
+    t = cuda.threadIdx.x
+    if t < NBINS:
+        local[t] = 0
+    for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
+        b = int((x[i] + 1.0) * 8.0)
+        if b > NBINS - 1:
+            b = NBINS - 1
+        cuda.atomic.add(local, b, 1)
+    cuda.syncthreads()
+    if t < NBINS:
+        cuda.atomic.add(hist, t, local[t])
+
+
+def host(x, hist):
+    histogram_shared[4, 128](x, hist)
