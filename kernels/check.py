@@ -399,8 +399,8 @@ def check_kernel(task: Task | tuple[str, str | None, str | None], shapes, launch
         return [_error_row(task, task.refused)]
     # numba's typing and compile of the file in its child, within the case's
     # limit (a pool worker has it from the command; a Dask worker gets it here)
-    compile_files_in_children(min(FILE_COMPILE_LIMIT, case_limit or FILE_COMPILE_LIMIT),
-                              typist=False)
+    restore = compile_files_in_children(
+        min(FILE_COMPILE_LIMIT, case_limit or FILE_COMPILE_LIMIT), typist=False)
     try:
         # (the file swapped for a link since the listing: refused, not read)
         link = first_link(task.below, task.file) if task.below else None
@@ -414,6 +414,7 @@ def check_kernel(task: Task | tuple[str, str | None, str | None], shapes, launch
         return [_error_row(task, thread_map_failed(exc))]
     finally:
         stop_all()  # (a pool worker's child process ends with its task)
+        restore()  # (a Dask worker's thread leaves its process as it found it)
     for row in rows:
         row["link"] = task.link
         if task.no_reference and row["verdict"] == CHECKED:

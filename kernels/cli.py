@@ -948,8 +948,17 @@ def main(argv: Sequence[str] | None = None, *, exporter: ImageExporter | None = 
     # numba types and compiles a kernel file in its sandboxed child, within
     # --time-limit when that is shorter (check's per-case limit covers them)
     given_limit = getattr(args, "time_limit", None)
-    compile_files_in_children(min(FILE_COMPILE_LIMIT, given_limit or FILE_COMPILE_LIMIT),
-                              typist=False)
+    restore = compile_files_in_children(
+        min(FILE_COMPILE_LIMIT, given_limit or FILE_COMPILE_LIMIT), typist=False)
+    try:
+        return _dispatch(args, parser, exporter, sweep_exporter)
+    finally:
+        restore()
+
+
+def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser, exporter,
+              sweep_exporter) -> int:
+    """The command ``args`` names, with its signals and its one-line errors."""
     try:
         with _ending_on_signals():
             if args.command == "run":

@@ -230,7 +230,7 @@ _RUN_CANCEL: contextvars.ContextVar[CancelCallback | None] = contextvars.Context
 
 
 def compile_files_in_children(time_limit: float = FILE_COMPILE_LIMIT,
-                              typist: bool = True) -> None:
+                              typist: bool = True) -> Callable[[], None]:
     """From now on, this process (one that serves untrusted kernel files:
     the command line, the app, a ``check`` worker) has numba type a kernel
     read from a file, and compile it to PTX for its register count, in a
@@ -255,10 +255,16 @@ def compile_files_in_children(time_limit: float = FILE_COMPILE_LIMIT,
     def compiled_in_child(plan: KernelPlan, dtype: str, cc: tuple[int, int]) -> str:
         return child().kernel_ptx(plan, dtype, cc, time_limit, _RUN_CANCEL.get() or _never)
 
-    local_types.type_files_with(typed_in_child)
-    ptx.compile_files_with(compiled_in_child)
+    typing = local_types.type_files_with(typed_in_child)
+    compiling = ptx.compile_files_with(compiled_in_child)
     if typist:
         warm_typist()
+
+    def restore() -> None:
+        local_types.type_files_with(typing)
+        ptx.compile_files_with(compiling)
+
+    return restore
 
 
 def compile_files_here() -> None:

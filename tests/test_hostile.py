@@ -652,3 +652,15 @@ def test_a_file_is_never_typed_or_compiled_in_the_process_that_serves_it(
     if here:
         in_child = kernel_resources(plan, "float32", GPU_MODELS["H100 SXM"])
         assert in_child == here and in_child.source.startswith("ptxas")
+
+
+def test_a_command_run_in_process_leaves_its_caller_s_compile_setting_as_it_was(capsys):
+    """The command line types kernel files in children for its own duration:
+    a test or a notebook that calls it keeps its own setting after."""
+    from kernels.analyses import ptx
+    from kernels.cli import main
+    from kernels.derived import local_types
+
+    assert local_types._file_typing is None and ptx._file_ptx is None
+    assert main(["kernels"]) == 0
+    assert local_types._file_typing is None and ptx._file_ptx is None

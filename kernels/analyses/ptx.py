@@ -43,11 +43,12 @@ def plain_ptx(plan: KernelPlan, dtype: str, cc: tuple[int, int]) -> str:
 _file_ptx = None
 
 
-def compile_files_with(compile_ptx) -> None:
+def compile_files_with(compile_ptx):
     """Compile kernels read from files with ``compile_ptx(plan, dtype, cc)``
-    (None: here, with :func:`plain_ptx`)."""
+    (None: here, with :func:`plain_ptx`); the previous setting."""
     global _file_ptx
-    _file_ptx = compile_ptx
+    previous, _file_ptx = _file_ptx, compile_ptx
+    return previous
 
 
 def kernel_ptx(plan: KernelPlan, dtype: str, cc: tuple[int, int]) -> str:

@@ -118,11 +118,12 @@ def kernel_types(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]) ->
 _file_typing = None
 
 
-def type_files_with(typing) -> None:
+def type_files_with(typing):
     """Type kernels read from files with ``typing(plan, dtype,
-    scalar_types) -> KernelTypes`` (None: here)."""
+    scalar_types) -> KernelTypes`` (None: here); the previous setting."""
     global _file_typing
-    _file_typing = typing
+    previous, _file_typing = _file_typing, typing
+    return previous
 
 
 def type_here(plan: KernelPlan, dtype: str, scalar_types: tuple[str, ...]) -> KernelTypes:
