@@ -450,7 +450,8 @@ def cell_title(cell: SweepCell) -> str:
     timing = cell.result.shown_timing
     when = ""
     if timing is not None:
-        tag = "" if timing.is_gpu_time else {"cpu": " emulated", "sim": " simulated"}.get(timing.backend, "")
+        tag = "" if timing.is_gpu_time else {"cpu": " emulated", "cpu-instant": " emulated",
+                                             "sim": " simulated"}.get(timing.backend, "")
         when = f" {format_seconds(timing.seconds)}{tag}"
     return f"{cell.label} {cell.result.verdict.shown_word}{when}"
 

@@ -40,8 +40,12 @@ GLOSSARY: dict[str, str] = {
                  "does not mean the GPU is busy: a launch of one block uses one SM of many.",
     "wave": "The blocks the GPU can run at the same time (SMs x blocks per SM). A launch with "
             "more blocks runs in several waves; a last wave only partly full leaves SMs idle.",
-    "idle thread": "A thread that stored nothing: its work was empty (a launch larger than the "
-                   "data, or a loop that gives it no element).",
+    "thread that stored no output": "A thread that stored no element of the output. Its work "
+                                    "may have been empty (a launch larger than the data, a "
+                                    "loop that gives it no element), or done elsewhere: in a "
+                                    "reduction most threads only add into shared memory, and "
+                                    "one thread of each block stores the block's sum. It is "
+                                    "not necessarily a thread that did nothing.",
     "coalescing": "How many 32-byte memory sectors a warp's 32 accesses touch at once. "
                   "Neighbouring lanes reading neighbouring elements need the fewest (4 for "
                   "float32); scattered accesses need up to 32.",
@@ -54,13 +58,14 @@ GLOSSARY: dict[str, str] = {
 }
 
 #: other ways the app says a term
-_ALSO = {"idle thread": r"threads? idle", "out of bounds": r"out-of-bounds",
+_ALSO = {"thread that stored no output": r"threads? that stored no output|stored no output",
+         "out of bounds": r"out-of-bounds",
          "grid-stride iteration": r"iterations? of the grid-stride|grid-stride loop",
          "lowest writer": r"lowest (global )?(thread )?id"}
 _PATTERNS = {term: re.compile(rf"\b({re.escape(term)}s?|{_ALSO.get(term, re.escape(term))})\b",
                               re.IGNORECASE) for term in GLOSSARY}
 #: terms that another term contains: "thread" is not also explained where the
-#: text says "idle thread" and nothing else about threads
+#: text says "threads that stored no output" and nothing else about threads
 _WITHIN = {term: [other for other in GLOSSARY if other != term and term in other]
            for term in GLOSSARY}
 

@@ -1,13 +1,21 @@
 """``maps.npz``: a result's maps, every one whole, read back exactly.
 
 ``np.load("maps.npz")[name]`` gives each map the README lists, with numpy
-alone: no map is left out, encoded or shared with another.  On disk:
+alone: no map is left out, encoded or shared with another.  Each map has one
+type, whatever the run (:data:`MAP_TYPES`): the same in
+``RunResult.maps_arrays``, in the file and from :func:`load_maps`.  On disk:
 
-* integer maps are in the smallest integer type that holds their range (a
-  write count of 0-1 in uint8, thread ids in 32 bits only past 65,535
-  threads) and deflated (npz_writer.py: level 1, on every core; numpy's own
-  ``savez_compressed`` took 17.5 s on a 4096 x 4096 run's maps, against a
-  goal of 3 s for the whole run);
+* integer maps are in that type (int32: counts, thread ids, iterations; a
+  writer map int64 only for a launch past 2**31 - 1 threads) and deflated
+  (npz_writer.py: level 1, on every core; numpy's own ``savez_compressed``
+  took 17.5 s on a 4096 x 4096 run's maps, against a goal of 3 s for the
+  whole run).  Earlier versions stored each in the smallest type that held
+  its values: a ``min_writer`` of int8 beside a ``max_writer`` of int16 in
+  one run, uint8 and uint16 in another, where ``max_writer - min_writer``
+  wrapped.  Deflate takes back most of what narrowing saved: on 4096 x 4096
+  runs (grid-stride, tiled) the file grew by 0.1% and was written as fast,
+  the narrowing pass (0.1-0.3 s of a core) gone; on maps of random small
+  values, the worst case, 14% larger and written in 0.7 s instead of 0.4 s;
 * floating-point maps are stored, as random mantissas do not compress;
 * ``C`` is stored as the kernel wrote it, in its own type (a histogram's
   int32 bins stay int32);
@@ -18,7 +26,8 @@ alone: no map is left out, encoded or shared with another.  On disk:
 ``result.json``'s ``maps`` names each map's dtype in memory; :func:`load_maps`
 gives every map back in it, checking an untrusted file as it reads.  It also
 reads the files of earlier versions, which stored some maps as runs or
-differences, or left them out.
+differences, or left them out, or narrowed them (given back in int32, with
+or without ``result.json``).
 """
 from __future__ import annotations
 
@@ -38,24 +47,28 @@ from .machine import usable_cores
 from .npz_writer import write_npz
 from .sources.limits import file_kind
 
-#: Integer types tried, smallest first.
-_INTEGER_TYPES = (np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.int64)
-
-
-def smallest_integer_type(array: np.ndarray) -> np.dtype:
-    """The smallest integer dtype that holds every value of ``array``."""
-    if array.size == 0:
-        return np.dtype(np.uint8)
-    low, high = int(array.min()), int(array.max())
-    for candidate in _INTEGER_TYPES:
-        info = np.iinfo(candidate)
-        if info.min <= low and high <= info.max:
-            return np.dtype(candidate)
-    return np.dtype(np.int64)
-
+#: The type of each map (by its name; ``<map>_<array>`` as ``<map>``), the
+#: same in every run.  Integer maps are counts or thread ids, never
+#: narrowed, so that arithmetic on them does not wrap: the difference of two
+#: writer maps fits their int32 (thread ids below 2**31 - 1, -1 for none).
+MAP_TYPES = {
+    "count, atomics, iteration, stores_per_thread, oob_per_thread, reads_<input>, "
+    "oob_margin_<side>": "int32",
+    "min_writer, max_writer": "int32 (int64 for a launch of 2**31 - 1 threads or more: "
+                              "records.writer_dtype)",
+    "sectors_site<n>, ways_site<n>, active_lanes_branch<n>": "float64 (NaN: no request)",
+    "C": "the output's own type, as the kernel wrote it",
+    "reference": "in the file, the run's dtype (float32 or float64; an integer output's "
+                 "own type); in memory, and from load_maps with result.json's layout, "
+                 "float64 (its values as stored)",
+}
 
 #: The output and its reference: values, not counts or thread ids.
 _VALUES = ("C", "reference")
+
+#: The narrowest integer map :func:`load_maps` gives back: an earlier
+#: version's narrowed map is widened to it.
+_MAP_INTEGER = np.dtype(np.int32)
 
 
 def compact_maps(arrays: dict[str, np.ndarray], dtype: str) -> tuple[dict, dict]:
@@ -69,12 +82,12 @@ def compact_maps(arrays: dict[str, np.ndarray], dtype: str) -> tuple[dict, dict]
 
 
 def stored_form(name: str, array: np.ndarray, dtype: str) -> np.ndarray:
-    """``array`` as maps.npz stores it (see the module's docstring)."""
+    """``array`` as maps.npz stores it (see the module's docstring): the
+    reference rounded to the run's dtype, every other map as it is, in its
+    one type (:data:`MAP_TYPES`)."""
     if name in _VALUES:  # (the kernel's own numbers, in its own type: int32 bins stay so)
         return array if name == "C" or array.dtype == np.dtype(dtype) else \
             array.astype(np.dtype(dtype))
-    if array.dtype.kind in "iub":
-        return _in_smallest_type(array)
     return array
 
 
@@ -83,16 +96,6 @@ def _layout(arrays: dict[str, np.ndarray], stored: dict[str, np.ndarray]) -> dic
                               "dtype": np.asarray(array).dtype.str,
                               "shape": list(np.shape(array)), "encoding": "raw"}
                        for name, array in arrays.items()}}
-
-
-def _in_smallest_type(array: np.ndarray) -> np.ndarray:
-    """``array`` in its smallest integer type (booleans as they are; an
-    integer type of the same size kept: int32 thread ids are not copied into
-    uint32, 60 ms of a 4096 x 4096 run's writing for nothing)."""
-    if array.dtype.kind == "b":
-        return array
-    small = smallest_integer_type(array)
-    return array if small.itemsize >= array.dtype.itemsize else array.astype(small)
 
 
 def _unrun(runs: np.ndarray, size: int) -> np.ndarray:
@@ -116,10 +119,9 @@ def save_maps(path: Path, arrays: dict[str, np.ndarray], dtype: str,
     layout, so that :func:`load_maps` can tell that a ``result.json`` and a
     ``maps.npz`` come from one run.
 
-    Each map is narrowed (:func:`stored_form`) on a thread of the writer's
-    pool while the maps already made are written: a 4096 x 4096 run's
-    narrowing took 0.1-0.3 s of one core before its first byte was written,
-    with the disk idle."""
+    The reference is rounded to the run's dtype (:func:`stored_form`) on a
+    thread of the writer's pool while the maps already made are written;
+    every other map is written as it is."""
     arrays = {name: np.asarray(array) for name, array in arrays.items()}
     comment = f"{_RUN_ID_PREFIX}{run_id}".encode() if run_id else b""
     with ThreadPoolExecutor(max_workers=usable_cores()) as pool:
@@ -131,7 +133,7 @@ def save_maps(path: Path, arrays: dict[str, np.ndarray], dtype: str,
         # equal maps (max_writer where no element was stored twice) share one deflate
         same_as = {"max_writer": "min_writer"} if pool.submit(_equal_writers, arrays).result() \
             else {}
-        stored.update({name: pool.submit(stored_form, name, array, dtype)
+        stored.update({name: stored_form(name, array, dtype)
                        for name, array in arrays.items()
                        if name not in stored and name not in same_as})
         write_npz(path, stored, deflate={name for name, array in arrays.items()
@@ -168,8 +170,10 @@ _ENCODINGS = ("raw", "runs", "delta", "delta+runs")
 
 
 def load_maps(path: Path, layout: dict | None = None) -> dict[str, np.ndarray]:
-    """Every map of a ``maps.npz``, in its in-memory dtype (``layout`` from
-    ``result.json``'s ``maps``; without it, as stored).
+    """Every map of a ``maps.npz``, in its one type (:data:`MAP_TYPES`, the
+    in-memory dtype ``layout``, from ``result.json``'s ``maps``, names;
+    without it, as stored, an earlier version's narrowed integer map
+    widened to int32).
 
     The file is untrusted: it and the files it names (which must lie beside
     it) are read only if they are regular files, not links, FIFOs or devices
@@ -220,7 +224,7 @@ def _load_maps(path: Path, layout: dict | None) -> dict[str, np.ndarray]:
             spec = (layout or {}).get("stored", {}).get(name)
             arrays[name] = _read_member(path, archive, info, spec, spend, inflate)
     if not layout:
-        return arrays
+        return {name: _widened(name, value, spend) for name, value in arrays.items()}
     for name, spec in layout.get("stored", {}).items():
         if name not in arrays:
             raise MapsFileError(f"{path}: the map {name!r} that result.json lists is missing")
@@ -285,6 +289,17 @@ def _load_maps(path: Path, layout: dict | None) -> dict[str, np.ndarray]:
                                 f"{tuple(spec['shape'])} its layout names")
         arrays[name] = value.astype(_map_dtype(spec["dtype"], name))
     return arrays
+
+
+def _widened(name: str, value: np.ndarray, spend) -> np.ndarray:
+    """An integer map narrower than int32 (an earlier version stored each in
+    the smallest type that held it) in int32; the output and its reference
+    in their own types."""
+    if name in _VALUES or value.dtype.kind not in "iu" \
+            or value.dtype.itemsize >= _MAP_INTEGER.itemsize:
+        return value
+    spend(value.size * _MAP_INTEGER.itemsize, f"the map {name!r}")
+    return value.astype(_MAP_INTEGER)
 
 
 def _read_member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo,

@@ -100,7 +100,8 @@ SHARED_RECORDS = (STORES, OOB_THREAD)
 #:   split the warp; ``_tm_brw`` (branches, warps, 2): per warp;
 #: * ``_tm_bar`` (barriers, 7): divergent executions, blocks, last block seen,
 #:   and the first: block, threads arrived, threads missing, first missing;
-#: * ``_tm_race`` (9): shared-memory races, and the first: block, its lanes and
+#: * ``_tm_race`` (9): shared elements raced on (each block's counted once:
+#:   helper_library's _tm_race_hit), and the first race: block, its lanes and
 #:   sites, array slot and index; ``_tm_uninit`` (7): reads of shared elements
 #:   the block had not written, and the first;
 #: * ``_tm_warp`` (2, 7): warp operations with undefined results, and the
@@ -656,8 +657,17 @@ class AccessMaps(_WriteFigures):
         return sum(o.count for o in self.out_of_bounds)
 
     @property
-    def idle_threads(self) -> int:
+    def threads_without_output(self) -> int:
+        """Threads that stored no element of the output.  Not threads that did
+        nothing: a reduction's threads add into shared memory, and one of
+        each block stores its sum."""
         return int(np.count_nonzero(self.stores_per_thread == 0))
+
+    @property
+    def idle_threads(self) -> int:
+        """The earlier name of :attr:`threads_without_output` (kept for
+        callers of it; "idle" was read as "did no work")."""
+        return self.threads_without_output
 
 
 def read_back(raw: list[np.ndarray], matrix_shapes: tuple[tuple[int, ...], ...],

@@ -94,8 +94,9 @@ class Verdict:
     collided: int
     out_of_bounds: int
     errors: ErrorFigures
-    #: barriers reached divergently, shared-memory races, reads of shared
-    #: memory the block had not written (CPU lockstep emulation)
+    #: barriers reached divergently, elements of shared memory raced on
+    #: (each block's own), reads of shared memory the block had not written
+    #: (CPU lockstep emulation)
     barrier_divergence: int = 0
     shared_races: int = 0
     uninitialised_shared_reads: int = 0
@@ -197,10 +198,80 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures,
                        warp_hazards=sum(hazard.count for hazard in analysis.warp),
                        global_races=analysis.global_races.count)
     passed = not reasons and errors.within_tolerance
+    if reasons and errors.within_tolerance and errors.elements and not reference_note:
+        why = values_right_all_the_same(maps, errors, analysis, output, unwritten, collided)
+        if why:
+            reasons.append(why)
     return Verdict(passed=passed, reasons=tuple(reasons), unwritten=unwritten,
                    collided=collided, out_of_bounds=maps.oob_total, errors=errors,
                    divisions_by_zero=sum(d.count for d in maps.divisions_by_zero),
                    reference_note=reference_note, **hazards)
+
+
+#: Why an output can come out right in the emulation with a check failed,
+#: by check: what the emulation does there that a GPU need not.
+_LOCKSTEP_ORDER = ("the emulation's one fixed order of the threads (lockstep: warp after "
+                   "warp, block after block) decided every race")
+_WHY_RIGHT = {
+    "unwritten element": "the elements never written kept their starting values, which "
+                         "the reference has there",
+    "collision": _LOCKSTEP_ORDER,
+    "out-of-bounds read": "out-of-bounds reads read 0 in the emulation",
+    "out-of-bounds write": "out-of-bounds writes are skipped in the emulation",
+    "division by zero": "a division by zero gave a value the output did not take (numba "
+                        "gives 0 for an integer // or %, inf or NaN for floats)",
+    "barrier divergence": "the emulation lets the threads that reach a barrier go on without "
+                          "those that returned or went another way",
+    "shared-memory race": _LOCKSTEP_ORDER,
+    "uninitialised shared read": "shared memory starts at 0 in the emulation",
+    "warp operation": "the emulation gives a shuffle of a lane not taking part that lane's "
+                      "own value, and never hangs on a mask",
+    "global-memory race": _LOCKSTEP_ORDER,
+}
+
+
+def values_right_all_the_same(maps: AccessMaps, errors: ErrorFigures,
+                              analysis: LockstepAnalysis | None, output: str, unwritten: int,
+                              collided: int) -> str:
+    """The reason a FAIL with every value right adds: which checks failed,
+    and why the values still came out right in the emulation (what it does
+    where a GPU's result is undefined), so that a right output is not read
+    as a kernel that works.  ("" where no check it knows failed.)"""
+    failed = []
+    if unwritten:
+        failed.append("unwritten element")
+    if collided:
+        failed.append("collision")
+    for direction in ("read", "write"):
+        if any(o.direction == direction for o in maps.out_of_bounds):
+            failed.append(f"out-of-bounds {direction}")
+    if maps.divisions_by_zero:
+        failed.append("division by zero")
+    if analysis is not None:
+        if analysis.barrier_divergence:
+            failed.append("barrier divergence")
+        if analysis.races.count:
+            failed.append("shared-memory race")
+        if analysis.uninitialised.count:
+            failed.append("uninitialised shared read")
+        if analysis.warp:
+            failed.append("warp operation")
+        if analysis.global_races.count:
+            failed.append("global-memory race")
+    if not failed:
+        return ""
+    how = "matches the reference exactly" if errors.exact \
+        else "is within its bound of the reference"
+    checks = f"{_joined(failed)} check{'s' if len(failed) > 1 else ''}"
+    whys = _joined(list(dict.fromkeys(_WHY_RIGHT[check] for check in failed)))
+    return (f"every element of {output} {how} all the same: the FAIL comes from the {checks}, "
+            f"not from its values, which come out right here because {whys}; on a GPU they "
+            "need not")
+
+
+def _joined(parts: list[str]) -> str:
+    """``["a", "b", "c"]`` as "a, b and c"."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 @dataclass(frozen=True)
@@ -349,6 +420,13 @@ class RunResult:
         return "instant" if any(t.backend == "cpu-instant" for t in self.timings) \
             else "compiled"
 
+    @property
+    def labelled_backend(self) -> str:
+        """The key of BACKEND_LABELS that says what ran it: the CPU
+        emulation's instant tier has its own ("cpu-instant": numpy lockstep,
+        no compile), never the compiled loop's label."""
+        return "cpu-instant" if self.tier == "instant" else self.backend
+
     def measured(self, what: str) -> Timing | None:
         """The timing of ``what``: the GPU's where a GPU ran it too (a
         confirmed result holds the CPU emulation's as well)."""
@@ -384,7 +462,7 @@ class RunResult:
             "request": request,
             "kernel_function": self.kernel_name,
             "backend": self.backend,
-            "backend_label": BACKEND_LABELS[self.backend],
+            "backend_label": BACKEND_LABELS[self.labelled_backend],
             "backend_note": self.backend_note,
             "tier": self.tier,
             "verdict": self.verdict.word,
@@ -406,7 +484,9 @@ class RunResult:
                 "out_of_bounds": self.verdict.out_of_bounds,
                 "atomic_updates": int(self.maps.atomics.sum()),
                 "threads": int(self.maps.stores_per_thread.size),
-                "idle_threads": self.maps.idle_threads,
+                "threads_without_output": self.maps.threads_without_output,
+                # (the same number, under the name earlier files gave it)
+                "idle_threads": self.maps.threads_without_output,
             },
             **({"written_arrays": {w.name: written_counts(w) for w in self.maps.written}}
                if self.maps.written else {}),
@@ -521,7 +601,9 @@ def written_maps(written: WriteMaps) -> dict[str, np.ndarray]:
 
 
 def load_balance(stores_per_thread: np.ndarray, bins: int = 16) -> dict:
-    """Elements stored per thread: idle threads, min / mean / max, a histogram."""
+    """Elements of the output stored per thread: the threads that stored none
+    (``threads_without_output``; ``idle_threads``, its earlier name, the same
+    number), min / mean / max, a histogram."""
     stores = np.asarray(stores_per_thread)
     if stores.size == 0:
         return {"threads": 0}
@@ -531,6 +613,8 @@ def load_balance(stores_per_thread: np.ndarray, bins: int = 16) -> dict:
     else:
         edges = np.linspace(0, top + 1, bins + 1)
     counts, edges = np.histogram(stores, bins=edges)
-    return {"threads": int(stores.size), "idle_threads": int(np.count_nonzero(stores == 0)),
+    without_output = int(np.count_nonzero(stores == 0))
+    return {"threads": int(stores.size), "threads_without_output": without_output,
+            "idle_threads": without_output,
             "min": int(stores.min()), "mean": float(stores.mean()), "max": top,
             "histogram": {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}}

@@ -93,7 +93,8 @@ class SweepCell:
             out_of_bounds=result.verdict.out_of_bounds,
             rel_error=result.verdict.errors.rel_error if result.verdict.errors.computed
             else None,
-            idle_threads=result.maps.idle_threads,
+            threads_without_output=result.maps.threads_without_output,
+            idle_threads=result.maps.threads_without_output,  # (its earlier name)
             max_stores_per_thread=int(result.maps.stores_per_thread.max(initial=0)),
             backend=result.backend,
             kernel_seconds=kernel.seconds if kernel else None,

@@ -128,14 +128,19 @@ def test_ptxas_measures_registers_and_shared_memory():
     assert "ptxas" in measured.source
 
 
-def test_load_balance_counts_idle_threads():
-    # 100 elements over 2 x 64 threads: threads 0..99 store one each, 28 idle.
+def test_load_balance_counts_threads_that_stored_no_output():
+    # 100 elements over 2 x 64 threads: threads 0..99 store one each, 28 none.
     result = run(request("grid-stride", (10, 4, 10), (2,), (64,), backend="cpu"))
     balance = load_balance(result.maps.stores_per_thread)
-    assert balance["idle_threads"] == 28 and balance["max"] == 1
+    assert balance["threads_without_output"] == 28 and balance["max"] == 1
     assert balance["histogram"]["counts"] == [28, 100]
-    summary = result.summary()["load_balance"]
-    assert summary["idle_threads"] == 28
+    assert result.maps.threads_without_output == 28
+    summary = result.summary()
+    assert summary["load_balance"]["threads_without_output"] == 28
+    assert summary["counts"]["threads_without_output"] == 28
+    # the name earlier files gave it, kept: the same number
+    assert summary["load_balance"]["idle_threads"] == summary["counts"]["idle_threads"] == 28
+    assert result.maps.idle_threads == 28
 
 
 def test_diff_by_hand():

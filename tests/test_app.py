@@ -412,8 +412,9 @@ def test_load_balance_and_occupancy_tables(window):
     window.controls.block_edit.setText("64")
     window.controls.backend_combo.setCurrentText("cpu")
     window.run_action.trigger()
-    # 100 elements on 128 threads: 28 idle threads.
-    assert "128 threads: 28 idle (22%" in window.maps_view.analysis.balance_label.text()
+    # 100 elements on 128 threads: 28 threads stored no element of C.
+    assert "128 threads: 28 stored no output (22%)" in \
+        window.maps_view.analysis.balance_label.text()
     table = window.maps_view.analysis.occupancy_table
     models = [table.item(r, 0).text() for r in range(table.rowCount())]
     assert models == ["H100 SXM", "H200", "A100", "RTX 4090", "T4"]
@@ -494,13 +495,14 @@ def test_diff_of_two_runs(window):
     assert "8,192 with a different writer" in window.maps_view.analysis.diff_label.text()
 
 
-def test_sweep_cells_show_occupancy_and_idle_threads(window):
+def test_sweep_cells_show_occupancy_and_threads_without_output(window):
     prepare_sweep(window, "grid-stride", (16, 2, 16), "1,4", "128")
     window.sweep_action.trigger()
     one, four = window.session.sweep_cells
-    # 256 elements: 1 x 128 keeps every thread busy; 4 x 128 leaves half idle.
-    assert window.sweep_view.occupancy_text(one).endswith("<br>no thread idle")
-    assert window.sweep_view.occupancy_text(four).endswith("<br>50% of threads idle")
+    # 256 elements: 1 x 128 stores 2 a thread; 4 x 128, threads 256-511 none.
+    assert window.sweep_view.occupancy_text(one).endswith("<br>every thread stored output")
+    assert window.sweep_view.occupancy_text(four).endswith(
+        "<br>50% of threads stored no output")
     window.sweep_view.gpu_combo.setCurrentText("T4")
     assert "1 wave" in window.sweep_view.occupancy_text(four)
 
@@ -520,7 +522,9 @@ def test_sweep_cells_name_what_the_lockstep_checks_found():
     assert "shared races" in cell_findings(racy_cell)
     assert cell_findings(conflicted_cell) == "8-way bank conflicts"
     row = racy_cell.row()
-    assert row["shared_races"] == 7680 and row["max_bank_ways"] == 1
+    # (in elements of shared memory: every element of sA and sB, 256 + 256;
+    # tests/test_lockstep.py works it out)
+    assert row["shared_races"] == 512 and row["max_bank_ways"] == 1
 
 
 def test_opening_a_2d_kernel_file_applies_its_guessed_launch_and_says_so(window, tmp_path):

@@ -1,7 +1,10 @@
 """The tolerance lets every correct result pass and catches one wrong element."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from kernels import RunRequest, run
 from kernels.analyses.correctness import UNIT_ROUNDOFF, compare, gamma, reference
 from kernels.inputs import make_inputs, poisoned_output
 
@@ -129,3 +132,103 @@ def test_a_user_reference_s_compiled_comparison_gives_numpy_s_figures(dtype):
     assert figures.worst_ratio == pytest.approx(numpy_sums[6], rel=1e-12)
     assert figures.rel_tolerance == pytest.approx(
         np.sqrt(numpy_sums[2]) / np.sqrt(numpy_sums[7]), rel=1e-12)
+
+
+# -- a FAIL with every value right says why (issue 43, point 6) -----------------------
+
+KERNELS = Path(__file__).parent / "kernels"
+
+#: Tiles over K = 20 in steps of 16, no guard on the loads: the second tile
+#: reads columns (A) and rows (B) 20..31, which the emulation reads as 0, and
+#: 0 x 0 adds nothing: C is right.
+_UNGUARDED_TILES = '''
+from numba import cuda, float32
+
+TPB = 16
+
+
+@cuda.jit
+def tiles(A, B, C):
+    sA = cuda.shared.array((TPB, TPB), float32)
+    sB = cuda.shared.array((TPB, TPB), float32)
+    x, y = cuda.grid(2)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    tmp = 0.0
+    for i in range((A.shape[1] + TPB - 1) // TPB):
+        sA[ty, tx] = A[y, i * TPB + tx]
+        sB[ty, tx] = B[i * TPB + ty, x]
+        cuda.syncthreads()
+        for j in range(TPB):
+            tmp += sA[ty, j] * sB[j, tx]
+        cuda.syncthreads()
+    C[y, x] = tmp
+'''
+
+#: Threads past C return before a barrier, the others compute their element
+#: whole: barrier divergence, every value right.
+_EARLY_RETURN = '''
+from numba import cuda
+
+
+@cuda.jit
+def early(A, B, C):
+    row, col = cuda.grid(2)
+    if row >= C.shape[0] or col >= C.shape[1]:
+        return
+    cuda.syncthreads()
+    acc = 0.0
+    for k in range(A.shape[1]):
+        acc += A[row, k] * B[k, col]
+    C[row, col] = acc
+'''
+
+
+def _file_run(path, shape, grid, block):
+    m, k, n = shape
+    return run(RunRequest(kernel=None, kernel_file=str(path), m=m, k=k, n=n, grid=grid,
+                          block=block, backend="cpu"))
+
+
+@pytest.mark.parametrize("case,shape,grid,block,check,why", [
+    # C 33 x 19 under an `and` guard: 298 stores outside C, skipped
+    ("and_guard.py", (33, 17, 19), (5, 3), (8, 8), "the out-of-bounds write check",
+     "out-of-bounds writes are skipped in the emulation"),
+    ("unguarded_tiles", (32, 20, 32), (2, 2), (16, 16), "the out-of-bounds read check",
+     "out-of-bounds reads read 0 in the emulation"),
+    # no barrier between storing the tiles and reading them: lockstep stores
+    # every thread's element before any thread reads
+    ("missing_barrier.py", (16, 16, 16), (1, 1), (16, 16), "the shared-memory race check",
+     "the emulation's one fixed order of the threads (lockstep: warp after warp, block "
+     "after block) decided every race"),
+    ("early_return", (20, 8, 20), (2, 2), (16, 16), "the barrier divergence check",
+     "the emulation lets the threads that reach a barrier go on without those that "
+     "returned or went another way"),
+])
+def test_a_fail_with_every_value_right_says_which_check_failed_and_why(
+        tmp_path, case, shape, grid, block, check, why):
+    if case.endswith(".py"):
+        path = KERNELS / case
+    else:
+        path = tmp_path / f"{case}.py"
+        path.write_text({"unguarded_tiles": _UNGUARDED_TILES, "early_return": _EARLY_RETURN}[case])
+    result = _file_run(path, shape, grid, block)
+    verdict = result.verdict
+    assert not verdict.passed and verdict.errors.within_tolerance
+    *failures, last = verdict.reasons
+    assert failures and not any("all the same" in reason for reason in failures)
+    assert last.startswith("every element of C is within its bound of the reference all the "
+                           f"same: the FAIL comes from {check}, not from its values, which "
+                           f"come out right here because {why}; on a GPU they need not")
+
+
+def test_a_fail_with_wrong_values_or_a_pass_adds_no_such_sentence():
+    # tid-rows on 1 x 12 threads over 9 rows: rows stored by several threads
+    # and left unwritten; values wrong
+    wrong = run(RunRequest(kernel="tid-rows", m=9, k=4, n=11, grid=(1,), block=(12,),
+                           backend="cpu"))
+    assert not wrong.verdict.errors.within_tolerance
+    assert not any("all the same" in reason for reason in wrong.verdict.reasons)
+    right = run(RunRequest(kernel="naive-2d", m=9, k=4, n=11, grid=(1, 1), block=(16, 16),
+                           backend="cpu"))
+    assert right.verdict.passed and right.verdict.reasons == ()

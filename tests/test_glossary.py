@@ -4,17 +4,22 @@ from pathlib import Path
 
 from kernels.glossary import GLOSSARY, explain, markdown, terms_in
 
-BEGINNER_TERMS = ("occupancy", "wave", "idle thread", "warp", "lane", "collision",
-                  "grid-stride iteration", "lowest writer")
+BEGINNER_TERMS = ("occupancy", "wave", "thread that stored no output", "warp", "lane",
+                  "collision", "grid-stride iteration", "lowest writer")
 
 
 def test_the_terms_a_beginner_misreads_are_each_explained():
     for term in BEGINNER_TERMS:
         assert len(GLOSSARY[term]) > 40, term
     # the occupancy line a user misread: each of its terms, "thread" not on
-    # its own where it only says "threads idle"
-    assert terms_in("occupancy 100%, 1 wave / last wave >99% idle / 0% of threads idle") == [
-        "occupancy", "wave", "idle thread"]
+    # its own where it only says "threads stored no output"
+    assert terms_in("occupancy 100%, 1 wave / last wave >99% idle / 0% of threads stored no "
+                    "output") == ["occupancy", "wave", "thread that stored no output"]
+    # (not "idle thread": a reduction's threads that add into shared memory
+    # and leave the store to one thread of the block were read as idle)
+    assert "reduction" in GLOSSARY["thread that stored no output"]
+    assert terms_in("128 threads: 127 stored no output (99%)") == [
+        "thread that stored no output"]
     assert terms_in("3 out-of-bounds reads of B") == ["out of bounds"]
     assert explain("nothing to explain here") == ""
 

@@ -131,21 +131,40 @@ def test_a_missing_barrier_is_a_race_with_its_pair_named():
     # One 16 x 16 block, one tile, no barrier between loading the tiles and
     # reading them.  At step j, thread (ty, tx) reads sA[ty, j], loaded by
     # thread (ty, j), and sB[j, tx], loaded by (j, tx): each read races unless
-    # that is itself (j == tx, resp. j == ty): 2 x 16 steps x 240 = 7,680.  The
+    # that is itself (j == tx, resp. j == ty), 2 x 16 steps x 240 = 7,680
+    # racing reads.  Counted in elements: every element of sA (row ty, column
+    # j, read by the 15 threads tx != j) and of sB: 256 + 256 = 512.  The
     # first in lockstep order: thread 1 reads sA[0, 0], stored by thread 0.
     result = run(file_request("missing_barrier.py", (16, 16, 16), (1, 1), (16, 16),
                               backend="cpu"))
     races = result.analysis.races
-    assert races.count == 7680
+    assert races.count == 512
     first_write, first_read = races.first
     assert (first_write.thread, first_read.thread) == (0, 1)
     assert (races.array, races.index) == ("sA", (0, 0))
     assert (first_write.access.line, first_read.access.line) == (15, 19)
     assert result.summary()["shared_races"] == {
-        "count": 7680, "first": {"threads": [0, 1], "array": "sA", "index": [0, 0],
+        "elements": 512, "count": 512,
+        "first": {"threads": [0, 1], "array": "sA", "index": [0, 0],
                                  "lines": [15, 19],
                                  "accesses": ["store sA[ty, tx]", "load sA[ty, j]"]}}
     assert "shared races" in result.verdict.short_reasons
+    assert result.verdict.reasons[0].startswith("512 elements of shared memory raced on (first: ")
+
+
+@pytest.mark.parametrize("tier", ["instant", "compiled"])
+def test_shared_races_are_counted_in_elements_each_blocks_own_once(tier):
+    # C 32 x 32 on 2 x 2 blocks of 16 x 16, K = 32: two tiles a block.  Each
+    # tile's reads race on every element of sA and sB (the test above): 512
+    # elements a block.  The second tile races on the same elements again
+    # (the barrier at the loop's end orders its stores after the first
+    # tile's reads): nothing new.  Each block has its own sA and sB: 4 x 512
+    # = 2,048 elements (counted in accesses, 2 x 7,680 a block: 61,440).
+    result = run(file_request("missing_barrier.py", (32, 32, 32), (2, 2), (16, 16),
+                              backend="cpu", tier=tier))
+    assert result.tier == tier
+    assert result.analysis.races.count == result.verdict.shared_races == 2048
+    assert result.summary()["shared_races"]["elements"] == 2048
 
 
 def test_a_transposed_tile_store_is_an_8_way_conflict():

@@ -13,14 +13,40 @@ import numpy as np
 import pytest
 
 from kernels import RunRequest, run
-from kernels.maps_file import MapsFileError, load_maps, save_maps, smallest_integer_type
+from kernels.maps_file import MapsFileError, load_maps, save_maps
 
 
-def test_smallest_integer_type_holds_the_range():
-    assert smallest_integer_type(np.array([0, 1, 255])) == np.uint8
-    assert smallest_integer_type(np.array([-1, 127])) == np.int8
-    assert smallest_integer_type(np.array([-1, 40_000])) == np.int32
-    assert smallest_integer_type(np.array([0, 2**40])) == np.int64
+def test_each_map_has_one_type_whatever_the_run(tmp_path):
+    # Two runs whose maps hold very different ranges: 1 x 32 threads (ids
+    # 0-31, a few stores each) and 8 x 1,024 (ids up to 8,191, one store or
+    # none).  Each map comes back in one type from both, by np.load alone
+    # and by load_maps, with or without result.json's layout; earlier
+    # versions narrowed each map to what held its values (uint8 writer ids
+    # in one run, int16 in the other), where max_writer - min_writer wrapped.
+    small = run(RunRequest(kernel="grid-stride", m=12, k=4, n=10, grid=(1,), block=(32,),
+                           backend="cpu"))
+    large = run(RunRequest(kernel="grid-stride", m=100, k=4, n=60, grid=(8,), block=(1024,),
+                           backend="cpu"))
+    types = []
+    for name, result in (("small", small), ("large", large)):
+        path = tmp_path / f"{name}.npz"
+        layout = save_maps(path, result.maps_arrays(), result.request.dtype)
+        with np.load(path) as archive:
+            stored = {key: archive[key].dtype for key in archive.files}
+        assert {key: value.dtype for key, value in load_maps(path).items()} == stored
+        # (with the layout, the reference as it was in memory: float64, its
+        # values rounded to the run's float32 as stored)
+        back = load_maps(path, layout)
+        assert {key: value.dtype for key, value in back.items()} == {
+            **stored, "reference": np.dtype(np.float64)}
+        types.append(stored)
+    assert types[0] == types[1]
+    for name in ("count", "atomics", "min_writer", "max_writer", "iteration",
+                 "stores_per_thread", "oob_per_thread", "reads_a", "reads_b",
+                 "oob_margin_top"):
+        assert types[0][name] == np.int32, name
+    with np.load(tmp_path / "small.npz") as archive:  # arithmetic in int32, as in memory
+        assert (archive["max_writer"] - archive["min_writer"]).dtype == np.int32
 
 
 def _readme_map_names() -> list[str]:
@@ -54,8 +80,7 @@ def test_numpy_alone_reads_every_map_the_readme_lists(tmp_path):
                 np.testing.assert_array_equal(value, arrays[name].astype(np.float32))
                 continue
             np.testing.assert_array_equal(value, arrays[name], err_msg=name)
-            if value.dtype.kind in "iu":
-                assert value.dtype.itemsize == smallest_integer_type(arrays[name]).itemsize, name
+            assert value.dtype == arrays[name].dtype, name  # (its one type: MAP_TYPES)
         for name in stored:  # and every per-warp map as it is in memory
             np.testing.assert_array_equal(archive[name].astype(arrays[name].dtype)
                                           if name != "reference" else archive[name],
@@ -70,7 +95,7 @@ def test_maps_come_back_the_same_from_a_smaller_file(tmp_path):
     arrays = result.maps_arrays()
     path = tmp_path / "maps.npz"
     layout = save_maps(path, arrays, result.request.dtype)
-    assert layout["stored"]["count"]["stored"] == np.dtype(np.uint8).str
+    assert layout["stored"]["count"]["stored"] == np.dtype(np.int32).str
     assert set(layout["stored"]) == set(arrays)
     back = load_maps(path, layout)
     assert set(back) == set(arrays)
@@ -118,10 +143,10 @@ def test_large_maps_deflate_in_parallel_chunks_into_one_stream(tmp_path):
     assert sizes["min_writer.npy"][1] < sizes["min_writer.npy"][2] * 0.7
     assert sizes["atomics.npy"][1] < sizes["atomics.npy"][2] / 100  # zero everywhere
     with np.load(tmp_path / "maps.npz") as archive:
-        assert archive["min_writer"].dtype.itemsize == 4  # (int32 kept: no copy into uint32)
+        assert archive["min_writer"].dtype == np.int32
         np.testing.assert_array_equal(archive["min_writer"], writer)
         np.testing.assert_array_equal(archive["max_writer"], writer)
-        assert archive["atomics"].dtype == np.uint8 and not archive["atomics"].any()
+        assert archive["atomics"].dtype == np.int32 and not archive["atomics"].any()
     back = load_maps(tmp_path / "maps.npz", layout)
     assert back["min_writer"].dtype == np.int32 and back["atomics"].dtype == writer.dtype
 
@@ -162,6 +187,14 @@ def test_maps_files_of_earlier_versions_still_load(tmp_path):
     np.testing.assert_array_equal(back["min_writer"], writer)
     np.testing.assert_array_equal(back["max_writer"], writer)
     assert not back["atomics"].any() and back["atomics"].dtype == np.int32
+    # Maps narrowed to what held them, read without result.json: int32 again
+    # (an integer output keeps its own type)
+    np.savez(tmp_path / "narrowed.npz", min_writer=np.array([[-1, 5]], np.int8),
+             count=np.array([[0, 1]], np.uint8), C=np.array([[0, 3]], np.int16))
+    back = load_maps(tmp_path / "narrowed.npz")
+    assert (back["min_writer"].dtype, back["count"].dtype, back["C"].dtype) == (
+        np.int32, np.int32, np.int16)
+    np.testing.assert_array_equal(back["min_writer"], [[-1, 5]])
 
 
 def test_a_sweep_keeps_one_reference_for_all_its_configurations(tmp_path):

@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from kernels.cli_progress import CommandLineProgress
+from kernels.result import BACKEND_LABELS
 from kernels.errors import ThreadMapError
 from kernels.request import RunRequest
 from kernels.sources.loader import load_plan
@@ -142,6 +143,24 @@ def test_a_child_process_start_up_is_a_timing_of_its_own(tmp_path):
     assert len(start_up) == 1 and start_up[0]["seconds"] > 0.05
     assert "not part of the other times" in start_up[0]["method"]
     assert "child process start-up" in proc.stdout
+
+
+@pytest.mark.parametrize("tier", ["instant", "compiled"])
+def test_the_backend_label_and_the_start_up_name_the_tier_that_ran(tmp_path, tier):
+    # The instant tier is numpy lockstep, with no compile: its run, and the
+    # start-up of the child it ran in, never say "compiled numba loop".
+    out = tmp_path / "out"
+    proc = threadmap("run", "--kernel", "grid-stride", "--shape", "16x8x16", "--backend", "cpu",
+                     "--tier", tier, "--time-limit", "120", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "result.json").read_text())
+    assert summary["tier"] == tier
+    key = "cpu-instant" if tier == "instant" else "cpu"
+    assert summary["backend_label"] == BACKEND_LABELS[key]
+    (start_up,) = [t for t in summary["timings"] if t["what"] == "child process start-up"]
+    assert (start_up["backend"], start_up["label"]) == (key, BACKEND_LABELS[key])
+    said = "compiled numba loop" in summary["backend_label"] + start_up["label"]
+    assert said == (tier == "compiled")
 
 
 def test_a_warning_in_the_simulator_points_at_the_users_line(tmp_path):

@@ -436,7 +436,7 @@ def _make_map(result: RunResult, name: str, writer_kind: str,
         data = thread_layout(result, per_thread)
         top = float(shared_top if shared_top is not None else max(per_thread.max(initial=0), 1))
         legend = ("black = no out-of-bounds access; colour = how many" if name == "oob"
-                  else "black = idle thread (stored nothing); colour = elements stored")
+                  else "black = a thread that stored no output; colour = elements stored")
         return MapImage(name, MAP_CHOICES[name][0], data, Colouring("zero", top), legend,
                         "lane (thread within the warp)", "warp (block by block)", "threads")
     if name.startswith("reads_"):

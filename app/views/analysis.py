@@ -362,11 +362,11 @@ class AnalysisPanel(QtWidgets.QTabWidget):
         bars = pg.BarGraphItem(x0=edges[:-1], x1=edges[1:] - 0.1 * np.diff(edges), height=counts,
                                brush="#4c72b0")
         self.balance_plot.addItem(bars)
-        idle = balance["idle_threads"]
+        without = balance["threads_without_output"]
         self.balance_label.setText(
-            f"{counted(balance['threads'], 'thread')}: {idle:,} idle ({idle / balance['threads']:.0%}, "
-            f"stored nothing); stores per thread min {balance['min']}, mean "
-            f"{balance['mean']:.2f}, max {balance['max']}")
+            f"{counted(balance['threads'], 'thread')}: {without:,} stored no output "
+            f"({without / balance['threads']:.0%}); elements of {result.output} stored per "
+            f"thread min {balance['min']}, mean {balance['mean']:.2f}, max {balance['max']}")
         blocked = self.replay_slider.blockSignals(True)
         self.replay_slider.setRange(0, max(self.iterations - 1, 0))
         self.replay_slider.setValue(0)

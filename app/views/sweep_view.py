@@ -29,7 +29,8 @@ from .colors import colour_map
 from .heatmap import colour_bar_ticks
 from .sweep_matrix import FAIL_COLOUR, PASS_COLOUR, CellTitle, SweepMatrix
 
-#: how often the time and idle-threads plots follow a running sweep
+#: how often the plots of time and of threads that stored no output follow a
+#: running sweep
 PLOTS_EVERY_MS = 1000
 
 DEFAULT_BLOCKS = "1,2,4,8,16,32"  # grids: a kernel's own defaults replace them (sweep_defaults)
@@ -274,11 +275,18 @@ class SweepView(QtWidgets.QWidget):
         self.idle_plot = pg.PlotWidget()
         self.idle_plot.setLogMode(x=True, y=False)
         self.idle_plot.setLabel("bottom", "total threads")
-        self.idle_plot.setLabel("left", "idle threads (%)")
+        # (short: a longer label is cut off at the plot's height; the
+        # tooltip says it whole)
+        self.idle_plot.setLabel("left", "stored no output (%)")
+        self.idle_plot.setToolTip("threads that stored no element of the output, as a share "
+                                  "of the launch's threads (not threads that did nothing: a "
+                                  "reduction's threads add into shared memory, and one a "
+                                  "block stores its sum)")
         self.idle_plot.setYRange(0, 100)
         self._idle_scatter = self.idle_plot.plot([], [], pen=None, symbol="s",
                                                  symbolBrush="#4c72b0", symbolPen=None)
-        #: the labels on the time and idle-threads plots (their points' configurations)
+        #: the labels on the plots of time and of threads that stored no output
+        #: (their points' configurations)
         self.point_labels = {"time": PointLabels(log_y=True),
                              "idle": PointLabels(log_y=False)}
         self.time_plot.addItem(self.point_labels["time"], ignoreBounds=True)
@@ -407,7 +415,8 @@ class SweepView(QtWidgets.QWidget):
         return make_map(cell.result, map_name, shared_top=top), CellTitle(tuple(lines))
 
     def occupancy_text(self, cell: SweepCell) -> str:
-        """``"occ 75%, 2 waves, last 71% idle<br>12% of threads idle"`` on the chosen GPU."""
+        """``"occupancy 75%, 2 waves<br>last wave: 29% of the GPU<br>12% of threads
+        stored no output"`` on the chosen GPU."""
         return "<br>".join(occupancy_lines(cell, self.gpu_combo.currentText(),
                                            self.assumed_registers))
 
@@ -443,8 +452,9 @@ class SweepView(QtWidgets.QWidget):
         self._draw_times()
 
     def _draw_times(self) -> None:
-        """The time and idle-threads plots, brought up to date (their points
-        set again; once the sweep has ended, each point's label)."""
+        """The plots of time and of threads that stored no output, brought up
+        to date (their points set again; once the sweep has ended, each
+        point's label)."""
         points = {"PASS": [], "FAIL": []}
         labelled_times: list[tuple[float, float, str]] = []
         backends = set()
@@ -479,7 +489,8 @@ class SweepView(QtWidgets.QWidget):
                 self.time_plot.setTitle(title, size="8pt")
                 self.time_plot.setToolTip("; ".join(BACKEND_LABELS[b] for b in sorted(backends)))
         done = [c for c in self.cells if c.result is not None]
-        idle = np.array([(c.total_threads, 100 * c.result.maps.idle_threads / c.total_threads)
+        idle = np.array([(c.total_threads,
+                          100 * c.result.maps.threads_without_output / c.total_threads)
                          for c in done], dtype=float).reshape(-1, 2)
         self._idle_scatter.setData(idle[:, 0], idle[:, 1])
         self.point_labels["time"].set_points(labelled_times)
@@ -510,14 +521,16 @@ class SweepView(QtWidgets.QWidget):
 
 def occupancy_lines(cell: SweepCell, gpu: str, registers: int) -> list[str]:
     """``["occupancy 75%, 2 waves", "last wave: 29% of the GPU", "12% of threads
-    idle"]`` on ``gpu`` (the last wave's share of the GPU's block slots)."""
-    idle = cell.result.maps.idle_threads / max(cell.total_threads, 1)
+    stored no output"]`` on ``gpu`` (the last wave's share of the GPU's block
+    slots)."""
+    without = cell.result.maps.threads_without_output / max(cell.total_threads, 1)
     result = reassume_registers(cell.result, registers)  # arithmetic only
     occ = result.occupancy.get(gpu)
     if occ is None:  # not worked out for this cell (its kernel could not be read)
-        return [f"{percent(idle)} threads idle"]
+        return [f"{percent(without)} of threads stored no output"]
     # (said so that a beginner reads it right: "occupancy 100%, last wave >99%
     # idle" read as a busy GPU, where one block used one SM of 132)
     return [f"occupancy {percent(occ.occupancy)}, {counted(occ.waves, 'wave')}",
             f"last wave: {percent(1 - occ.last_wave_idle)} of the GPU",
-            "no thread idle" if idle == 0 else f"{percent(idle)} of threads idle"]
+            "every thread stored output" if without == 0
+            else f"{percent(without)} of threads stored no output"]

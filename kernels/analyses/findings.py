@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..result import RunResult
+from .hazards import shared_elements_raced
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def line_findings(result: RunResult) -> tuple[Finding, ...]:
         if races.count and races.first is not None:
             for access in races.first:
                 found.append(Finding(access.access.line, "race",
-                                     f"{_plural(races.count, 'shared-memory race')} (first: "
+                                     f"{shared_elements_raced(races.count)} (first: "
                                      f"{access.describe()})", True))
         raced = analysis.global_races
         if raced.count and raced.first is not None:

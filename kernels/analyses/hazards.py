@@ -8,7 +8,10 @@ emulation.
   or give wrong results.  (numba's simulator lets it pass silently.)
 * **Shared-memory races**: two different threads of a block touch the same
   shared element between two barriers, at least one of them writing: the
-  order of the two is not defined (a ``syncthreads`` is missing).
+  order of the two is not defined (a ``syncthreads`` is missing).  Counted
+  in elements, as races in global memory are: each block has its own copy
+  of a shared array, and each of its elements counts once however many
+  accesses raced on it.
 * **Uninitialised shared reads**: a read of a shared element that no thread
   of the block has written yet (shared memory starts with garbage).
 * **Warp operations with undefined results** (``*_sync``, ``syncwarp``): a
@@ -109,9 +112,12 @@ def pair_summary(first: tuple[SharedAccess, SharedAccess] | None, array: str | N
 
 @dataclass(frozen=True)
 class SharedRaces:
-    """Accesses to shared elements that raced with an earlier access by another
-    thread of the block in the same barrier interval."""
+    """Elements of shared memory that an access raced on: one by another
+    thread of the block in the same barrier interval.  Counted in elements
+    (each block's copy of an array apart), not accesses: a barrier missing
+    before a tile is read counts the tile's elements, not every read of them."""
 
+    #: elements raced on, each block's own counted apart
     count: int
     array: str | None = None
     index: tuple[int, ...] | None = None
@@ -119,14 +125,22 @@ class SharedRaces:
     first: tuple[SharedAccess, SharedAccess] | None = None
 
     def summary(self) -> dict:
-        return {"count": self.count, "first": pair_summary(self.first, self.array, self.index)}
+        # ("count": the same number, the key result.json had when it counted
+        # racing accesses; "elements" says the unit, as global_races' does)
+        return {"elements": self.count, "count": self.count,
+                "first": pair_summary(self.first, self.array, self.index)}
 
     def describe(self) -> str:
         a, b = self.first
         element = f"{self.array}[{', '.join(map(str, self.index))}]"
-        return (f"{self.count:,} shared-memory race{'s' if self.count != 1 else ''} (first: "
-                f"{a.describe()} and {b.describe()}, both on {element} with no barrier "
-                "between them)")
+        return (f"{shared_elements_raced(self.count)} (first: {a.describe()} and "
+                f"{b.describe()}, both on {element} with no barrier between them)")
+
+
+def shared_elements_raced(count: int) -> str:
+    """``"72 elements of shared memory raced on"``, each block's copy counted
+    apart: the unit every sentence about shared-memory races says."""
+    return f"{counted(count, 'element')} of shared memory raced on"
 
 
 @dataclass(frozen=True)

@@ -542,8 +542,10 @@ def _with_start_up(result, seconds: float | None, simulator: bool):
 
     from ..result import Timing
 
+    # (labelled with the tier that ran: an instant-tier run's start-up is not
+    # the compiled loop's)
     start_up = Timing(
-        "child process start-up", result.request.backend, seconds,
+        "child process start-up", result.labelled_backend, seconds,
         "wall clock from starting the child process to its being ready to run (Python"
         + (", numba with its simulator" if simulator else "") + " and ThreadMap imported); "
         "not part of the other times, which are measured inside the child")

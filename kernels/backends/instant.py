@@ -631,13 +631,24 @@ class VectorRuntime:
 
     # -- the shared-memory shadow (see helper_library's _tm_shared_*) ---------------------
 
-    def _hit(self, kind: str, lanes, payloads) -> None:
-        """Hits at one access site: counted now; the first (by lane, then by
-        the order of the statement's accesses) kept when the statement ends."""
+    def _hit(self, kind: str, lanes, payloads, count: int | None = None) -> None:
+        """Hits at one access site: counted now (``count``, else one a lane);
+        the first (by lane, then by the order of the statement's accesses)
+        kept when the statement ends."""
         target = self.race if kind == "race" else self.uninit
-        target[0] += len(lanes)
+        target[0] += len(lanes) if count is None else count
         if target[1] < 0:
             self.hits[kind].append((int(self.LANE[lanes[0]]), self.calls, payloads(0)))
+
+    def _newly_raced(self, sh, raced) -> int:
+        """How many of the shared elements ``raced`` (offsets, repeats allowed)
+        this block had not raced on before, now marked: races are counted in
+        elements, each block's own once (helper_library's _tm_race_hit; the
+        shadow's last column holds the block that counted the element)."""
+        raced = np.unique(raced)
+        new = raced[sh[raced, -1] != self.block]
+        sh[new, -1] = self.block
+        return len(new)
 
     def _shared_read(self, sh, e, lanes, site, slot, i, j, interval=None, hit=None) -> None:
         """A read of a shared array's elements (or, with ``interval`` and
@@ -663,7 +674,8 @@ class VectorRuntime:
             where = np.flatnonzero(racing)
             self._hit("race", lanes[where], lambda p: (
                 self.block, int(sh[e[where[p]], 1]), int(sh[e[where[p]], 2]),
-                int(lane_ids[where[p]]), site, slot, int(i[where[p]]), int(j[where[p]])))
+                int(lane_ids[where[p]]), site, slot, int(i[where[p]]), int(j[where[p]])),
+                self._newly_raced(sh, e[where]))
         # Readers of each element in this interval: the first, and a second,
         # different one.  Lanes come in order; group them by element.
         order = np.argsort(e, kind="stable")
@@ -728,7 +740,8 @@ class VectorRuntime:
             else:
                 self._hit("race", lanes[where], lambda p: (
                     self.block, int(other_lane[where[p]]), int(other_site[where[p]]),
-                    int(lane_ids[where[p]]), site, slot, int(i[where[p]]), int(j[where[p]])))
+                    int(lane_ids[where[p]]), site, slot, int(i[where[p]]), int(j[where[p]])),
+                    self._newly_raced(sh, e[where]))
         sh[e, 0] = epoch
         sh[e, 1] = lane_ids
         sh[e, 2] = site

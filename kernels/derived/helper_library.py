@@ -830,8 +830,14 @@ def _tm_warp_hit(warp, row, block, lane, line, a, b, c):
 
 
 @_tm_njit(**_TM_OPTS)
-def _tm_race_hit(race, block, other, other_site, lane, site, sl, i, j):
-    race[0] += 1
+def _tm_race_hit(race, sh, e, block, other, other_site, lane, site, sl, i, j):
+    # Counted in elements, as races in global memory are: each element of a
+    # block's shared array once, at its first race (the shadow's last column
+    # holds the block that counted it), however many accesses race on it.
+    counted = sh.shape[1] - 1
+    if sh[e, counted] != block:
+        sh[e, counted] = block
+        race[0] += 1
     if race[1] < 0:
         race[1] = block
         race[2] = other
@@ -859,11 +865,13 @@ def _tm_uninit_hit(uninit, block, lane, sl, site, i, j):
 # the last write, [1] its lane, [2] its site; [3] epoch of the reads noted,
 # [4] first reader's lane, [5] its site, [6] a second, different reader's lane
 # (-1: none), [7] its site; [8], [9], [10] the syncwarps the writer, the first
-# and the second reader had passed (``ws``: per lane, in the block).  Epochs
-# grow through the whole run, so a write epoch below the block's first means
-# "not written by this block".  Two accesses of one interval are ordered when
-# their lanes share a warp and a syncwarp came between them (no word of the
-# CUDA module here: naming it makes the module import it, codegen.py).
+# and the second reader had passed (``ws``: per lane, in the block); the last
+# column ([11], or [8] without syncwarps) the block whose race on the element
+# was counted (_tm_race_hit).  Epochs grow through the whole run, so a write
+# epoch below the block's first means "not written by this block".  Two
+# accesses of one interval are ordered when their lanes share a warp and a
+# syncwarp came between them (no word of the CUDA module here: naming it
+# makes the module import it, codegen.py).
 
 @_tm_njit(inline="always", **_TM_OPTS)
 def _tm_synced(a, wa, b, wb):
@@ -871,7 +879,8 @@ def _tm_synced(a, wa, b, wb):
 
 
 # (_TM_WARP_SYNC, the module's constant, is False for a kernel without a
-# syncwarp: numba then drops the syncwarp figures, and the shadow keeps 8.)
+# syncwarp: numba then drops the syncwarp figures, and the shadow keeps the
+# first 8 columns and the last: 9.)
 
 @_tm_njit(inline="always", **_TM_OPTS)
 def _tm_note_reader(sh, e, lane, epoch, site, w):
@@ -904,7 +913,7 @@ def _tm_shared_read(sh, e, lane, epoch, epoch0, race, uninit, block, ws, sl, sit
     if sh[e, 0] < epoch0:
         _tm_uninit_hit(uninit, block, lane, sl, site, i, j)
     elif sh[e, 0] == epoch and sh[e, 1] != lane and not _tm_synced(sh[e, 1], sh[e, 8], lane, w):
-        _tm_race_hit(race, block, sh[e, 1], sh[e, 2], lane, site, sl, i, j)
+        _tm_race_hit(race, sh, e, block, sh[e, 1], sh[e, 2], lane, site, sl, i, j)
     _tm_note_reader(sh, e, lane, epoch, site, w)
 
 
@@ -912,13 +921,13 @@ def _tm_shared_read(sh, e, lane, epoch, epoch0, race, uninit, block, ws, sl, sit
 def _tm_shared_write(sh, e, lane, epoch, race, block, ws, sl, site, i, j):
     w = ws[lane] if _TM_WARP_SYNC else 0
     if sh[e, 0] == epoch and sh[e, 1] != lane and not _tm_synced(sh[e, 1], sh[e, 8], lane, w):
-        _tm_race_hit(race, block, sh[e, 1], sh[e, 2], lane, site, sl, i, j)
+        _tm_race_hit(race, sh, e, block, sh[e, 1], sh[e, 2], lane, site, sl, i, j)
     elif sh[e, 3] == epoch and sh[e, 4] != lane \
             and not _tm_synced(sh[e, 4], sh[e, 9], lane, w):
-        _tm_race_hit(race, block, sh[e, 4], sh[e, 5], lane, site, sl, i, j)
+        _tm_race_hit(race, sh, e, block, sh[e, 4], sh[e, 5], lane, site, sl, i, j)
     elif sh[e, 3] == epoch and sh[e, 6] >= 0 and sh[e, 6] != lane \
             and not _tm_synced(sh[e, 6], sh[e, 10], lane, w):
-        _tm_race_hit(race, block, sh[e, 6], sh[e, 7], lane, site, sl, i, j)
+        _tm_race_hit(race, sh, e, block, sh[e, 6], sh[e, 7], lane, site, sl, i, j)
     sh[e, 0] = epoch
     sh[e, 1] = lane
     sh[e, 2] = site

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 
 from ...words import counted
+from ..hazards import shared_elements_raced
 from .diagnosis import Diagnosis
 from .source import Context, sources_of, statement_path
 from .warps import warp_synchronous_pair
@@ -44,7 +45,7 @@ def missing_barrier(ctx: Context) -> Diagnosis | None:
         f"{races.array} is written at line {a} and {verb} at line {b} with no "
         f"cuda.syncthreads() between them, so a thread can use an element that another "
         f"thread of its block has not written yet",
-        f"{counted(races.count, 'shared-memory race')}; the first: {earlier.describe()} and "
+        f"{shared_elements_raced(races.count)}; the first: {earlier.describe()} and "
         f"{later.describe()}, both on {element}",
         f"line {insert.lineno}: insert `{' ' * insert.col_offset}cuda.syncthreads()` before "
         f"`{ast.unparse(insert).splitlines()[0]}`")

@@ -6,7 +6,7 @@ import ast
 
 from ...derived.warp_ops import FULL_MASK, WARP_OPERATIONS
 from ...words import counted
-from ..hazards import lanes_named
+from ..hazards import lanes_named, shared_elements_raced
 from .diagnosis import Diagnosis
 from .source import Context, called
 
@@ -163,6 +163,6 @@ def warp_synchronous_race(ctx: Context) -> Diagnosis | None:
         f"line {b}) with no cuda.syncwarp() between: since Volta (sm_70) a warp's lanes are "
         "not kept in lockstep, so a lane can read its partner's element before the partner "
         "has written it",
-        f"{counted(races.count, 'shared-memory race')}; the first: {earlier.describe()} and "
+        f"{shared_elements_raced(races.count)}; the first: {earlier.describe()} and "
         f"{later.describe()}, both on {element}, lanes of one warp",
         fix)
