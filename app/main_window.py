@@ -328,7 +328,7 @@ class MainWindow(QtWidgets.QMainWindow):
         s = self.settings
         for path in s.kernel_files():
             try:
-                names = kernel_names(path)
+                names = kernel_names(path, follow_links=False)
             except ThreadMapError:
                 continue
             self.controls.add_kernel_file(path, names)

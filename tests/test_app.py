@@ -1011,3 +1011,20 @@ def test_another_kernel_file_clears_the_reference(window, tmp_path):
     assert "TypeError" not in (window.session.current.verdict.reference_note or "")
     window.results_view.selectRow(0)
     assert controls.reference_edit.text().endswith("references.py:saxpy")
+
+
+def test_opening_a_symbolic_link_is_refused_and_its_target_never_shown(window, tmp_path):
+    """A teacher opening a submission ``mallory.py -> secret`` in the app: one
+    line that says what it names, nothing of the target read or shown, and
+    the kernel on screen kept (issue 42)."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:SECRET-HASH:0:0\n")
+    link = tmp_path / "mallory.py"
+    link.symlink_to(secret)
+    shown = window.controls.kernel_combo.currentText()
+    raised = []
+    window.session.error_raised.connect(lambda message, _: raised.append(message))
+    assert not window.controller.open_kernel_file(str(link))
+    message, = raised
+    assert "a symbolic link (to " in message and "SECRET" not in message
+    assert window.controls.kernel_combo.currentText() == shown

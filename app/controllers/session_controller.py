@@ -289,7 +289,7 @@ class SessionController(QtCore.QObject):
     def open_kernel_file(self, path: str) -> bool:
         """Add a kernel file (parsed, never run); the reason when it has no kernel."""
         try:
-            names = kernel_names(path)
+            names = kernel_names(path, follow_links=False)
         except ThreadMapError as exc:
             self.session.raise_error(str(exc))
             return False

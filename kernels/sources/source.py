@@ -9,10 +9,12 @@ numba (those on the allow-list, ``allow.py``), and the module-level constants
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import KernelSourceError
+from ..words import quoted
 from .allow import ALLOWED_NAMES, NotConstant, allowed_import, evaluate, reserved
 from .limits import MAX_KERNELS, kernel_text, parse
 
@@ -389,9 +391,21 @@ def _find_literal_launches(tree: ast.Module, kernel_names: set[str], values: dic
     return found
 
 
-def kernel_names(path: str | Path) -> tuple[str, ...]:
+def kernel_names(path: str | Path, follow_links: bool = True) -> tuple[str, ...]:
     """The CUDA kernels a file defines (parsed, never run); raises
-    :class:`KernelSourceError` for a file that does not parse or has none."""
+    :class:`KernelSourceError` for a file that does not parse or has none.
+
+    ``follow_links`` False (the app's Open): a symbolic link is refused,
+    saying what it names, and never read: a submission ``mallory.py ->
+    /etc/shadow`` opened in the app would have shown its target's text on
+    the Source page."""
+    if not follow_links and os.path.islink(path):
+        try:
+            target = quoted(os.readlink(path))
+        except OSError:
+            target = "?"
+        raise KernelSourceError(f"a symbolic link (to {target}): ThreadMap opens the file it "
+                                "names only when you open that file itself", str(path))
     module = read_module(path)
     if not module.kernels:
         module.kernel(None)  # raises "no CUDA kernel found"
