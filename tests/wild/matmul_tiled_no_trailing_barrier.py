@@ -1,6 +1,6 @@
 # idiom: a shared-memory tiled matmul with one cuda.syncthreads() per tile, after the loads, none after the products
 # label: bug, lines 22 and 30: no barrier after the product loop (line 30), so a thread's next tile overwrites sA (line 22) and sB while other threads of its block may still be reading the last one (thread 0 overwrites sA[0, 0], which thread 1 reads at line 30)
-# diagnosis: none (missed: missing-barrier reads the source top to bottom, where the barrier of line 28 stands between the store of line 22 and the read of line 30; the race the run found, 2,560 elements, is across the loop back edge)
+# diagnosis: missing-barrier 22 30
 # shape: 37x21x29
 from numba import cuda, float32
 

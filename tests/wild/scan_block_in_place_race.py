@@ -1,6 +1,6 @@
 # idiom: an in-place inclusive scan of one block in shared memory (Hillis-Steele) written as one +=, one barrier per step
 # label: bug, line 19: temp[t] += temp[t - offset] reads an element that thread t - offset writes in the same step, with no barrier between the read and the write, so a thread can read it before or after it was added to (the run: thread 2 reads temp[1] after thread 1 added to it)
-# diagnosis: none (missed: missing-barrier needs the store and the use on two lines, a before b; here both are line 19, one +=, and the run found 254 elements raced on)
+# diagnosis: missing-barrier 19
 from numba import cuda, float32
 
 N = 256

@@ -23,8 +23,12 @@ def missing_barrier(ctx: Context) -> Diagnosis | None:
         return None  # (lanes of one warp: warps.warp_synchronous_race names it)
     kernel = ctx.result.kernel
     barriers = kernel.barrier_lines if kernel is not None else ()
-    if not a < b or any(a < line < b for line in barriers):
-        return None  # (a race around a loop's back edge: not this rule's pattern)
+    if a == b:
+        return _within_one_statement(ctx, a, earlier, later)
+    if a > b:
+        return _across_the_back_edge(ctx, a, b, barriers, earlier, later)
+    if any(a < line < b for line in barriers):
+        return None
     # Where the barrier goes: before the statement holding line b that is a
     # sibling of the one holding line a (in the innermost body holding both).
     insert = None
@@ -49,6 +53,83 @@ def missing_barrier(ctx: Context) -> Diagnosis | None:
         f"{later.describe()}, both on {element}",
         f"line {insert.lineno}: insert `{' ' * insert.col_offset}cuda.syncthreads()` before "
         f"`{ast.unparse(insert).splitlines()[0]}`")
+
+
+def _evidence(ctx: Context, earlier, later) -> str:
+    races = ctx.result.analysis.races
+    element = f"{races.array}[{', '.join(map(str, races.index))}]"
+    return (f"{shared_elements_raced(races.count)}; the first: {earlier.describe()} and "
+            f"{later.describe()}, both on {element}")
+
+
+def _within_one_statement(ctx: Context, line: int, earlier, later) -> Diagnosis | None:
+    """``temp[t] += temp[t - offset]``: one statement reads an element of a
+    shared array that another thread's same statement writes, with no
+    barrier between its read and its write (a Hillis-Steele scan in place)."""
+    array = ctx.result.analysis.races.array
+    statement = next((node for node in ast.walk(ctx.kernel)
+                      if isinstance(node, (ast.Assign, ast.AugAssign))
+                      and node.lineno == line), None)
+    if statement is None:
+        return None
+    target = statement.target if isinstance(statement, ast.AugAssign) else \
+        statement.targets[0] if len(statement.targets) == 1 else None
+    reads = [node for node in ast.walk(statement.value) if isinstance(node, ast.Subscript)
+             and isinstance(node.value, ast.Name) and node.value.id == array]
+    if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+            and target.value.id == array and reads):
+        return None
+    read = ast.unparse(reads[0])
+    written = ast.unparse(target)
+    value = ast.unparse(statement.value).replace(read, "v", 1)
+    update = f"{written} += {value}" if isinstance(statement, ast.AugAssign) else \
+        f"{written} = {value}"
+    # (under a test, the barrier goes outside it: every thread must reach it)
+    guard = ctx.parents.get(statement)
+    if isinstance(guard, ast.If) and statement in guard.body and not guard.orelse:
+        test = ast.unparse(guard.test)
+        fix = (f"line {guard.lineno}: read under the test, wait outside it, then write: "
+               f"`v = {read} if {test} else 0`, `cuda.syncthreads()`, "
+               f"`if {test}: {update}`")
+    else:
+        fix = (f"line {line}: read first, then wait, then write: `v = {read}`, "
+               f"`cuda.syncthreads()`, `{update}`")
+    return Diagnosis(
+        "missing-barrier", (line,),
+        f"line {line} reads {read} and writes {written} in one statement, and another "
+        f"thread's same statement writes the element this one reads, with no "
+        f"cuda.syncthreads() between the reads and the writes: a thread can read it before "
+        f"or after it was updated",
+        _evidence(ctx, earlier, later),
+        fix)
+
+
+def _across_the_back_edge(ctx: Context, a: int, b: int, barriers, earlier,
+                          later) -> Diagnosis | None:
+    """A loop whose body writes a shared array at line b and reads it at line
+    a > b, with a barrier between them but none after line a: the next
+    iteration's write overtakes a slower thread's read of this one (a tiled
+    matmul with no barrier after its products)."""
+    loops = [node for node in ast.walk(ctx.kernel) if isinstance(node, (ast.For, ast.While))
+             and node.body[0].lineno <= b and a <= (node.end_lineno or node.lineno)]
+    if not loops:
+        return None
+    loop = max(loops, key=lambda node: node.lineno)  # (the innermost)
+    start, end = loop.body[0].lineno, loop.end_lineno or loop.lineno
+    if not any(b < line < a for line in barriers) or any(
+            a < line <= end or start <= line < b for line in barriers):
+        return None  # (not this pattern: an ordinary missing barrier, or a race elsewhere)
+    array = ctx.result.analysis.races.array
+    last = loop.body[-1]
+    indent = " " * last.col_offset
+    return Diagnosis(
+        "missing-barrier", (b, a),
+        f"{array} is written at line {b} and read at line {a} in the loop at line "
+        f"{loop.lineno}, with no cuda.syncthreads() after the read: a thread's next round "
+        f"writes {array} while another thread of its block may still be reading this round's",
+        _evidence(ctx, earlier, later),
+        f"line {(last.end_lineno or last.lineno) + 1}: end the loop's body with "
+        f"`{indent}cuda.syncthreads()`")
 
 
 def transposed_tile(ctx: Context) -> Diagnosis | None:
