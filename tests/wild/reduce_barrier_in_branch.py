@@ -1,6 +1,6 @@
 # idiom: a block reduction in shared memory with its barrier indented into the if of the active threads
 # label: bug, line 24: cuda.syncthreads() inside `if t < s:` is reached only by the threads with t < s, a barrier the rest of the block never reaches (undefined on a GPU: a hang or a barrier that does not wait)
-# diagnosis: none (missed: early-return-before-barrier reads only a return before a barrier, not a barrier under a branch)
+# diagnosis: barrier-in-branch 24
 from numba import cuda, float32
 
 TPB = 128

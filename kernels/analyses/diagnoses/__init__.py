@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 
 from .diagnosis import Diagnosis
-from .guards import early_return_before_barrier, wrong_operator_guard
+from .guards import barrier_in_branch, early_return_before_barrier, wrong_operator_guard
 from .indexing import (
     crossed_index,
     shifted_index,
@@ -46,14 +46,16 @@ from .writes import store_and_atomic
 FAILURE_RULES = (wrong_operator_guard, thread_index_only, thread_as_reduction_index,
                  crossed_index, work_from_a, unguarded_chunk_end, launch_bounded_loop, fixed_size,
                  bound_past_size, skipped_terms, shifted_index, store_and_atomic,
-                 missing_barrier, early_return_before_barrier, warp_call_in_branch,
+                 missing_barrier, early_return_before_barrier, barrier_in_branch,
+                 warp_call_in_branch,
                  mask_leaves_out_callers, warp_synchronous_race, all_ones_would_pass)
 #: rules for memory traffic past the ideal (a PASS can have it)
 PERFORMANCE_RULES = (transposed_tile,)
 #: rules that read no matmul's A, B and C (barriers, shared memory, warps, how
 #: the output is written): they run on every kernel, a described one's too.
 #: The others still assume C = A @ B, and run only on matmuls (docs/maps.md).
-ANY_KERNEL_RULES = frozenset({missing_barrier, early_return_before_barrier, store_and_atomic,
+ANY_KERNEL_RULES = frozenset({missing_barrier, early_return_before_barrier, barrier_in_branch,
+                              store_and_atomic,
                               warp_call_in_branch, mask_leaves_out_callers,
                               warp_synchronous_race, transposed_tile, shifted_index,
                               thread_index_only})

@@ -136,3 +136,37 @@ def early_return_before_barrier(ctx: Context) -> Diagnosis | None:
         f"guard the work, not the barrier: drop the return at line {line} and put the loads "
         f"and the store under `if {ast.unparse(negated(guard.test))}:`, with every "
         f"cuda.syncthreads() outside it")
+
+
+def barrier_in_branch(ctx: Context) -> Diagnosis | None:
+    """``if t < s: ...; cuda.syncthreads()``: a barrier under a test that
+    differs between the threads of a block, which the threads failing it
+    never reach.  Evidence: that barrier reached by only some threads of a
+    block.  (A return before a barrier is early-return-before-barrier's.)"""
+    analysis = ctx.result.analysis
+    if analysis is None or not analysis.barrier_divergence:
+        return None
+    barrier = analysis.barrier_divergence[0]
+    call = next((node for node in ast.walk(ctx.kernel) if isinstance(node, ast.Expr)
+                 and node.lineno == barrier.line), None)
+    guard = ctx.parents.get(call) if call is not None else None
+    if not isinstance(guard, ast.If) or call not in guard.body:
+        return None
+    if any(isinstance(node, ast.If) and len(node.body) == 1
+           and isinstance(node.body[0], ast.Return) and node.lineno < barrier.line
+           for node in ast.walk(ctx.kernel)):
+        return None  # (early-return-before-barrier names it)
+    test = ast.unparse(guard.test)
+    after = guard.end_lineno or guard.lineno
+    return Diagnosis(
+        "barrier-in-branch", (barrier.line,),
+        f"the cuda.syncthreads() at line {barrier.line} is under `if {test}:` (line "
+        f"{guard.lineno}), so the threads of a block that fail the test never reach a "
+        f"barrier the others wait at",
+        f"the barrier at line {barrier.line} was reached by {barrier.arrived:,} of "
+        f"{barrier.arrived + barrier.missing:,} threads of block "
+        f"{block_name(barrier.first_block, barrier.grid)} (first missing: "
+        f"{thread_name(barrier.first_missing_thread, barrier.grid, barrier.block)}); "
+        f"{counted(barrier.blocks, 'block')} affected",
+        f"line {barrier.line}: move `cuda.syncthreads()` out of the `if`, after line {after}, "
+        "where every thread of the block reaches it")
