@@ -1,6 +1,6 @@
 # idiom: the course's histogram with a plain += where cuda.atomic.add was needed
 # label: bug, line 19: hist[b] += 1 is a load, an add and a store: threads that meet in a bin each store their own count, and the others' increments can be lost (the run: all 16 bins written by threads of several blocks)
-# diagnosis: none (missed: no rule names an unprotected read-modify-write of global memory that cuda.atomic.add would fix)
+# diagnosis: unprotected-update 19
 from numba import cuda
 
 THREADMAP_ARGS = {"x": "float32[2000]", "xmin": "float32(-1.0)", "xmax": "float32(1.0)",

@@ -40,12 +40,13 @@ from .loops import (
 from .shared import missing_barrier, transposed_tile
 from .source import Context
 from .warps import mask_leaves_out_callers, warp_call_in_branch, warp_synchronous_race
-from .writes import store_and_atomic
+from .writes import store_and_atomic, unprotected_update
 
 #: rules for the causes of a FAIL
 FAILURE_RULES = (wrong_operator_guard, thread_index_only, thread_as_reduction_index,
                  crossed_index, work_from_a, unguarded_chunk_end, launch_bounded_loop, fixed_size,
                  bound_past_size, skipped_terms, shifted_index, store_and_atomic,
+                 unprotected_update,
                  missing_barrier, early_return_before_barrier, barrier_in_branch,
                  warp_call_in_branch,
                  mask_leaves_out_callers, warp_synchronous_race, all_ones_would_pass)
@@ -55,7 +56,7 @@ PERFORMANCE_RULES = (transposed_tile,)
 #: the output is written): they run on every kernel, a described one's too.
 #: The others still assume C = A @ B, and run only on matmuls (docs/maps.md).
 ANY_KERNEL_RULES = frozenset({missing_barrier, early_return_before_barrier, barrier_in_branch,
-                              store_and_atomic,
+                              store_and_atomic, unprotected_update,
                               warp_call_in_branch, mask_leaves_out_callers,
                               warp_synchronous_race, transposed_tile, shifted_index,
                               thread_index_only})

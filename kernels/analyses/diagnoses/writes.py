@@ -46,3 +46,42 @@ def store_and_atomic(ctx: Context) -> Diagnosis | None:
         f"{thread_name(low, ctx.grid, ctx.block)} and {thread_name(high, ctx.grid, ctx.block)}",
         f"line {store.lineno}: `{written}` ({ctx.output} zeroed before the launch), so every "
         f"thread's part is added")
+
+
+#: Augmented assignments an atomic update does in one step (``cuda.atomic.add``
+#: with the value negated for ``-=``).
+_ATOMIC_FOR = {ast.Add: "add", ast.Sub: "sub"}
+
+
+def unprotected_update(ctx: Context) -> Diagnosis | None:
+    """``hist[b] += 1`` in global memory where threads meet on an element: a
+    load, an add and a store, so one thread's store overwrites another's
+    increment.  Evidence: the run's first global race is between two threads'
+    writes of that statement, on that array."""
+    analysis = ctx.result.analysis
+    races = analysis.global_races if analysis is not None else None
+    if races is None or not races.count or races.first is None or races.array is None:
+        return None
+    earlier, later = races.first
+    line = earlier.access.line
+    if later.access.line != line:
+        return None
+    update = next((node for node in ast.walk(ctx.kernel) if isinstance(node, ast.AugAssign)
+                   and node.lineno == line and isinstance(node.target, ast.Subscript)
+                   and isinstance(node.target.value, ast.Name)
+                   and node.target.value.id == races.array), None)
+    if update is None or type(update.op) not in _ATOMIC_FOR:
+        return None
+    index = subscript_text(update.target.slice)
+    value = ast.unparse(update.value)
+    op = _ATOMIC_FOR[type(update.op)]
+    atomic = f"cuda.atomic.{op}({races.array}, {index if ',' not in index else f'({index})'}, " \
+             f"{value})"
+    return Diagnosis(
+        "unprotected-update", (line,),
+        f"`{ast.unparse(update)}` at line {line} is a load, an update and a store, and "
+        f"threads meet on the same elements of {races.array}: one thread's store can "
+        f"overwrite another's update, which is then lost",
+        f"{counted(races.count, 'element')} of {races.array} updated by more than one thread "
+        f"with nothing to order them; the first: {earlier.describe()} and {later.describe()}",
+        f"line {line}: `{atomic}`, one step no other thread can come between")
