@@ -1,6 +1,6 @@
 # idiom: a chunk per thread computed with int(a / b), which rounds down
 # label: bug, line 12: int(1,050 / 512) = 2 elements per thread covers 1,024 of C's 1,050: the last 26 elements (row 29, columns 9..34) are never written
-# diagnosis: none (missed: no rule reads a chunk rounded down, whose remainder no thread takes)
+# diagnosis: rounded-down-chunk 12 13
 # shape: 30x8x35
 from numba import cuda
 

@@ -34,6 +34,7 @@ from .loops import (
     bound_past_size,
     fixed_size,
     launch_bounded_loop,
+    rounded_down_chunk,
     skipped_terms,
     unguarded_chunk_end,
 )
@@ -44,7 +45,8 @@ from .writes import store_and_atomic, unprotected_update
 
 #: rules for the causes of a FAIL
 FAILURE_RULES = (wrong_operator_guard, thread_index_only, thread_as_reduction_index,
-                 crossed_index, work_from_a, unguarded_chunk_end, launch_bounded_loop, fixed_size,
+                 crossed_index, work_from_a, unguarded_chunk_end, rounded_down_chunk,
+                 launch_bounded_loop, fixed_size,
                  bound_past_size, skipped_terms, shifted_index, store_and_atomic,
                  unprotected_update,
                  missing_barrier, early_return_before_barrier, barrier_in_branch,

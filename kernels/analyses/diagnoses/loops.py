@@ -12,6 +12,7 @@ from .diagnosis import Diagnosis
 from .source import (
     LAUNCH,
     Context,
+    called,
     names_in,
     range_loops,
     shape_ref,
@@ -65,6 +66,66 @@ def unguarded_chunk_end(ctx: Context) -> Diagnosis | None:
             f"line {loop.lineno}: `for {variable} in range({ast.unparse(start)}, "
             f"min({ast.unparse(stop)}, {ctx.output}.size)):`")
     return None
+
+
+def rounded_down_chunk(ctx: Context) -> Diagnosis | None:
+    """``for i in range(start, start + chunk)`` with ``chunk`` a quotient
+    rounded down (``int(C.size / cuda.gridsize(1))``, ``C.size // threads``):
+    the remainder is no thread's, and the last elements of C are never
+    written.  Evidence: exactly the elements past threads x chunk unwritten."""
+    maps = ctx.result.maps
+    size = int(maps.count.size)
+    for loop, args in range_loops(ctx):
+        if len(args) != 2 or not isinstance(args[1], ast.BinOp) \
+                or not isinstance(args[1].op, ast.Add):
+            continue
+        start, stop = args
+        if ast.dump(stop.left) == ast.dump(start):
+            chunk_expr = stop.right
+        elif ast.dump(stop.right) == ast.dump(start):
+            chunk_expr = stop.left
+        else:
+            continue
+        if not subscripts(loop, ctx.output, store=True):
+            continue
+        chunk = ctx.value(chunk_expr)
+        threads = ctx.block[0] * ctx.block[1] * ctx.grid[0] * ctx.grid[1]
+        if not chunk or threads * chunk >= size:
+            continue
+        flat = maps.count.reshape(-1)
+        covered = threads * chunk
+        if np.count_nonzero(flat[covered:] == 0) != size - covered \
+                or np.count_nonzero(flat[:covered] == 0):
+            continue  # (not exactly the tail left: some other cause)
+        rounding = next((ast.unparse(n) for n in ast.walk(_defining(ctx, chunk_expr))
+                         if isinstance(n, ast.Call) and called(n) == "int"
+                         or isinstance(n, ast.BinOp) and isinstance(n.op, ast.FloorDiv)),
+                        None)
+        if rounding is None:
+            continue
+        variable = loop.target.id
+        defined = getattr(_defining(ctx, chunk_expr), "lineno", loop.lineno)
+        return Diagnosis(
+            "rounded-down-chunk", tuple(sorted({defined, loop.lineno})),
+            f"each thread's loop at line {loop.lineno} covers `{ast.unparse(chunk_expr)}` = "
+            f"{chunk:,} elements, rounded down by `{rounding}`: {threads:,} threads x "
+            f"{chunk:,} = {covered:,} elements, short of {ctx.output}'s {size:,}, and the "
+            f"remaining {size - covered:,} are no thread's",
+            f"the last {counted(size - covered, 'element')} of {ctx.output} never written, "
+            "and every other written",
+            f"line {defined}: round up, and stop at the end: `{ast.unparse(chunk_expr)} = "
+            f"-(-{ctx.output}.size // cuda.gridsize(1))`, and `for {variable} in "
+            f"range({ast.unparse(start)}, min({ast.unparse(stop)}, {ctx.output}.size)):`")
+    return None
+
+
+def _defining(ctx: Context, expr: ast.expr) -> ast.expr:
+    """``expr``, or, for a name assigned once, the expression assigned to it."""
+    if isinstance(expr, ast.Name):
+        assigned = ctx.assigned.get(expr.id)
+        if assigned and len(assigned) == 1 and assigned[0] is not None:
+            return assigned[0]
+    return expr
 
 
 def _between(ctx: Context, node: ast.AST, ancestor: ast.AST) -> list[ast.AST]:
