@@ -1,6 +1,6 @@
 # idiom: a grid-stride loop written as a while with a manual increment, stepping by the block instead of the grid
 # label: bug, line 14: i steps by blockDim.x = 128 from cuda.grid(1), so every element past 127 is written again by the same thread of each earlier block: 872 of 1,000 elements written by more than one thread
-# diagnosis: none (missed: no rule reads a grid-wide loop that steps by cuda.blockDim.x)
+# diagnosis: block-stride 12 14
 from numba import cuda
 
 THREADMAP_ARGS = {"x": "float32[1000]", "out": "float32[1000]"}

@@ -31,6 +31,7 @@ from .indexing import (
 )
 from .inputs import all_ones_would_pass
 from .loops import (
+    block_stride,
     bound_past_size,
     fixed_size,
     launch_bounded_loop,
@@ -46,7 +47,7 @@ from .writes import store_and_atomic, unprotected_update
 #: rules for the causes of a FAIL
 FAILURE_RULES = (wrong_operator_guard, thread_index_only, thread_as_reduction_index,
                  crossed_index, work_from_a, unguarded_chunk_end, rounded_down_chunk,
-                 launch_bounded_loop, fixed_size,
+                 launch_bounded_loop, fixed_size, block_stride,
                  bound_past_size, skipped_terms, shifted_index, store_and_atomic,
                  unprotected_update,
                  missing_barrier, early_return_before_barrier, barrier_in_branch,
@@ -61,7 +62,7 @@ ANY_KERNEL_RULES = frozenset({missing_barrier, early_return_before_barrier, barr
                               store_and_atomic, unprotected_update,
                               warp_call_in_branch, mask_leaves_out_callers,
                               warp_synchronous_race, transposed_tile, shifted_index,
-                              thread_index_only})
+                              thread_index_only, block_stride})
 
 __all__ = ["ANY_KERNEL_RULES", "Diagnosis", "diagnose", "FAILURE_RULES", "PERFORMANCE_RULES"]
 

@@ -378,6 +378,53 @@ def _fixed_step(ctx: Context, loop: ast.For, variable: str, step: ast.expr, thre
 
 
 
+def block_stride(ctx: Context) -> Diagnosis | None:
+    """A grid-wide loop (from ``cuda.grid(1)``) that steps by the block
+    (``cuda.blockDim.x``), as ``for i in range(start, n, step)`` or as a
+    ``while`` with ``i += step``: threads of different blocks a block apart
+    meet on the same elements.  Evidence: elements of the output written by
+    more than one thread."""
+    threads = ctx.block[0] * ctx.block[1] * ctx.grid[0] * ctx.grid[1]
+    collided = ctx.result.verdict.collided
+    if not collided:
+        return None
+    for loop, start, step in _strided_loops(ctx):
+        made = sources_of(step, ctx.env)
+        if "blockDim" not in made or "gridDim" in made \
+                or "blockIdx" not in sources_of(start, ctx.env):
+            continue
+        value = ctx.value(step)
+        if value is None or value >= threads or not subscripts(loop, ctx.output, store=True):
+            continue
+        line = getattr(step, "lineno", loop.lineno)
+        return Diagnosis(
+            "block-stride", tuple(sorted({loop.lineno, line})),
+            f"the loop at line {loop.lineno} starts each thread at `{ast.unparse(start)}`, "
+            f"across the grid, but steps by `{ast.unparse(step)}` = {value:,}, one block: "
+            f"the grid has {threads:,} threads, so threads of different blocks {value:,} "
+            "apart store the same elements",
+            f"{counted(collided, 'element')} of {ctx.output} written by more than one thread",
+            f"line {line}: step by the whole grid, `cuda.gridsize(1)`")
+    return None
+
+
+def _strided_loops(ctx: Context) -> list[tuple[ast.stmt, ast.expr, ast.expr]]:
+    """(loop, start, step) of each ``for v in range(start, stop, step)`` and
+    each ``while`` whose body does ``v += step`` for a ``v`` bound once
+    before it (``i = cuda.grid(1)``)."""
+    found = [(loop, args[0], args[2]) for loop, args in range_loops(ctx) if len(args) == 3]
+    for loop in (node for node in ast.walk(ctx.kernel) if isinstance(node, ast.While)):
+        for statement in loop.body:
+            if not (isinstance(statement, ast.AugAssign) and isinstance(statement.op, ast.Add)
+                    and isinstance(statement.target, ast.Name)):
+                continue
+            bound = [value for value in ctx.assigned.get(statement.target.id, [])
+                     if value is not None]
+            if len(bound) == 1:
+                found.append((loop, bound[0], statement.value))
+    return found
+
+
 def bound_past_size(ctx: Context) -> Diagnosis | None:
     """``range(..., A.shape[1] + i % 3)``: a loop bound that adds to the
     array's own size, so some threads index past it.  Evidence: reads (or
