@@ -14,6 +14,7 @@ from kernels import (
     gpu_status,
     kernel_names,
     seed_tour,
+    start_typist,
 )
 
 from .actions import (
@@ -452,9 +453,16 @@ def show_result_window(result) -> None:
     del app
 
 
+#: How long after the window shows the typist starts (see run_app).
+TYPIST_DELAY_MS = 2000
+
+
 def run_app(argv: list[str] | None = None, open_file: str | None = None) -> int:
     """Start the GUI (on ``open_file``'s kernels when given); returns the exit status."""
-    compile_files_in_children()  # (files it opens are untrusted: numba's work on them in a child)
+    # (the files it opens are untrusted: numba's work on them in a child,
+    # the typist, started once the window is up: its import of numba, half a
+    # second of a core, had competed with the window's own start)
+    compile_files_in_children(start_typist=False)
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(argv or sys.argv)
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(APP_NAME)
@@ -466,6 +474,7 @@ def run_app(argv: list[str] | None = None, open_file: str | None = None) -> int:
     if open_file is not None:
         window.controller.open_kernel_file(open_file)
     window.show()
+    QtCore.QTimer.singleShot(TYPIST_DELAY_MS, start_typist)
     if not window.settings.value("tour/offered", False, type=bool):
         # the first start: the seed's story, beside the window
         window.settings.setValue("tour/offered", True)

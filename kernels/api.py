@@ -148,14 +148,23 @@ def resolve_backend(request: RunRequest, gpu_follows: bool = False) -> tuple[str
     return resolved.backend, why
 
 
-def compile_files_in_children() -> None:
+def compile_files_in_children(start_typist: bool = True) -> None:
     """Have numba type, and compile to PTX, every kernel read from a file in
     a sandboxed child, bounded in time and memory (see
     :func:`kernels.engine.compile_files_in_children`): for a front end that
-    opens untrusted files."""
+    opens untrusted files.  ``start_typist`` False: its child starts at
+    :func:`start_typist`, or when first needed."""
     from .engine import compile_files_in_children as engine_compile_files
 
-    engine_compile_files()
+    engine_compile_files(start_typist=start_typist)
+
+
+def start_typist() -> None:
+    """Start the child that types kernel files now, if it is not up (numba's
+    import there, 0.5 s of a core: the app starts it once its window is up)."""
+    from .backends.child import warm_typist
+
+    warm_typist()
 
 
 def confirm(result: RunResult, progress=None, cancel=None, **options) -> RunResult:
@@ -253,7 +262,7 @@ def diff_category_names() -> dict:
 
 
 __all__ = [
-    "compile_files_in_children",
+    "compile_files_in_children", "start_typist",
     "ArgumentsNeeded", "ASSUMED_REGISTERS", "BACKEND_LABELS", "BACKEND_SHORT", "BACKENDS", "BackendUnavailable",
     "bank_conflict_model", "bytes_in_memory", "CATALOGUE", "check_request", "command_line",
     "COUNT_COLOURS", "REPEAT_COLOUR", "counted", "default_launch", "describe_request", "describe_seconds", "diff_category_names",

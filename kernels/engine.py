@@ -230,15 +230,17 @@ _RUN_CANCEL: contextvars.ContextVar[CancelCallback | None] = contextvars.Context
 
 
 def compile_files_in_children(time_limit: float = FILE_COMPILE_LIMIT,
-                              typist: bool = True) -> Callable[[], None]:
+                              typist: bool = True,
+                              start_typist: bool = True) -> Callable[[], None]:
     """From now on, this process (one that serves untrusted kernel files:
     the command line, the app, a ``check`` worker) has numba type a kernel
     read from a file, and compile it to PTX for its register count, in a
     sandboxed child, within ``time_limit`` seconds each, never here.
 
     ``typist``: in the typist, a child that stays up from kernel to kernel
-    with numba imported (started now: for the app, where each edit is a new
-    kernel); else in the child that will run the kernel (a one-shot command,
+    with numba imported (for the app, where each edit is a new kernel),
+    started now unless ``start_typist`` is False (then by its first use, or
+    :func:`kernels.backends.child.warm_typist`); else in the child that will run the kernel (a one-shot command,
     which starts that child at its first step: a third process starting
     beside it cost more, 2.3 s became 3 to 4 s on 2 cores)."""
     from .analyses import ptx
@@ -257,7 +259,7 @@ def compile_files_in_children(time_limit: float = FILE_COMPILE_LIMIT,
 
     typing = local_types.type_files_with(typed_in_child)
     compiling = ptx.compile_files_with(compiled_in_child)
-    if typist:
+    if typist and start_typist:
         warm_typist()
 
     def restore() -> None:
