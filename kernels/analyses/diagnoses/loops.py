@@ -22,6 +22,22 @@ from .source import (
 )
 
 
+def _chunk_loops(ctx: Context) -> list[tuple[ast.For, ast.expr, ast.expr, ast.expr]]:
+    """(loop, start, stop, chunk) of each ``for i in range(start, start +
+    chunk)`` (or ``chunk + start``): a thread's chunk of the elements."""
+    found = []
+    for loop, args in range_loops(ctx):
+        if len(args) != 2 or not isinstance(args[1], ast.BinOp) \
+                or not isinstance(args[1].op, ast.Add):
+            continue
+        start, stop = args
+        if ast.dump(stop.left) == ast.dump(start):
+            found.append((loop, start, stop, stop.right))
+        elif ast.dump(stop.right) == ast.dump(start):
+            found.append((loop, start, stop, stop.left))
+    return found
+
+
 def unguarded_chunk_end(ctx: Context) -> Diagnosis | None:
     """``for i in range(start, start + chunk)`` with a ceiling-divided chunk
     and no test against C's size: the last threads run past its end.
@@ -31,17 +47,7 @@ def unguarded_chunk_end(ctx: Context) -> Diagnosis | None:
     if oob is None:
         return None
     size = int(ctx.result.maps.count.size)
-    for loop, args in range_loops(ctx):
-        if len(args) != 2 or not isinstance(args[1], ast.BinOp) \
-                or not isinstance(args[1].op, ast.Add):
-            continue
-        start, stop = args
-        if ast.dump(stop.left) == ast.dump(start):
-            chunk_expr = stop.right
-        elif ast.dump(stop.right) == ast.dump(start):
-            chunk_expr = stop.left
-        else:
-            continue
+    for loop, start, stop, chunk_expr in _chunk_loops(ctx):
         stores = subscripts(loop, ctx.output, store=True)
         if not stores or any(isinstance(node, ast.If) for store in stores
                              for node in _between(ctx, store, loop)):
@@ -75,17 +81,7 @@ def rounded_down_chunk(ctx: Context) -> Diagnosis | None:
     written.  Evidence: exactly the elements past threads x chunk unwritten."""
     maps = ctx.result.maps
     size = int(maps.count.size)
-    for loop, args in range_loops(ctx):
-        if len(args) != 2 or not isinstance(args[1], ast.BinOp) \
-                or not isinstance(args[1].op, ast.Add):
-            continue
-        start, stop = args
-        if ast.dump(stop.left) == ast.dump(start):
-            chunk_expr = stop.right
-        elif ast.dump(stop.right) == ast.dump(start):
-            chunk_expr = stop.left
-        else:
-            continue
+    for loop, start, stop, chunk_expr in _chunk_loops(ctx):
         if not subscripts(loop, ctx.output, store=True):
             continue
         chunk = ctx.value(chunk_expr)
