@@ -269,15 +269,6 @@ def compile_files_in_children(time_limit: float = FILE_COMPILE_LIMIT,
     return restore
 
 
-def compile_files_here() -> None:
-    """Undo :func:`compile_files_in_children` (the tests' fixtures)."""
-    from .analyses import ptx
-    from .derived import local_types
-
-    local_types.type_files_with(None)
-    ptx.compile_files_with(None)
-
-
 def prepare(request: RunRequest,
             gpu_follows: bool = False) -> tuple[RunRequest, KernelPlan, str]:
     """Every check that can refuse ``request`` before anything runs; the

@@ -255,11 +255,11 @@ def costly_sources(draw) -> str:
 
 @pytest.fixture(scope="module")
 def typed_in_a_child():
-    from kernels.engine import compile_files_here, compile_files_in_children
+    from kernels.engine import compile_files_in_children
 
-    compile_files_in_children(time_limit=5)
+    restore = compile_files_in_children(time_limit=5)
     yield
-    compile_files_here()
+    restore()
 
 
 #: (each example may take seconds by design: the CI's longer pass is not run on these)

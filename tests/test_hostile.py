@@ -57,11 +57,11 @@ def test_the_corpus_covers_the_issue():
 def typed_in_a_child():
     """As the app and the command line do: numba types a kernel file in a
     sandboxed child, bounded (here to 10 s), never in this process."""
-    from kernels.engine import compile_files_here, compile_files_in_children
+    from kernels.engine import compile_files_in_children
 
-    compile_files_in_children(time_limit=10)
+    restore = compile_files_in_children(time_limit=10)
     yield
-    compile_files_here()
+    restore()
 
 
 @pytest.mark.parametrize("name", FILES)
