@@ -10,6 +10,7 @@ from .analyses.correctness import ErrorFigures
 from .analyses.lockstep_analysis import LockstepAnalysis
 from .records import AccessMaps, WriteMaps
 from .request import RunRequest
+from .sources.arguments import drawn_shape
 from .words import counted
 
 #: The strips of ``AccessMaps.oob_margin``, in order, as ``maps_arrays`` names
@@ -472,6 +473,8 @@ class RunResult:
             "diagnoses": [d.as_dict() for d in self.diagnoses],
             "output": {"array": self.output, "why": self.output_reason,
                        **self._output_shapes()},
+            **({"arrays": self.array_shapes(), "maps_shape_rule": MAPS_SHAPE_RULE}
+               if self.request.arguments else {}),
             **({"kernel_output": {
                 "from": KERNEL_OUTPUT_SOURCE, "text": self.kernel_output,
                 "lines": self.kernel_output.count("\n"),
@@ -513,6 +516,14 @@ class RunResult:
                 "uninitialised_shared_reads": None, "warp_operations": None,
                 "global_races": None, "analysis_source": self.analysis_note}
 
+    def array_shapes(self) -> dict[str, dict]:
+        """A described run's arrays: each one's own shape, and the shape
+        every map of it has in ``maps.npz`` (``drawn_shape``: a 1-D array
+        wrapped into rows, a 3-D one's slices stacked, a 2-D one as it is).
+        Read maps and write maps of one array share that shape."""
+        return {a.name: {"shape": list(a.shape), "maps_shape": list(drawn_shape(a.shape))}
+                for a in self.request.arguments if hasattr(a, "shape")}
+
     def _output_shapes(self) -> dict:
         """A described run's output: its own shape, and the matrix its maps
         are drawn as (a 1-D output wrapped into rows of ``row_length``)."""
@@ -536,7 +547,12 @@ class RunResult:
         ``reads_<input>`` for a described run."""
         if not self.request.arguments:
             return {"reads_a": self.maps.reads_a, "reads_b": self.maps.reads_b}
-        return {f"reads_{name}": reads for name, reads in zip(self.input_names, self.maps.reads)}
+        # (in the array's drawn shape, as its write maps and the output's are:
+        # one shape per array, MAPS_SHAPE_RULE)
+        shapes = self.array_shapes()
+        return {f"reads_{name}": reads.reshape(shapes[name]["maps_shape"])
+                if name in shapes and reads.size == np.prod(shapes[name]["maps_shape"])
+                else reads for name, reads in zip(self.input_names, self.maps.reads)}
 
     def maps_arrays(self) -> dict[str, np.ndarray]:
         """The arrays written to ``maps.npz``.  Per-warp figures are (blocks,
@@ -572,6 +588,15 @@ class RunResult:
         for written in m.written:
             arrays.update(written_maps(written))
         return arrays
+
+
+#: How every map of an array is shaped, said once (result.json's
+#: ``maps_shape_rule``, docs/own-kernels.md): the shape the app draws it in.
+MAPS_SHAPE_RULE = ("every map of an array (its reads, its writes) has one shape, the one it "
+                   "is drawn in: a 2-D array's own; a 1-D array of n elements wrapped into "
+                   "rows, row length the divisor of n nearest above its square root (1000: "
+                   "25 x 40), one row where none is near; a 3-D array d0 x d1 x d2 as its "
+                   "slices stacked, (d0 * d1) x d2, row s * d1 + j holding [s, j, :]")
 
 
 #: A written array's maps, by the name ``written_maps`` gives them before ``_<array>``.

@@ -220,8 +220,12 @@ def test_the_command_line_runs_a_described_kernel_and_writes_its_maps(files):
                                                "out=float32[1000]", "n=1000", "alpha=2.5"]
     assert summary["output"] == {"array": "out", "why": "the array the kernel stores into",
                                  "shape": [1000], "maps_shape": [25, 40], "row_length": 40}
+    # (one shape per array, said once: the reads of x are wrapped as out's writes are)
+    assert summary["arrays"]["x"] == {"shape": [1000], "maps_shape": [25, 40]}
+    assert "wrapped into rows" in summary["maps_shape_rule"]
     maps = np.load(out / "maps.npz")  # numpy alone reads it
-    assert maps["count"].shape == (25, 40) and maps["reads_x"].shape == (1000,)
+    assert maps["count"].shape == (25, 40) and maps["reads_x"].shape == (25, 40)
+    assert maps["reads_x"].reshape(-1)[999] == 1  # (x[999] read once, by the last thread)
     proc = subprocess.run([sys.executable, "-m", "app.launcher", "run", "--kernel-file",
                            str(files / "saxpy.py"), "--backend", "cpu", "--reference",
                            "nofile.py:f", "--out", str(files / "bad")],
