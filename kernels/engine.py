@@ -371,6 +371,9 @@ def _run(request: RunRequest, progress: ProgressCallback, cancel: CancelCallback
         from .reference_code import check_against_reference
 
         result = check_against_reference(result, plan, reference, expected=found)
+        # (the rules ran on the verdict of the maps alone: a run whose only
+        # fault is its values, found by the reference, gets its causes now)
+        result = _diagnosed(result, plan, ones=None)
     asked = request.backend if request.backend != result.request.backend else ""
     if follows or asked:
         result = dataclasses.replace(result, follows=follows, asked_backend=asked)
@@ -556,12 +559,21 @@ def run_here(request: RunRequest, backend_note: str, progress: ProgressCallback 
         # The same launch on ones, its values only (cheap: small runs only).
         progress(0.99, "trying the same launch on all-ones inputs")
         ones = _errors_on_all_ones(request, backend_note, cancel, ran_for)
+    result = _diagnosed(result, plan, ones)
+    progress(1.0, "done")
+    return result
+
+
+def _diagnosed(result: RunResult, plan, ones) -> RunResult:
+    """``result`` with the causes its verdict calls for (analyses/diagnoses),
+    in place of any found before; the all-ones figures ``ones`` where tried.
+    A rule's failure is a note, once."""
     failed: list[str] = []
     diagnoses = diagnose(plan.kernel.node, result, plan.module.values,
                          {name: line for name, (_, line) in plan.module.constants.items()},
-                         ones, failed, matmul=not described)
-    progress(1.0, "done")
-    return dataclasses.replace(result, diagnoses=diagnoses, notes=result.notes + tuple(failed))
+                         ones, failed, matmul=not result.request.arguments)
+    notes = result.notes + tuple(note for note in failed if note not in result.notes)
+    return dataclasses.replace(result, diagnoses=diagnoses, notes=notes)
 
 
 #: the largest run (multiply-adds) tried again on all-ones inputs for a diagnosis
