@@ -1,6 +1,6 @@
 # idiom: a chunk of rows per thread, math.ceil(rows / cuda.gridsize(1)), no guard at the chunk's end
 # label: bug, line 15: 16 threads x ceil(50 / 16) = 4 rows cover 64 rows, and nothing stops at C's 50: thread 12 writes rows 50..51, threads 13..15 rows 52..63, 14 rows x 12 = 168 writes past C
-# diagnosis: none (missed: unguarded-chunk-end counts the chunk in elements, threads x chunk = 64 against C.size = 600, where this chunk counts rows, 64 against 50)
+# diagnosis: unguarded-chunk-end 15
 # shape: 50x8x12
 import math
 

@@ -1,6 +1,6 @@
 # idiom: a 2-D grid-stride loop whose column loop steps by the other axis's grid size
 # label: bug, line 13: the columns step by sx = 16 where the grid is sy = 24 wide: y = 0..7 and 16..23 both reach columns 16..23 and 32..39, so 16 columns x 20 rows = 320 elements are written twice
-# diagnosis: none (missed: no rule reads a stride taken from the other axis of cuda.gridsize(2))
+# diagnosis: other-axis-stride 13
 # shape: 20x9x40
 from numba import cuda
 

@@ -1,6 +1,6 @@
 # idiom: nested while loops with manual increments, the inner counter started once, outside the outer loop
 # label: bug, line 11: col is set once, before the row loop, so after a thread's first row it stays past C's 24 columns: the 16 threads' rows 0..15 are written, rows 16..39 (576 of 960 elements) never
-# diagnosis: none (missed: no rule reads an inner loop counter that is not reset for each pass of the outer loop)
+# diagnosis: counter-not-reset 11
 # shape: 40x8x24
 from numba import cuda
 

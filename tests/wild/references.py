@@ -100,3 +100,19 @@ def softmax(x, out=None):
 
 def relu(x, out=None):
     return np.maximum(np.asarray(x, np.float64), 0.0)
+
+
+def scale2d(x, out=None):
+    return 2.0 * np.asarray(x, np.float64)
+
+
+def add_bias(x, bias, out=None):
+    return np.asarray(x, np.float64) + np.asarray(bias, np.float64)[None, :]
+
+
+def matvec(A, x, y=None):
+    return np.asarray(A, np.float64) @ np.asarray(x, np.float64)
+
+
+def outer(x, y, out=None):
+    return np.outer(np.asarray(x, np.float64), np.asarray(y, np.float64))

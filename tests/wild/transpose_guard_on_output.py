@@ -1,6 +1,6 @@
 # idiom: a naive transpose guarded by the output's shape where the input's was needed
 # label: bug, line 12: the guard tests out's shape (24 x 40) where a's (40 x 24) was needed: threads with i < 24 and j = 24..31 read a[i, j] past a's 24 columns and write out[j, i] past out's 24 rows (192 each), and the threads with i = 24..39 store nothing, so out's columns 24..39 (384 elements) are never written
-# diagnosis: none (missed: no rule reads a guard that tests one array's shape and indexes another)
+# diagnosis: guard-of-other-array 12
 from numba import cuda
 
 THREADMAP_ARGS = {"a": "float32[40, 24]", "out": "float32[24, 40]"}

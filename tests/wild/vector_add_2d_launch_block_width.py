@@ -1,6 +1,6 @@
 # idiom: a 2-D launch over a 1-D array, the flat index made with the block's width where the grid's was needed
 # label: bug, line 12: i = gy * blockDim.x + gx with gx 0..31 and gy 0..31 runs only to 31 * 16 + 31 = 527, and (gx, gy) meets (gx - 16, gy + 1): elements 528..999 (472) are never written and most below are written twice
-# diagnosis: none (missed: no rule reads a flat index whose row width is the block's, not the grid's)
+# diagnosis: flat-index-width 12
 from numba import cuda
 
 THREADMAP_ARGS = {"x": "float32[1000]", "y": "float32[1000]", "out": "float32[1000]"}

@@ -1,6 +1,6 @@
 # idiom: a raise left at the end of the kernel; a flat loop over rows*cols where rows**2 was needed
 # label: bug, line 14: the loop covers rows * cols = 4,000 elements of the 100 x 100 output (rows**2 was needed): rows 40 to 99 are never written
-# diagnosis: none (missed: no rule yet reads a flat loop bounded by rows * cols)
+# diagnosis: short-flat-loop 14
 from numba import cuda
 
 THREADMAP_ARGS = {"X": "float32[100, 40]", "out": "float32[100, 100]"}

@@ -13,15 +13,21 @@ a guess (a wrong diagnosis is worse than none):
 Each diagnosis says the cause in one sentence in the kernel's own names and
 the run's numbers, gives the evidence (which threads and elements, how
 many), and a fix, as the edited line where one is clear (as rustc's
-``help:`` lines do).  Rules by subject: guards.py, indexing.py, loops.py, writes.py, shared.py,
-inputs.py, warps.py.
+``help:`` lines do).  Rules by subject: guards.py, indexing.py, loops.py,
+coverage.py, writes.py, shared.py, inputs.py, warps.py.
 """
 from __future__ import annotations
 
 import ast
 
+from .coverage import counter_not_reset, flat_index_width, other_axis_stride, short_flat_loop
 from .diagnosis import Diagnosis
-from .guards import barrier_in_branch, early_return_before_barrier, wrong_operator_guard
+from .guards import (
+    barrier_in_branch,
+    early_return_before_barrier,
+    guard_of_other_array,
+    wrong_operator_guard,
+)
 from .indexing import (
     crossed_index,
     shifted_index,
@@ -47,7 +53,8 @@ from .writes import store_and_atomic, unprotected_update
 #: rules for the causes of a FAIL
 FAILURE_RULES = (wrong_operator_guard, thread_index_only, thread_as_reduction_index,
                  crossed_index, work_from_a, unguarded_chunk_end, rounded_down_chunk,
-                 launch_bounded_loop, fixed_size, block_stride,
+                 launch_bounded_loop, fixed_size, block_stride, other_axis_stride,
+                 flat_index_width, short_flat_loop, counter_not_reset, guard_of_other_array,
                  bound_past_size, skipped_terms, shifted_index, store_and_atomic,
                  unprotected_update,
                  missing_barrier, early_return_before_barrier, barrier_in_branch,
@@ -56,13 +63,18 @@ FAILURE_RULES = (wrong_operator_guard, thread_index_only, thread_as_reduction_in
 #: rules for memory traffic past the ideal (a PASS can have it)
 PERFORMANCE_RULES = (transposed_tile,)
 #: rules that read no matmul's A, B and C (barriers, shared memory, warps, how
-#: the output is written): they run on every kernel, a described one's too.
-#: The others still assume C = A @ B, and run only on matmuls (docs/maps.md).
+#: the output's elements are dealt to threads, guards, loop bounds): they run
+#: on every kernel, a described one's too.  The others reason about A's rows,
+#: B's columns and the sum over K, and run only on matmuls (docs/maps.md).
 ANY_KERNEL_RULES = frozenset({missing_barrier, early_return_before_barrier, barrier_in_branch,
                               store_and_atomic, unprotected_update,
                               warp_call_in_branch, mask_leaves_out_callers,
                               warp_synchronous_race, transposed_tile, shifted_index,
-                              thread_index_only, block_stride})
+                              thread_index_only, block_stride, other_axis_stride,
+                              flat_index_width, short_flat_loop, counter_not_reset,
+                              guard_of_other_array, unguarded_chunk_end, rounded_down_chunk,
+                              fixed_size, launch_bounded_loop, wrong_operator_guard,
+                              bound_past_size})
 
 __all__ = ["ANY_KERNEL_RULES", "Diagnosis", "diagnose", "FAILURE_RULES", "PERFORMANCE_RULES"]
 

@@ -1,5 +1,5 @@
-"""Rules about guards: bounds tests joined with the wrong operator, and early
-returns before a barrier."""
+"""Rules about guards: bounds tests joined with the wrong operator or taken
+from another array's shape, and early returns and barriers in branches."""
 from __future__ import annotations
 
 import ast
@@ -7,7 +7,15 @@ import ast
 from ...words import counted
 from ..hazards import block_name, thread_name
 from .diagnosis import Diagnosis
-from .source import LAUNCH, Context, sources_of, subscripts
+from .source import (
+    LAUNCH,
+    Context,
+    extent_word,
+    shape_ref,
+    sources_of,
+    subscript_parts,
+    subscripts,
+)
 
 
 def wrong_operator_guard(ctx: Context) -> Diagnosis | None:
@@ -16,7 +24,7 @@ def wrong_operator_guard(ctx: Context) -> Diagnosis | None:
     range stores whatever the other is.  Evidence: writes outside the output,
     the first with one coordinate inside its range and the other outside."""
     result = ctx.result
-    shape = result.maps.count.shape
+    shape = ctx.shapes.get(ctx.output) or result.maps.count.shape  # (as the kernel indexes it)
     oob = next((o for o in result.maps.out_of_bounds
                 if o.array == ctx.output and o.direction == "write" and o.count), None)
     if oob is None or oob.first_index is None or len(shape) != 2:
@@ -64,7 +72,7 @@ def _and_return(node: ast.If, ctx: Context, oob) -> Diagnosis | None:
             and _compares(tests, (ast.GtE, ast.Gt), ctx)):
         return None
     every = "both" if len(tests) == 2 else "all"
-    shape = " x ".join(map(str, ctx.result.maps.count.shape))
+    shape = " x ".join(map(str, ctx.shapes.get(ctx.output) or ctx.result.maps.count.shape))
     return Diagnosis(
         "and-guard", (node.lineno,),
         f"the guard at line {node.lineno} returns only when {_named(tests, 'and')} {every} "
@@ -170,3 +178,66 @@ def barrier_in_branch(ctx: Context) -> Diagnosis | None:
         f"{counted(barrier.blocks, 'block')} affected",
         f"line {barrier.line}: move `cuda.syncthreads()` out of the `if`, after line {after}, "
         "where every thread of the block reaches it")
+
+
+def guard_of_other_array(ctx: Context) -> Diagnosis | None:
+    """A guard that bounds a coordinate by one array's shape where it
+    indexes another of a different extent (``if i < out.shape[0] and j <
+    out.shape[1]:`` around ``out[j, i] = a[i, j]``, a transpose): the threads
+    past the indexed array's edge pass the test.  Evidence: out-of-bounds
+    accesses of that array, the first past its extent in that dimension."""
+    for guard in (node for node in ast.walk(ctx.kernel) if isinstance(node, ast.If)):
+        tests = guard.test.values if isinstance(guard.test, ast.BoolOp) \
+            and isinstance(guard.test.op, ast.And) else [guard.test]
+        bounds: dict[str, tuple[str, int, int]] = {}  # coordinate -> (array, dim, extent)
+        for test in tests:
+            if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+                    and isinstance(test.ops[0], ast.Lt) and isinstance(test.left, ast.Name)
+                    and sources_of(test.left, ctx.env) & set(LAUNCH)):
+                continue
+            found = shape_ref(test.comparators[0])
+            extent = ctx.value(test.comparators[0]) if found is not None else None
+            if extent is not None:
+                bounds[test.left.id] = (found[0], found[1], extent)
+        if not bounds:
+            continue
+        accesses = [(access, store) for statement in guard.body for store in (False, True)
+                    for access in ast.walk(statement)
+                    if isinstance(access, ast.Subscript) and isinstance(access.value, ast.Name)
+                    and isinstance(access.ctx, ast.Store if store else ast.Load)]
+        for access, store in accesses:
+            array = access.value.id
+            shape = ctx.shapes.get(array)
+            parts = subscript_parts(access.slice)
+            if shape is None or len(parts) != len(shape):
+                continue
+            for dim, element in enumerate(parts):
+                if not isinstance(element, ast.Name) or element.id not in bounds:
+                    continue
+                tested, tested_dim, extent = bounds[element.id]
+                if tested == array or extent <= shape[dim]:
+                    continue
+                direction = "write" if store else "read"
+                oob = next((o for o in ctx.result.maps.out_of_bounds
+                            if o.array == array and o.direction == direction and o.count
+                            and o.first_index is not None and dim < len(o.first_index)
+                            and o.first_index[dim] >= shape[dim]), None)
+                if oob is None:
+                    continue
+                what = extent_word(shape, dim)
+                fixed = " and ".join(f"{p.id} < {array}.shape[{d}]" for d, p in enumerate(parts)
+                                     if isinstance(p, ast.Name) and p.id in bounds)
+                coordinate = element.id
+                return Diagnosis(
+                    "guard-of-other-array", (guard.lineno,),
+                    f"the guard at line {guard.lineno} bounds `{coordinate}` by "
+                    f"`{tested}.shape[{tested_dim}]` = {extent:,}, but `{coordinate}` indexes "
+                    f"{array}'s {what} (`{ast.unparse(access)}`), of which this run's {array} "
+                    f"has {shape[dim]:,}: the threads with `{coordinate}` from {shape[dim]:,} "
+                    f"to {extent - 1:,} pass the test",
+                    f"{counted(oob.count, 'out-of-bounds ' + direction)} of {array}; the first "
+                    f"by {thread_name(oob.first_thread, ctx.grid, ctx.block)} at "
+                    f"[{', '.join(map(str, oob.first_index))}]",
+                    f"line {guard.lineno}: test each index against the array it indexes, "
+                    f"`if {fixed}:`")
+    return None

@@ -13,6 +13,7 @@ from .diagnosis import Diagnosis
 from .source import (
     Context,
     atomic_calls,
+    extent_word,
     names_in,
     range_args,
     sources_of,
@@ -193,8 +194,7 @@ def shifted_index(ctx: Context) -> Diagnosis | None:
                     continue
                 verb = "writes" if store else "reads"
                 amount = "one" if beyond == 1 else f"{beyond:,}"
-                unit = ("elements" if len(shape) == 1 else
-                        "rows" if dim == 0 else "columns")
+                unit = extent_word(shape, dim)
                 shifted = f"`{text}` at line {line}" + (
                     f", with `{ast.unparse(element)} = {base} {'+' if offset > 0 else '-'} "
                     f"{abs(offset)}` (line {assigned_at})," if assigned_at else "")

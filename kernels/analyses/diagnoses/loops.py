@@ -13,6 +13,7 @@ from .source import (
     LAUNCH,
     Context,
     called,
+    extent_word,
     names_in,
     range_loops,
     shape_ref,
@@ -46,7 +47,7 @@ def unguarded_chunk_end(ctx: Context) -> Diagnosis | None:
                 if o.array == ctx.output and o.direction == "write" and o.count), None)
     if oob is None:
         return None
-    size = int(ctx.result.maps.count.size)
+    shape = ctx.shapes.get(ctx.output) or tuple(ctx.result.maps.count.shape)
     for loop, start, stop, chunk_expr in _chunk_loops(ctx):
         stores = subscripts(loop, ctx.output, store=True)
         if not stores or any(isinstance(node, ast.If) for store in stores
@@ -57,20 +58,31 @@ def unguarded_chunk_end(ctx: Context) -> Diagnosis | None:
         # placed by blockIdx, else one block's, each block from the start)
         threads = ctx.block[0] * ctx.block[1] * (
             ctx.grid[0] * ctx.grid[1] if "blockIdx" in sources_of(start, ctx.env) else 1)
-        if chunk is None or threads * chunk <= size:
-            continue
         variable = loop.target.id
+        # (a chunk of flat elements is measured against the output's size; a
+        # chunk of rows, `C[r, c]` with r the loop's, against its rows)
+        unit, extent, end = "elements", int(np.prod(shape)), f"{ctx.output}.size"
+        for store in stores:
+            parts = subscript_parts(store.slice)
+            dim = next((d for d, p in enumerate(parts) if isinstance(p, ast.Name)
+                        and p.id == variable), None)
+            if len(parts) == len(shape) > 1 and dim is not None:
+                unit = extent_word(shape, dim)
+                extent, end = shape[dim], f"{ctx.output}.shape[{dim}]"
+                break
+        if chunk is None or threads * chunk <= extent:
+            continue
         return Diagnosis(
             "unguarded-chunk-end", (loop.lineno,),
             f"each thread's loop at line {loop.lineno} covers `{ast.unparse(chunk_expr)}` = "
-            f"{chunk:,} elements from `{ast.unparse(start)}`, rounded up, and nothing stops it "
+            f"{chunk:,} {unit} from `{ast.unparse(start)}`, rounded up, and nothing stops it "
             f"at the end of {ctx.output}: {threads:,} threads x {chunk:,} = "
-            f"{threads * chunk:,} elements, past its {size:,}",
+            f"{threads * chunk:,} {unit}, past its {extent:,}",
             f"{counted(oob.count, 'out-of-bounds write')} of {ctx.output}; the first by "
             f"{thread_name(oob.first_thread, ctx.grid, ctx.block)} at "
             f"[{', '.join(map(str, oob.first_index or ()))}]",
             f"line {loop.lineno}: `for {variable} in range({ast.unparse(start)}, "
-            f"min({ast.unparse(stop)}, {ctx.output}.size)):`")
+            f"min({ast.unparse(stop)}, {end})):`")
     return None
 
 
@@ -135,13 +147,11 @@ def _between(ctx: Context, node: ast.AST, ancestor: ast.AST) -> list[ast.AST]:
 
 
 def launch_bounded_loop(ctx: Context) -> Diagnosis | None:
-    """A loop over K's tiles bounded by the launch (``range(cuda.gridDim.x)``)
-    where the data's size is needed.  Evidence: columns of A past what the
+    """A loop over tiles bounded by the launch (``range(cuda.gridDim.x)``)
+    where the data's size is needed: its tiles, ``i * TPB``, cover less of
+    the array they step through than it holds (a matmul's K, a described
+    kernel's row or column).  Evidence: that array's elements past what the
     loop covers never read."""
-    a = ctx.role("A")
-    if a is None:
-        return None
-    k = ctx.shapes[a][1]
     for loop, args in range_loops(ctx):
         bound = args[0] if len(args) == 1 else args[1]
         made_of = sources_of(bound, ctx.env)
@@ -149,43 +159,59 @@ def launch_bounded_loop(ctx: Context) -> Diagnosis | None:
                 "shape[" in source or source.endswith(".size") for source in made_of):
             continue
         variable = loop.target.id
-        tile_expr = _tile_of(loop, variable, a)
-        trips, tile = ctx.value(bound), ctx.value(tile_expr) if tile_expr is not None else None
-        if tile_expr is None or trips is None or tile is None or trips * tile >= k:
-            continue
-        reads = ctx.result.maps.reads_a.reshape(-1, k)
-        unread = int(np.count_nonzero(reads[:, trips * tile:].sum(axis=0) == 0))
-        if not unread:
-            return None
-        quantity = "cuda.gridDim" if "gridDim" in made_of else "cuda.blockDim"
-        tile_text = ast.unparse(tile_expr)
-        return Diagnosis(
-            "launch-bounded-loop", (loop.lineno,),
-            f"the loop over tiles at line {loop.lineno} runs `{ast.unparse(bound)}` = {trips:,} "
-            f"times, a launch quantity ({quantity}), so its tiles of {tile_text} = {tile:,} "
-            f"cover {trips * tile:,} of K = {k:,}",
-            f"columns {trips * tile:,}-{k - 1:,} of {a} never read "
-            f"({counted(unread, 'column')}); "
-            f"{counted(ctx.result.verdict.errors.wrong, 'element')} of {ctx.output} off "
-            f"their bound",
-            f"line {loop.lineno}: `for {variable} in range(({a}.shape[1] + {tile_text} - 1) // "
-            f"{tile_text}):`")
+        trips = ctx.value(bound)
+        for array, dim, tile_expr in _tiles_of(ctx, loop, variable):
+            tile = ctx.value(tile_expr)
+            shape = ctx.shapes.get(array)
+            reads = ctx.reads_of(array)
+            if trips is None or tile is None or shape is None or reads is None \
+                    or dim >= len(shape) or trips * tile >= shape[dim]:
+                continue
+            extent = shape[dim]
+            past = reads[(slice(None),) * dim + (slice(trips * tile, None),)]
+            # (a slice of the array along dim, none of whose elements was read)
+            other = tuple(d for d in range(reads.ndim) if d != dim)
+            unread = int(np.count_nonzero(past.sum(axis=other) == 0)) if other else \
+                int(np.count_nonzero(past == 0))
+            if not unread:
+                continue
+            quantity = "cuda.gridDim" if "gridDim" in made_of else "cuda.blockDim"
+            tile_text = ast.unparse(tile_expr)
+            what = extent_word(shape, dim)
+            matmul_k = ctx.matmul and array == ctx.role("A") and dim == 1
+            covered = f"K = {extent:,}" if matmul_k else f"{array}'s {extent:,} {what}"
+            wrong = ctx.result.verdict.errors.wrong
+            return Diagnosis(
+                "launch-bounded-loop", (loop.lineno,),
+                f"the loop over tiles at line {loop.lineno} runs `{ast.unparse(bound)}` = "
+                f"{trips:,} times, a launch quantity ({quantity}), so its tiles of {tile_text} "
+                f"= {tile:,} cover {trips * tile:,} of {covered}",
+                f"{what} {trips * tile:,}-{extent - 1:,} of {array} never read "
+                f"({counted(unread, what[:-1] if what.endswith('s') else what)})"
+                + (f"; {counted(wrong, 'element')} of {ctx.output} off their bound"
+                   if wrong else ""),
+                f"line {loop.lineno}: `for {variable} in range(({array}.shape[{dim}] + "
+                f"{tile_text} - 1) // {tile_text}):`")
     return None
 
 
-def _tile_of(loop: ast.For, variable: str, a: str) -> ast.expr | None:
-    """``TPB`` where A's column subscript in ``loop`` holds ``variable * TPB``."""
-    for load in subscripts(loop, a, store=False):
-        elements = subscript_parts(load.slice)
-        if len(elements) != 2:
-            continue
-        for node in ast.walk(elements[1]):
-            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-                if isinstance(node.left, ast.Name) and node.left.id == variable:
-                    return node.right
-                if isinstance(node.right, ast.Name) and node.right.id == variable:
-                    return node.left
-    return None
+def _tiles_of(ctx: Context, loop: ast.For, variable: str) -> list[tuple[str, int, ast.expr]]:
+    """(array, dim, ``TPB``) where a read of an array in ``loop`` has
+    ``variable * TPB`` in its index at ``dim``: the tiles the loop steps
+    through (A first for a matmul: its columns are K)."""
+    found = []
+    arrays = sorted(ctx.shapes, key=lambda name: name != ctx.role("A"))
+    for array in arrays:
+        for load in subscripts(loop, array, store=False):
+            for dim, element in enumerate(subscript_parts(load.slice)):
+                # (`col = m * TPB + t`, then `A[row, col]`: the name's one value)
+                for node in ast.walk(_defining(ctx, element)):
+                    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+                        if isinstance(node.left, ast.Name) and node.left.id == variable:
+                            found.append((array, dim, node.right))
+                        elif isinstance(node.right, ast.Name) and node.right.id == variable:
+                            found.append((array, dim, node.left))
+    return found
 
 
 def fixed_size(ctx: Context) -> Diagnosis | None:
@@ -245,7 +271,7 @@ def _fixed_guard(ctx: Context, guard: ast.If) -> Diagnosis | None:
                                 and o.first_index[dim] >= shape[dim]), None)
                     if oob is None:
                         continue
-                    what = "rows" if dim == 0 else "columns"
+                    what = extent_word(shape, dim)
                     return Diagnosis(
                         "fixed-size", (guard.lineno,),
                         f"{named} bounds `{coordinate}` in the guard at line {guard.lineno}, "
@@ -287,7 +313,7 @@ def _fixed_bound(ctx: Context, loop: ast.For, variable: str, bound: ast.expr):
                         or dim >= len(shape) or value == shape[dim]:
                     continue
                 extent = shape[dim]
-                what = "rows" if dim == 0 else "columns"
+                what = extent_word(shape, dim)
                 if value > extent:
                     direction = "write" if isinstance(access.ctx, ast.Store) else "read"
                     oob = next((o for o in ctx.result.maps.out_of_bounds
@@ -302,9 +328,10 @@ def _fixed_bound(ctx: Context, loop: ast.For, variable: str, bound: ast.expr):
                     effect = f"the loop runs past {array}'s end"
                 else:
                     # (short of K, or of C: a matmul reads every element of A
-                    # and B and writes every element of C)
+                    # and B and writes every element of C; a described
+                    # kernel, any array it indexes by the loop's variable)
                     k_dim = {ctx.role("A"): 1, ctx.role("B"): 0}.get(array)
-                    if array != ctx.output and dim != k_dim:
+                    if array != ctx.output and dim != k_dim and ctx.matmul:
                         continue
                     evidence = _short_evidence(ctx, array, dim, value, extent)
                     if evidence is None:
@@ -330,8 +357,10 @@ def _short_evidence(ctx: Context, array: str, dim: int, value: int, extent: int)
         unwritten = int(np.count_nonzero(part == 0))
         return (f"{counted(unwritten, 'element')} of {array} past index {value:,} never "
                 "written") if unwritten else None
-    reads = maps.reads_a if array == ctx.role("A") else maps.reads_b
-    part = reads[value:] if dim == 0 else reads[:, value:]
+    reads = ctx.reads_of(array)
+    if reads is None or dim >= reads.ndim:
+        return None
+    part = reads[(slice(None),) * dim + (slice(value, None),)]
     unread = int(np.count_nonzero(part == 0))
     return (f"{counted(unread, 'element')} of {array} past index {value:,} never read"
             if unread else None)
@@ -384,7 +413,7 @@ def block_stride(ctx: Context) -> Diagnosis | None:
     collided = ctx.result.verdict.collided
     if not collided:
         return None
-    for loop, start, step in _strided_loops(ctx):
+    for loop, start, step in strided_loops(ctx):
         made = sources_of(step, ctx.env)
         if "blockDim" not in made or "gridDim" in made \
                 or "blockIdx" not in sources_of(start, ctx.env):
@@ -404,7 +433,7 @@ def block_stride(ctx: Context) -> Diagnosis | None:
     return None
 
 
-def _strided_loops(ctx: Context) -> list[tuple[ast.stmt, ast.expr, ast.expr]]:
+def strided_loops(ctx: Context) -> list[tuple[ast.stmt, ast.expr, ast.expr]]:
     """(loop, start, step) of each ``for v in range(start, stop, step)`` and
     each ``while`` whose body does ``v += step`` for a ``v`` bound once
     before it (``i = cuda.grid(1)``)."""
@@ -446,7 +475,7 @@ def bound_past_size(ctx: Context) -> Diagnosis | None:
                         and dim < len(o.first_index) and o.first_index[dim] >= extent), None)
             if not indexed or oob is None:
                 continue
-            what = "rows" if dim == 0 else "columns"
+            what = extent_word(ctx.shapes[array], dim)
             start = ast.unparse(args[0]) + ", " if len(args) > 1 else ""
             return Diagnosis(
                 "bound-past-size", (loop.lineno,),

@@ -39,31 +39,39 @@ def sources_of(expr: ast.expr, env: dict[str, frozenset[str]]) -> frozenset[str]
     for node in ast.walk(expr):
         if isinstance(node, ast.Attribute) and node.attr in LAUNCH:
             found.add(node.attr)
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
-                and node.value.attr == "threadIdx":
-            found.add(f"threadIdx.{node.attr}")  # (which lanes differ in it)
+        elif isinstance(node, ast.Attribute) and node.attr in "xyz" and len(node.attr) == 1 \
+                and isinstance(node.value, ast.Attribute) and node.value.attr in LAUNCH:
+            found.add(f"axis:{node.attr}")  # (which axis of the launch it follows)
+            if node.value.attr == "threadIdx":
+                found.add(f"threadIdx.{node.attr}")  # (which lanes differ in it)
         elif isinstance(node, ast.Attribute) and node.attr == "size" \
                 and isinstance(node.value, ast.Name):
             found.add(f"{node.value.id}.size")
         elif shape_ref(node) is not None:
             found.add("{}.shape[{}]".format(*shape_ref(node)))
         elif isinstance(node, ast.Call):
+            # (cuda.grid(1), cuda.gridsize(1): along x; cuda.grid(2) unpacked
+            # is read by _bind, one axis a name)
             if called(node) == "grid":  # cuda.grid(n): blockIdx * blockDim + threadIdx
-                found.update(("threadIdx", "blockIdx", "blockDim", "threadIdx.x"))
+                found.update(("threadIdx", "blockIdx", "blockDim", "threadIdx.x", "axis:x"))
             elif called(node) == "gridsize":
-                found.update(("blockDim", "gridDim"))
+                found.update(("blockDim", "gridDim", "axis:x"))
         elif isinstance(node, ast.Name) and node.id in env:
             found.update(env[node.id])
     return frozenset(found)
 
 
 def _bind(target: ast.expr, value: ast.expr, env: dict[str, frozenset[str]]) -> None:
-    if isinstance(target, (ast.Tuple, ast.List)) and called(value) == "grid":
-        # x, y = cuda.grid(2): x is made of threadIdx.x, y of threadIdx.y
+    if isinstance(target, (ast.Tuple, ast.List)) and called(value) in ("grid", "gridsize"):
+        # x, y = cuda.grid(2): x is made of threadIdx.x, y of threadIdx.y;
+        # sx, sy = cuda.gridsize(2): sx is the grid's size along x
+        made = (("threadIdx", "blockIdx", "blockDim") if called(value) == "grid"
+                else ("blockDim", "gridDim"))
         for axis, element in zip("xyz", target.elts):
             if isinstance(element, ast.Name):
+                own = (f"threadIdx.{axis}",) if called(value) == "grid" else ()
                 env[element.id] = env.get(element.id, frozenset()) | frozenset(
-                    ("threadIdx", "blockIdx", "blockDim", f"threadIdx.{axis}"))
+                    made + own + (f"axis:{axis}",))
         return
     if isinstance(target, ast.Name):
         env[target.id] = env.get(target.id, frozenset()) | sources_of(value, env)
@@ -174,6 +182,16 @@ class Context:
                 target = node.target
                 if isinstance(target, ast.Name):
                     self.assigned.setdefault(target.id, []).append(None)
+        #: names unpacked from the launch, ``x, y = cuda.grid(2)`` and
+        #: ``sx, sy = cuda.gridsize(2)``: name -> (grid or gridsize, axis)
+        self.unpacked: dict[str, tuple[str, int]] = {}
+        for node in ast.walk(self.kernel):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                    and isinstance(node.targets[0], (ast.Tuple, ast.List)) \
+                    and called(node.value) in ("grid", "gridsize"):
+                for axis, element in enumerate(node.targets[0].elts):
+                    if isinstance(element, ast.Name):
+                        self.unpacked[element.id] = (called(node.value), axis)
         #: shared and local arrays: name -> (its declaration, its shape's
         #: expression), as ``sA = cuda.shared.array((TPB, TPB), float32)``
         self.declarations: dict[str, tuple[ast.Assign, ast.expr]] = {}
@@ -193,11 +211,45 @@ class Context:
                 self.shapes.setdefault(name, tuple(values))
 
     @property
+    def matmul(self) -> bool:
+        """Whether the run is C = A @ B (roles A, B, C), not a described kernel."""
+        return not self.result.request.arguments
+
+    @property
     def output(self) -> str:
         return self.result.output
 
     def role(self, role: str) -> str | None:
         return self.roles.get(role)
+
+    def reads_of(self, array: str) -> np.ndarray | None:
+        """How many times each element of ``array`` (an input) was read, in
+        its shape as the kernel indexes it; None for an array not read back
+        (the output, shared memory)."""
+        maps = self.result.maps
+        if not self.result.request.arguments:  # (a matmul: A's, then B's)
+            index = {self.role("A"): 0, self.role("B"): 1}.get(array)
+        else:
+            names = self.result.input_names
+            index = names.index(array) if array in names else None
+        if index is None or index >= len(maps.reads):
+            return None
+        reads = maps.reads[index]
+        shape = self.shapes.get(array)
+        return reads.reshape(shape) if shape is not None and reads.size == np.prod(shape) \
+            else reads
+
+    def axes(self, expr: ast.expr) -> frozenset[str]:
+        """The launch's axes (``x``, ``y``, ``z``) ``expr`` follows."""
+        return frozenset(source[len("axis:"):] for source in sources_of(expr, self.env)
+                         if source.startswith("axis:"))
+
+    def grid_extent(self, axis: str) -> int:
+        """The grid's threads along ``axis``: ``cuda.gridsize``'s element."""
+        index = "xyz".index(axis)
+        block = tuple(self.result.request.block) + (1, 1)
+        grid = tuple(self.result.request.grid) + (1, 1)
+        return block[index] * grid[index]
 
     def loops_around(self, node: ast.AST) -> list[ast.For]:
         """The ``for`` loops that hold ``node``, innermost first."""
@@ -222,6 +274,8 @@ class Context:
             if assigned is not None:
                 return self.value(assigned[0], depth + 1) \
                     if len(assigned) == 1 and assigned[0] is not None else None
+            if expr.id in self.unpacked and self.unpacked[expr.id][0] == "gridsize":
+                return self.grid_extent("xyz"[self.unpacked[expr.id][1]])
             value = self.constants.get(expr.id)
             return value if isinstance(value, int) and not isinstance(value, bool) else None
         if isinstance(expr, ast.Attribute):
@@ -303,6 +357,14 @@ class Context:
                 return None
             expr, seen = assigned[0], seen + 1
         return None
+
+
+def extent_word(shape: tuple[int, ...], dim: int) -> str:
+    """What the indices of ``dim`` of an array of ``shape`` count: elements
+    of a 1-D array, rows and columns of a 2-D one, and so on."""
+    if len(shape) == 1:
+        return "elements"
+    return "rows" if dim == 0 else "columns" if dim == len(shape) - 1 else f"indices of axis {dim}"
 
 
 def shape_ref(expr: ast.AST) -> tuple[str, int] | None:
