@@ -46,9 +46,27 @@ def barriers_per_block(request: RunRequest, plan) -> int:
     return plan.barriers_outside_loops + plan.barriers_in_loops * tiles
 
 
+#: The simulator on a described kernel: per statement a thread executes
+#: (work.py; fitted on a softmax, a row sum, a stencil and a reduction, warm:
+#: within 2.1x of each, benchmarks/bench_estimates.py --simulator).
+SIMULATOR_SECONDS_PER_LANE_STATEMENT = 8e-6
+
+
 def simulator_seconds(request: RunRequest, plan=None) -> float:
     """Lower bound of a simulator run's time (recording plus plain kernel);
-    with the kernel's ``plan``, its barriers counted."""
+    with the kernel's ``plan``, its barriers counted.  A described kernel's
+    work and barriers are what its threads execute (work.py), not M x N x K."""
+    if plan is not None and request.arguments:
+        from .work import block_work
+
+        work = block_work(request, plan)
+        seconds = request.blocks * work.lane_work * SIMULATOR_SECONDS_PER_LANE_STATEMENT
+        if work.barriers:
+            per_barrier = (SECONDS_PER_BLOCK_BARRIER
+                           + SECONDS_PER_BLOCK_BARRIER_PER_THREAD * request.threads_per_block)
+            return (seconds + request.total_threads * SECONDS_PER_THREAD_WITH_BARRIERS
+                    + request.blocks * work.barriers * per_barrier)
+        return seconds + 2 * request.total_threads * SECONDS_PER_THREAD
     iterations = request.m * request.n * request.k
     work = iterations * (SECONDS_PER_RECORDED_ITERATION + SECONDS_PER_PLAIN_ITERATION)
     if plan is not None and plan.barrier_lines:
@@ -140,11 +158,28 @@ def compile_seconds(plan) -> float:
 RACE_CHECK_FACTOR = 3.0
 
 
+#: The instant tier on a described kernel (work.py's counts), fitted on 12
+#: kernels (reductions, scans, row sums, a softmax, a stencil, a vector add),
+#: each at two sizes, 10^3 to 3 x 10^6 elements, 2 ms to 27 s: per array
+#: access (its shadow, its requests), per statement run over a vector of
+#: lanes, per statement and lane (benchmarks/bench_estimates.py).
+INSTANT_SECONDS_PER_ACCESS = 47e-6
+INSTANT_SECONDS_PER_STATEMENT = 43e-6
+INSTANT_SECONDS_PER_LANE_STATEMENT = 0.08e-6
+#: and its fixed cost (the arrays, the maps read back): a 4,096-element
+#: vector add takes 3 ms
+INSTANT_RUN_SECONDS = 0.002
+
+
 def instant_seconds(request: RunRequest, plan) -> float:
-    """Rough time of the instant tier (a correct matmul's work, M x N x K
-    multiply-adds): vector steps, each lane's share of them."""
+    """Rough time of the instant tier: for a matmul, its M x N x K
+    multiply-adds in vector steps and each lane's share of them; for a
+    described kernel, the statements and accesses its threads execute
+    (work.py), which for a reduction or a scan are nothing like M x N x K."""
     from .derived.transform import race_checked_arrays
 
+    if request.arguments:
+        return described_instant_seconds(request, plan) * machine_factor()
     work = request.m * request.n * request.k
     tpb = request.threads_per_block
     per_step = INSTANT_SECONDS_PER_VECTOR_STEP
@@ -162,6 +197,38 @@ def instant_seconds(request: RunRequest, plan) -> float:
         lanes = min(request.total_threads, max(tpb, INSTANT_CHUNK_LANES))
     steps = work / max(1, lanes)
     return (steps * per_step + work * INSTANT_SECONDS_PER_LANE_STEP) * machine_factor()
+
+
+def described_instant_seconds(request: RunRequest, plan) -> float:
+    """The instant tier's time on a described kernel, on the reference
+    machine, from block 0's work (work.block_work) and how the tier deals the
+    launch out: block after block (barriers, shared or local memory, a global
+    array checked for races), warp after warp (warps that see each other's
+    writes), or the whole grid in chunks of lanes."""
+    from .backends.instant import order_matters
+    from .derived.transform import race_checked_arrays
+    from .work import block_work
+
+    work = block_work(request, plan)
+    blocks, tpb = request.blocks, request.threads_per_block
+    # (as derived/lockstep.py's LockstepLayout.warpwise and run_instant deal it)
+    if plan.barrier_lines or any(a.kind == "shared" for a in plan.local_arrays) \
+            or race_checked_arrays(plan):
+        units = blocks
+        vector_accesses, lane_accesses = work.vector_accesses, work.lane_accesses
+    elif order_matters(plan):
+        warps = -(-tpb // 32)
+        units = blocks * warps
+        vector_accesses, lane_accesses = work.vector_accesses, work.lane_accesses / warps
+    else:
+        units = -(-blocks // max(1, INSTANT_CHUNK_LANES // tpb))
+        vector_accesses = work.vector_accesses
+        lane_accesses = work.lane_accesses * blocks / units
+    accesses = units * (vector_accesses + lane_accesses)
+    statements = units * work.vector_statements
+    return (INSTANT_RUN_SECONDS + accesses * INSTANT_SECONDS_PER_ACCESS
+            + statements * INSTANT_SECONDS_PER_STATEMENT
+            + blocks * work.lane_work * INSTANT_SECONDS_PER_LANE_STATEMENT)
 
 
 #: What the calibration below took on the reference machine (2 cores, the

@@ -79,3 +79,43 @@ def test_each_wild_kernel_gets_the_diagnoses_worked_out_by_hand(name):
     assert result.verdict.passed == verdict_expected(path), (label, result.verdict.reasons)
     found = tuple((d.rule, tuple(d.lines)) for d in result.diagnoses)
     assert found == expected, (found, result.verdict.reasons)
+
+
+#: The figures each newer rule must give, worked out by hand in the file's
+#: ``# label:`` line (the rule and line alone could be right for the wrong
+#: reason): a part of its message, and one of its evidence.
+HAND_FIGURES = {
+    "matmul_ceil_rows_per_thread.py": ("16 threads x 4 = 64 rows, past its 50",
+                                       "168 out-of-bounds writes of C"),
+    "matmul_gridstride_2d_wrong_stride.py": ("(24 threads wide), but steps by `sx` = 16",
+                                             "320 elements of C written by more than one"),
+    "matmul_while_col_not_reset.py": ("`col` is set once, at line 11",
+                                      "576 elements of C never written"),
+    "transpose_guard_on_output.py": ("of which this run's a has 24",
+                                     "192 out-of-bounds reads of a"),
+    "vector_add_2d_launch_block_width.py": ("`cuda.blockDim.x` = 16 wide",
+                                            "472 elements never written"),
+    "xxt_raise_rows_cols.py": ("`rows * cols` = 4,000, but out has 10,000 elements",
+                               "6,000 elements of out from flat index 4,000 on"),
+    "scale_2d_gridstride_wrong_stride.py": ("steps by `sx` = 64",
+                                            "2,720 elements of out never written"),
+    "matvec_guard_on_input.py": ("`x.shape[0]` = 40", "400 out-of-bounds reads of A"),
+    "scale_2d_while_not_reset.py": ("`j` is set once, at line 12",
+                                    "870 elements of out never written"),
+    "outer_product_flat_short.py": ("the last 600 (rows 18-29)", "600 elements of out"),
+    "row_sums_tiled_grid_bounded.py": ("cover 64 of A's 300 columns",
+                                       "columns 64-299 of A never read (236 columns)"),
+    "scale_chunk_ceil_unguarded.py": ("192 threads x 6 = 1,152 elements, past its 1,000",
+                                      "152 out-of-bounds writes of out"),
+    "relu_chunk_floor.py": ("192 threads x 5 = 960 elements",
+                            "the last 40 elements of out never written"),
+    "scale_fixed_size_guard.py": ("`N` = 1,024 (line 6)", "24 out-of-bounds writes of out"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HAND_FIGURES))
+def test_the_newer_rules_give_the_figures_worked_out_by_hand(name):
+    message, evidence = HAND_FIGURES[name]
+    diagnosis, = run_wild(WILD / name).diagnoses
+    assert message in diagnosis.message, diagnosis.message
+    assert evidence in diagnosis.evidence, diagnosis.evidence

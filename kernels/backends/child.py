@@ -434,7 +434,7 @@ MESSAGE_MODULES = frozenset(f"kernels.{name}" for name in (
     "derived.lockstep", "derived.native", "derived.transform", "derived.vector", "errors",
     "live", "maps_file", "outputs", "records", "reference_code", "request", "result", "search",
     "sources.allow", "sources.arguments", "sources.catalogue", "sources.plan",
-    "sources.signature", "sources.source", "stow", "sweep", "tour"))
+    "sources.signature", "sources.source", "stow", "sweep", "tour", "work"))
 
 
 class _ChildUnpickler(pickle.Unpickler):

@@ -980,7 +980,7 @@ def _lengths(starts: np.ndarray, total: int) -> np.ndarray:
     return np.diff(starts, append=total)
 
 
-def _order_matters(plan) -> bool:
+def order_matters(plan) -> bool:
     """Whether warps may see each other's writes: then they run one after another."""
     from .common import updates_output_atomically
 
@@ -1009,7 +1009,7 @@ def run_instant(job: KernelJob, hand_over_after: float | None = None) -> Backend
     for name in layout.race_arrays:
         lockstep[global_ranges_param(name)] = allocate_global_ranges(
             sizes[name] if sizes[name] <= RACE_CHECK_ELEMENTS else 0)
-    grid_wide = layout.warpwise and not _order_matters(plan)
+    grid_wide = layout.warpwise and not order_matters(plan)
     runtime = VectorRuntime(job, code, records, lockstep, keyed=grid_wide, c=c)
     if hand_over_after is not None:
         from ..estimate import INSTANT_SECONDS_PER_VECTOR_STEP, machine_factor
