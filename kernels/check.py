@@ -307,6 +307,9 @@ class Task(NamedTuple):
     reference: str | None = None
     #: why that module holds none for it (its rows are CHECKED, and say so)
     no_reference: str | None = None
+    #: that reference is the course's references.py, found on its own: run
+    #: in the kernel's sandboxed child, never in check's process
+    reference_in_child: bool = False
 
 
 def tasks(submissions: list[Submission], skipped=None) -> list[Task]:
@@ -348,8 +351,8 @@ def _no_kernel_why(path: str) -> str:
     """Why a file without a kernel is skipped; a course's references.py not
     named by ``--reference`` gets the hint that would use it."""
     if Path(path).name == COURSE_REFERENCES:
-        return (f"no @cuda.jit kernel (if it holds your references, give --reference {path}: "
-                "never used unless you name it)")
+        return (f"no @cuda.jit kernel (references beside kernels in a folder below the one "
+                f"checked are not used: give --reference {path} to hold its kernels to it)")
     return "no @cuda.jit kernel"
 
 
@@ -409,7 +412,8 @@ def check_kernel(task: Task | tuple[str, str | None, str | None], shapes, launch
         with refusing_links(task.below):  # (and where it is read, step by step)
             rows = _check_cases(task.file, task.kernel, shapes, launches, dtype, seed,
                                 backend, case_limit, tier, described_as,
-                                task.reference or reference)
+                                task.reference or reference,
+                                in_child=task.reference_in_child and not reference)
     except Exception as exc:
         return [_error_row(task, thread_map_failed(exc))]
     finally:
@@ -417,6 +421,10 @@ def check_kernel(task: Task | tuple[str, str | None, str | None], shapes, launch
         restore()  # (a Dask worker's thread leaves its process as it found it)
     for row in rows:
         row["link"] = task.link
+        used = task.reference or reference
+        row["reference"] = (f"{used} (the course's {COURSE_REFERENCES}, found beside the "
+                            "kernel; run in the sandbox)" if task.reference_in_child
+                            and not reference else used) if used else None
         if task.no_reference and row["verdict"] == CHECKED:
             row["reasons"] = "; ".join(filter(None, (task.no_reference, row["reasons"])))
     return rows
@@ -424,8 +432,9 @@ def check_kernel(task: Task | tuple[str, str | None, str | None], shapes, launch
 
 def _check_cases(path: str, kernel: str | None, shapes, launches, dtype: str, seed: int,
                  backend: str, case_limit: float, tier: str, described_as: tuple[str, ...],
-                 reference: str | None) -> list[dict]:
-    """The rows of :func:`check_kernel`'s cases."""
+                 reference: str | None, in_child: bool = False) -> list[dict]:
+    """The rows of :func:`check_kernel`'s cases (``in_child``: the reference
+    is imported and called in the kernel's sandbox, not here)."""
     from .engine import run
     from .errors import RunTimedOut
     from .presets import default_launch
@@ -439,7 +448,7 @@ def _check_cases(path: str, kernel: str | None, shapes, launches, dtype: str, se
     # only, as a submission's reference is never run.
     described = None
     base = RunRequest(kernel=kernel, kernel_file=path, dtype=dtype, seed=seed, backend=backend,
-                      tier=tier)
+                      tier=tier, reference_in_child=in_child)
     from .sources.arguments import describe_request
 
     if described_as or reference:
@@ -561,6 +570,11 @@ def run_check(paths, shapes, launches, dtype: str = "float32", seed: int = 0,
     files = find_submissions(paths, follow_links)
     if not files:
         raise NoKernels(f"no kernels in {', '.join(map(str, paths))}: no .py files there")
+    courses = course_references(paths) if reference is None else {}
+    for submission in [s for s in files if os.path.abspath(s.path) in courses]:
+        files.remove(submission)
+        skipped(str(submission.path), "the course's references: each kernel beside it held to "
+                                      "the function named after it, run in the sandbox")
     if reference is not None:
         # The teacher's own file, where refuse_submitted_reference let it lie
         # among the files checked: host code, never graded.
@@ -576,6 +590,8 @@ def run_check(paths, shapes, launches, dtype: str = "float32", seed: int = 0,
     if module is not None:
         work = with_kernel_references(work, module, functions)
         reference = None  # (each task has its own, or none)
+    elif reference is None:
+        work = with_course_references(work, courses)
     progress = progress or (lambda done, total: None)
     arguments = dict(shapes=shapes, launches=launches, dtype=dtype, seed=seed, backend=backend,
                      case_limit=case_limit, tier=tier, described_as=tuple(described_as),
@@ -664,6 +680,63 @@ def with_kernel_references(work: list[Task], module: str, functions) -> list[Tas
                                      kernels_in[task.file] == 1)
         found.append(task._replace(reference=spec, no_reference=why))
     return found
+
+
+def course_references(paths) -> dict[str, frozenset[str]]:
+    """The course's answer keys check finds on its own, where no
+    ``--reference`` is given: ``references.py`` at the top of a folder
+    given (a regular file, not a link), by its absolute path, with the
+    names of its top-level functions read from its syntax tree.  Nothing of
+    it runs here: each kernel's reference is imported and called in that
+    kernel's sandboxed child (``RunRequest.reference_in_child``), as the
+    kernel itself is, since a file among those checked is not the
+    teacher's by being there."""
+    import ast
+
+    found = {}
+    for given in paths:
+        path = Path(given) / COURSE_REFERENCES
+        try:
+            if not Path(given).is_dir() or not stat.S_ISREG(os.lstat(path).st_mode):
+                continue
+            if os.lstat(path).st_size > COURSE_REFERENCES_LIMIT:
+                continue
+            tree = ast.parse(path.read_bytes(), str(path))
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # (none, or none that parses: its kernels are CHECKED, as before)
+        # (its functions, and names given to them: `reduce_strided = block_sums`)
+        names = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) \
+                    and node.value.id in names:
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        found[os.path.abspath(path)] = frozenset(n for n in names if not n.startswith("_"))
+    return found
+
+
+#: The largest references.py check reads on its own (a course's answer key is
+#: a few kilobytes; a larger file there is not read, and its kernels CHECKED).
+COURSE_REFERENCES_LIMIT = 1 << 20
+
+
+def with_course_references(work: list[Task], courses: dict[str, frozenset[str]]) -> list[Task]:
+    """``work`` with each kernel in a folder given that has a course's
+    references.py (``course_references``) held to its function there, in
+    the sandbox; kernels elsewhere as they were."""
+    if not courses:
+        return work
+    beside: dict[str, list[int]] = {}
+    for index, task in enumerate(work):
+        folder = os.path.dirname(os.path.abspath(task.file))
+        module = next((path for path in courses if os.path.dirname(path) == folder), None)
+        if module is not None and task.kernel is not None:
+            beside.setdefault(module, []).append(index)
+    held = list(work)
+    for module, indices in beside.items():
+        found = with_kernel_references([work[i] for i in indices], module, courses[module])
+        for index, task in zip(indices, found):
+            held[index] = task._replace(reference_in_child=True) if task.reference else task
+    return held
 
 
 def refuse_submitted_reference(reference: str, paths) -> None:
@@ -906,8 +979,8 @@ def _on_dask(address: str, work, arguments, progress) -> list[list[dict]]:
         client.close()
 
 
-COLUMNS = ("file", "link", "kernel", "shape", "launch", "launch_source", "verdict", "reasons",
-           "diagnoses", "seconds", "time_what")
+COLUMNS = ("file", "link", "kernel", "shape", "launch", "launch_source", "reference", "verdict",
+           "reasons", "diagnoses", "seconds", "time_what")
 
 
 def write_report(rows: list[dict], out: Path, title: str = "ThreadMap check",

@@ -340,13 +340,15 @@ def _run(request: RunRequest, progress: ProgressCallback, cancel: CancelCallback
     resolved, plan, note = prepare(request, gpu_follows)
     follows = "gpu" if note.startswith(GPU_FOLLOWS) else None
     referenced = resolved.reference is not None or reference is not None
+    # (a reference check found on its own runs in the sandbox, after the kernel)
+    sandboxed_reference = referenced and reference is None and resolved.reference_in_child
     simulator = backend_named(resolved.backend).needs_own_process and not _simulating()
     expected = None
     if simulator or isolate or time_limit is not None:
         from .backends.child import runner
 
         known_types = None if simulator else _known_types(plan, resolved)
-        if referenced:  # (made on a thread here while the kernel runs in its child)
+        if referenced and not sandboxed_reference:  # (made here while the kernel runs)
             from .reference_code import ExpectedInBackground
 
             expected = ExpectedInBackground(resolved, plan, reference)
@@ -363,7 +365,14 @@ def _run(request: RunRequest, progress: ProgressCallback, cancel: CancelCallback
         from .reference_code import expected_output, with_expected_output
 
         progress(0.98, "checking against your reference")
-        found = expected.result() if expected else expected_output(resolved, plan, reference)
+        if sandboxed_reference:
+            from .backends.child import runner
+
+            found = runner(simulator=False).expected_output(
+                plan, resolved, time_limit or FILE_COMPILE_LIMIT, cancel)
+        else:
+            found = expected.result() if expected else expected_output(resolved, plan,
+                                                                        reference)
         result = with_expected_output(result, found)
     if maps_final is not None:
         maps_final(result)

@@ -75,6 +75,10 @@ class RunRequest:
     #: output of a described run (run in the command's process, never in the
     #: kernel's sandbox); none: maps and checks only
     reference: str | None = None
+    #: the reference is imported and called in the kernel's sandboxed child,
+    #: not in the command's process: one ``check`` found on its own (the
+    #: course's references.py at the top of the folder checked)
+    reference_in_child: bool = False
     #: a ``.npz`` of the arrays the caller gave (the Python API's ``args``),
     #: by parameter name, used in place of made ones: the inputs, and the
     #: output's starting values where the kernel reads it (inputs.py)

@@ -1,6 +1,7 @@
 """threadmap check: many kernel files, shapes and launches; one report."""
 import csv
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -314,17 +315,70 @@ def test_a_file_of_one_kernel_falls_back_on_the_function_named_after_the_file(we
     assert row["verdict"] == "FAIL", row  # (held to it: not checks only)
 
 
-def test_a_references_py_is_never_imported_unless_the_teacher_names_it(week, tmp_path, capsys):
+def test_the_course_passes_with_no_flag_its_references_found_beside_it(tmp_path, capsys):
+    """``threadmap check examples``, nothing more: the course's
+    references.py at the top of the folder checked holds each kernel to the
+    function named after it, and every example passes."""
+    out = tmp_path / "report"
+    assert threadmap("check", str(EXAMPLES), "--out", str(out)) == 0
+    rows = rows_of(out)
+    assert [r["verdict"] for r in rows] == ["PASS"] * len(EXAMPLE_KERNELS), \
+        [(r["file"], r["verdict"], r["reasons"]) for r in rows]
+    assert all("run in the sandbox" in r["reference"] for r in rows)
+    err = capsys.readouterr().err
+    assert f"skipped {EXAMPLES / 'references.py'}: the course's references" in err
+
+
+def test_a_course_references_py_runs_in_the_kernels_sandbox_never_in_check(week):
+    """references.py at the top of the folder is among the files checked,
+    so it is not the teacher's by being there: it is imported and called in
+    each kernel's sandboxed child, never in check's own process (here, the
+    test's: its reference answers wrongly in this process only)."""
+    from kernels.check import (
+        Launch,
+        check_kernel,
+        course_references,
+        find_submissions,
+        tasks,
+        with_course_references,
+    )
+
+    (week / "references.py").write_text(
+        "import os\n\n\n"
+        "def vector_add(x, y):\n"
+        f"    return x - y if os.getpid() == {os.getpid()} else x + y\n")
+    courses = course_references([week])
+    assert courses == {str(week / "references.py"): frozenset({"vector_add"})}
+    work = with_course_references(tasks(find_submissions([week], False)), courses)
+    task = next(t for t in work if t.file.endswith("vector_add.py"))
+    assert task.reference_in_child and task.reference == f"{week / 'references.py'}:vector_add"
+    [row] = check_kernel(task, shapes=[], launches=(Launch("file"),))
+    assert row["verdict"] == "PASS", row  # (x - y, had it run here)
+
+
+def test_a_references_py_below_the_folder_checked_or_a_link_is_not_used(week, tmp_path,
+                                                                          capsys):
+    """Only references.py at the top of a folder given is found on its own,
+    and only a regular file: one in a student's folder, or a link at the
+    top, holds nothing (its kernels are CHECKED, and it never runs)."""
+    from kernels.check import course_references
+
     marker = tmp_path / "marker"
-    (week / "references.py").write_text(f"open({str(marker)!r}, 'w').close()\n\n\n"
-                                        "def vector_add(x, y):\n    return x + y\n")
+    body = f"open({str(marker)!r}, 'w').close()\n\n\ndef vector_add(x, y):\n    return x\n"
+    (week / "alice").mkdir()
+    (week / "alice" / "references.py").write_text(body)
+    shutil.copy(EXAMPLES / "vector_add.py", week / "alice" / "vector_add.py")
+    (week / "references.py").unlink()
+    (week / "references.py").symlink_to(week / "alice" / "references.py")
+    assert course_references([week]) == {}
     out = tmp_path / "report"
     assert threadmap("check", str(week), "--out", str(out)) == 0
-    assert not marker.exists()  # (a student could have put it there)
-    assert {r["verdict"] for r in rows_of(out)} == {"CHECKED"}  # (before: an ERROR row)
-    err = capsys.readouterr().err
-    assert (f"skipped {week / 'references.py'}: no @cuda.jit kernel (if it holds your "
-            f"references, give --reference {week / 'references.py'}") in err
+    rows = {r["file"]: r for r in rows_of(out)}
+    link = rows.pop(str(week / "references.py"))  # (a link is an ERROR row, as any link)
+    assert link["verdict"] == "ERROR" and "a symbolic link" in link["reasons"]
+    assert {r["verdict"] for r in rows.values()} == {"CHECKED"}
+    assert not marker.exists()
+    assert "references beside kernels in a folder below" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("where", ["alice/references.py", "notes.py", "link"])

@@ -247,6 +247,15 @@ class ChildRunner:
         return self._compiled_in_child(plan, ("ptx", dtype, tuple(cc)), "compile to PTX",
                                        time_limit, cancel)
 
+    def expected_output(self, plan, request, time_limit: float,
+                        cancel: CancelCallback = _never):
+        """A described run's expected output (reference_code.Expected) from
+        its reference, imported and called in this runner's child, under its
+        sandbox (a reference found on its own, the course's references.py,
+        is host code ThreadMap did not take from the teacher's hand)."""
+        return self._compiled_in_child(plan, ("expected", request), "the reference",
+                                       time_limit, cancel)
+
     def _compiled_in_child(self, plan, question: tuple, what: str, time_limit: float,
                            cancel: CancelCallback):
         """numba's work on ``plan`` (read from a kernel file): ``question``'s
@@ -262,8 +271,9 @@ class ChildRunner:
         from ..errors import KernelCompileError
 
         def failed(how: str) -> KernelCompileError:
-            return KernelCompileError(
-                f"{plan.module.path}: numba's {what} of kernel {plan.name!r} {how}")
+            whose = f"{what} of kernel" if what.startswith("the ") else \
+                f"numba's {what} of kernel"
+            return KernelCompileError(f"{plan.module.path}: {whose} {plan.name!r} {how}")
 
         with self._lock:
             key = TYPIST_KEY if self.typist else source_key(plan.module.text)

@@ -106,6 +106,9 @@ def main(argv: list[str]) -> int:
         if message[0] in ("types", "ptx"):  # (numba's work on a kernel file, for the parent)
             send(_compiled_for(message))
             continue
+        if message[0] == "expected":  # (a reference found on its own: run here, sandboxed)
+            send(_expected_for(message))
+            continue
         if message[0] != "run":
             return 0
         _, request, note, cpu_seconds, compile_ahead, known_types, by_memory = message
@@ -168,6 +171,33 @@ def _compiled_for(message: tuple) -> tuple:
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:300]
         return ("error", KernelCompileError(f"{path}: numba's {what} of kernel {name!r} "
                                             f"failed: {detail}"))
+
+
+def _expected_for(message: tuple) -> tuple:
+    """The reply to ``("expected", text, path, kernel, matmul, CPU seconds,
+    request)``: the run's expected output from its reference, imported and
+    called here, in the sandbox, within the CPU seconds given."""
+    from . import sandbox
+    from ..errors import KernelRuntimeError, ThreadMapError
+    from ..reference_code import expected_output
+    from ..sources.plan import make_plan
+    from ..sources.source import parse_module
+
+    _, text, path, name, matmul, cpu_seconds, request = message
+    sandbox.limit_cpu(cpu_seconds)
+    try:
+        module = parse_module(text, path)
+        return ("expected", expected_output(request, make_plan(module, module.kernel(name),
+                                                               matmul)))
+    except ThreadMapError as exc:
+        return ("error", exc)
+    except MemoryError:
+        return ("error", KernelRuntimeError(
+            f"the reference {request.reference} ran out of memory in the sandbox"))
+    except Exception as exc:  # report, never die silently
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:300]
+        return ("error", KernelRuntimeError(f"the reference {request.reference} failed in the "
+                                            f"sandbox: {detail}"))
 
 
 if __name__ == "__main__":
