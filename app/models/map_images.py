@@ -443,11 +443,11 @@ def _make_map(result: RunResult, name: str, writer_kind: str,
         reads = read_counts(result, name)
         which = read_array_name(name, result)
         top = float(max(reads.max(initial=0), 1))
-        raw = result.read_maps()[name]
+        own = own_shape(result, which, reads.shape)
         width = reads.shape[1]
-        wrapped = f" ({raw.size:,} elements drawn {width:,} a row)" if raw.ndim == 1 else ""
+        wrapped = f" ({reads.size:,} elements drawn {width:,} a row)" if len(own) == 1 else ""
         axes = (f"{which}[row x {width} + column]: column",
-                f"row (of {width} elements of {which})") if raw.ndim == 1 else \
+                f"row (of {width} elements of {which})") if len(own) == 1 else \
             (f"column of {which}", f"row of {which}")
         return MapImage(name, f"Reads of {which}", reads.astype(np.float64),
                         Colouring("zero", top), f"black = never read; colour = reads{wrapped}",
@@ -679,11 +679,11 @@ def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | 
         return (f"{thread.describe()}\nstores: {int(maps.stores_per_thread[gtid])}   "
                 f"out-of-bounds accesses: {int(maps.oob_per_thread[gtid])}")
     reads = read_counts(result, image.name)
-    raw = result.read_maps()[image.name]
-    if raw.ndim == 1:  # (a 1-D array is drawn in rows, a 3-D one by slices)
+    own = own_shape(result, image.domain, reads.shape)
+    if len(own) == 1:  # (a 1-D array is drawn in rows, a 3-D one by slices)
         element = f"{image.domain}[{row * reads.shape[1] + col}]"
-    elif raw.ndim == 3:
-        element = f"{image.domain}[{row // raw.shape[1]}, {row % raw.shape[1]}, {col}]"
+    elif len(own) == 3:
+        element = f"{image.domain}[{row // own[1]}, {row % own[1]}, {col}]"
     else:
         element = f"{image.domain}[{row}, {col}]"
     return f"{element}: read {int(reads[row, col])} times"
@@ -695,6 +695,13 @@ def read_array_name(map_name: str, result: RunResult | None = None) -> str:
     which = map_name[len("reads_"):]
     described = result is not None and bool(result.request.arguments)
     return which.upper() if map_name in ("reads_a", "reads_b") and not described else which
+
+
+def own_shape(result: RunResult, array: str, drawn: tuple[int, ...]) -> tuple[int, ...]:
+    """``array``'s own shape (a described one's), where its maps have the
+    shape it is drawn in; ``drawn`` for a matmul's A and B."""
+    described = result.array_shapes().get(array)
+    return tuple(described["shape"]) if described else tuple(drawn)
 
 
 def read_counts(result: RunResult, map_name: str) -> np.ndarray:
