@@ -374,3 +374,53 @@ def test_the_emulation_of_a_builtin_kernel_never_imports_numba_cuda():
         plan = _builtin_plan(name)
         text, _ = module_text(plan, "cpu", "float32", kernel_types(plan, "float32", ()))
         assert "from numba import cuda" not in text.text, name
+
+
+BINS_KERNEL = '''from numba import cuda, int32
+
+THREADMAP_ARGS = {{"out": "int32[4]"}}
+
+
+@cuda.jit
+def bins(out):
+    buf = cuda.shared.array(4, int32)
+    t = cuda.threadIdx.x
+    if t < 4:
+        buf[t] = 0
+{barrier}    cuda.atomic.add(buf, t % 4, 1)
+    cuda.syncthreads()
+    if t < 4:
+        out[t] = buf[t]
+'''
+
+
+@pytest.mark.parametrize("tier", ["instant", "compiled"])
+def test_a_plain_store_then_another_threads_atomic_in_one_interval_is_a_race(tmp_path, tier):
+    # One block of 64: thread b < 4 zeroes bin b (line 11), then every thread
+    # adds 1 to bin t % 4 (line 12), with no barrier between.  Lane after lane
+    # in lockstep order, lanes 0-3 add to their own bins (no race with
+    # themselves), and lane 4 is the first to add to a bin another thread
+    # stored in the interval: bin 0, zeroed by thread 0.  Atomics never race
+    # with each other, so lanes 8, 12, ... add to bin 0 without a race: one
+    # element each of the 4 bins, 4 elements.  (Before: no race at all, and a
+    # PASS for a kernel whose counts a GPU can lose.)
+    from kernels.sources.arguments import describe_request
+
+    path = tmp_path / "bins.py"
+    path.write_text(BINS_KERNEL.format(barrier=""))
+    request = describe_request(RunRequest(kernel=None, kernel_file=str(path), backend="cpu",
+                                          grid=(1,), block=(64,), tier=tier),
+                               as_it_is_unless_matmul=True)
+    result = run(request)
+    races = result.analysis.races
+    assert races.count == result.verdict.shared_races == 4
+    first_write, first_update = races.first
+    assert (first_write.thread, first_update.thread) == (0, 4)
+    assert (races.array, races.index) == ("buf", (0,))
+    assert (first_write.access.line, first_update.access.line) == (11, 12)
+    assert [(d.rule, d.lines) for d in result.diagnoses] == [("missing-barrier", (11, 12))]
+    # With the barrier between them: no race, and the 16 adds of each bin counted.
+    path.write_text(BINS_KERNEL.format(barrier="    cuda.syncthreads()\n"))
+    result = run(request)
+    assert result.verdict.passed and result.verdict.shared_races == 0
+    np.testing.assert_array_equal(result.c.reshape(-1), [16, 16, 16, 16])

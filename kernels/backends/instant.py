@@ -669,11 +669,11 @@ class VectorRuntime:
             & ~_synced(sh[e, 1], sh[e, 8], lane_ids, ws)
         if racing.any() and hit is not None:
             where = np.flatnonzero(racing)
-            hit(where, sh[e[where], 1], sh[e[where], 2])
+            hit(where, sh[e[where], 1], _site(sh[e[where], 2]))
         elif racing.any():
             where = np.flatnonzero(racing)
             self._hit("race", lanes[where], lambda p: (
-                self.block, int(sh[e[where[p]], 1]), int(sh[e[where[p]], 2]),
+                self.block, int(sh[e[where[p]], 1]), int(_site(sh[e[where[p]], 2])),
                 int(lane_ids[where[p]]), site, slot, int(i[where[p]]), int(j[where[p]])),
                 self._newly_raced(sh, e[where]))
         # Readers of each element in this interval: the first, and a second,
@@ -734,7 +734,7 @@ class VectorRuntime:
         if raced.any():
             where = np.flatnonzero(raced)
             other_lane = np.where(h1, sh[e, 1], np.where(h2, sh[e, 4], sh[e, 6]))
-            other_site = np.where(h1, sh[e, 2], np.where(h2, sh[e, 5], sh[e, 7]))
+            other_site = np.where(h1, _site(sh[e, 2]), np.where(h2, sh[e, 5], sh[e, 7]))
             if hit is not None:
                 hit(where, other_lane[where], other_site[where])
             else:
@@ -808,15 +808,30 @@ class VectorRuntime:
             hit(where, other[where], other_site[where])
 
     def _shared_atomic(self, sh, e, lanes, site, slot, i, j) -> None:
+        """Lane after lane, as helper_library's _tm_shared_atomic: an atomic
+        races with another lane's plain store or read of the interval, never
+        with an atomic (its entry's site kept as -(site + 1))."""
+        epoch = self.epoch
         for p in range(len(e)):
-            lane = int(self.LANE[lanes[p]])
-            if sh[e[p], 0] < self.epoch0:
+            lane, w, row = int(self.LANE[lanes[p]]), int(self.WS[lanes[p]]), sh[e[p]]
+            other = None
+            stored = row[0] == epoch and row[2] >= 0  # (a plain store of this interval)
+            if row[0] < self.epoch0:
                 self._hit("uninit", lanes[p:p + 1], lambda _, lane=lane, p=p: (
                     self.block, lane, slot, int(i[p]), int(j[p]), site))
-            sh[e[p], 0] = self.epoch
-            sh[e[p], 1] = lane
-            sh[e[p], 2] = site
-            sh[e[p], 8] = self.WS[lanes[p]]
+            elif stored and row[1] != lane and not _synced(row[1], row[8], lane, w):
+                other = (int(row[1]), int(row[2]))
+            elif row[3] == epoch and row[4] != lane and not _synced(row[4], row[9], lane, w):
+                other = (int(row[4]), int(row[5]))
+            elif row[3] == epoch and row[6] >= 0 and row[6] != lane \
+                    and not _synced(row[6], row[10], lane, w):
+                other = (int(row[6]), int(row[7]))
+            if other is not None:
+                self._hit("race", lanes[p:p + 1], lambda _, lane=lane, p=p, other=other: (
+                    self.block, other[0], other[1], lane, site, slot, int(i[p]), int(j[p])),
+                    self._newly_raced(sh, e[p:p + 1]))
+            if not (stored and row[1] == lane):  # (its own store stays the entry)
+                row[0], row[1], row[2], row[8] = epoch, lane, -site - 1, w
 
     # -- the end of a statement: warp requests --------------------------------------------
 
@@ -973,6 +988,12 @@ def _starts(sorted_keys: np.ndarray) -> np.ndarray:
     change[0] = True
     np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=change[1:])
     return np.flatnonzero(change)
+
+
+def _site(kept):
+    """A shadow's site column read back: an atomic's kept as -(site + 1)
+    (helper_library's _tm_site)."""
+    return np.where(np.asarray(kept) >= 0, kept, -np.asarray(kept) - 1)
 
 
 def _lengths(starts: np.ndarray, total: int) -> np.ndarray:

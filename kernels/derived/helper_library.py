@@ -338,8 +338,8 @@ def _record_helpers(emit, target: str, nd: int, role: str, atomics: tuple[str, .
                   f"sl, site, i, {j})\n",
             "st": f"    _tm_shared_write(shadow, e, lane, epoch, race, block, ws, sl, site, i, "
                   f"{j})\n",
-            "at": "    _tm_shared_atomic(shadow, e, lane, epoch, epoch0, uninit, block, ws, sl, "
-                  f"site, i, {j})\n",
+            "at": "    _tm_shared_atomic(shadow, e, lane, epoch, epoch0, race, uninit, block, ws, "
+                  f"sl, site, i, {j})\n",
         }
     if races:
         call = ("(gsh, grg, {offset}, lane, epoch, epoch0, grace, block, ws, g, sl, site, i, "
@@ -907,13 +907,20 @@ def _tm_note_reader(sh, e, lane, epoch, site, w):
             sh[e, 10] = w
 
 
+@_tm_njit(inline="always", **_TM_OPTS)
+def _tm_site(kept):
+    # A shadow's site column: a plain store's site, or an atomic's, kept as
+    # -(site + 1) (_tm_shared_atomic).
+    return kept if kept >= 0 else -kept - 1
+
+
 @_tm_njit(**_TM_OPTS)
 def _tm_shared_read(sh, e, lane, epoch, epoch0, race, uninit, block, ws, sl, site, i, j):
     w = ws[lane] if _TM_WARP_SYNC else 0
     if sh[e, 0] < epoch0:
         _tm_uninit_hit(uninit, block, lane, sl, site, i, j)
     elif sh[e, 0] == epoch and sh[e, 1] != lane and not _tm_synced(sh[e, 1], sh[e, 8], lane, w):
-        _tm_race_hit(race, sh, e, block, sh[e, 1], sh[e, 2], lane, site, sl, i, j)
+        _tm_race_hit(race, sh, e, block, sh[e, 1], _tm_site(sh[e, 2]), lane, site, sl, i, j)
     _tm_note_reader(sh, e, lane, epoch, site, w)
 
 
@@ -921,7 +928,7 @@ def _tm_shared_read(sh, e, lane, epoch, epoch0, race, uninit, block, ws, sl, sit
 def _tm_shared_write(sh, e, lane, epoch, race, block, ws, sl, site, i, j):
     w = ws[lane] if _TM_WARP_SYNC else 0
     if sh[e, 0] == epoch and sh[e, 1] != lane and not _tm_synced(sh[e, 1], sh[e, 8], lane, w):
-        _tm_race_hit(race, sh, e, block, sh[e, 1], sh[e, 2], lane, site, sl, i, j)
+        _tm_race_hit(race, sh, e, block, sh[e, 1], _tm_site(sh[e, 2]), lane, site, sl, i, j)
     elif sh[e, 3] == epoch and sh[e, 4] != lane \
             and not _tm_synced(sh[e, 4], sh[e, 9], lane, w):
         _tm_race_hit(race, sh, e, block, sh[e, 4], sh[e, 5], lane, site, sl, i, j)
@@ -936,17 +943,33 @@ def _tm_shared_write(sh, e, lane, epoch, race, block, ws, sl, site, i, j):
 
 
 @_tm_njit(**_TM_OPTS)
-def _tm_shared_atomic(sh, e, lane, epoch, epoch0, uninit, block, ws, sl, site, i, j):
+def _tm_shared_atomic(sh, e, lane, epoch, epoch0, race, uninit, block, ws, sl, site, i, j):
     # Atomics do not race with each other; they read (so the element must have
-    # been written) and write (a plain access by another thread in the same
-    # interval then races with them).
+    # been written) and write.  So an atomic races with another thread's plain
+    # store or read of the element in the same interval: before it, found
+    # here (a histogram's bins zeroed and then added to with no barrier
+    # between); after it, by _tm_shared_read and _tm_shared_write.  Its entry
+    # keeps its site as -(site + 1), so that a later atomic tells it from a
+    # plain store (_tm_site reads it back).
+    w = ws[lane] if _TM_WARP_SYNC else 0
+    stored = sh[e, 0] == epoch and sh[e, 2] >= 0  # (a plain store of this interval)
     if sh[e, 0] < epoch0:
         _tm_uninit_hit(uninit, block, lane, sl, site, i, j)
+    elif stored and sh[e, 1] != lane and not _tm_synced(sh[e, 1], sh[e, 8], lane, w):
+        _tm_race_hit(race, sh, e, block, sh[e, 1], sh[e, 2], lane, site, sl, i, j)
+    elif sh[e, 3] == epoch and sh[e, 4] != lane \
+            and not _tm_synced(sh[e, 4], sh[e, 9], lane, w):
+        _tm_race_hit(race, sh, e, block, sh[e, 4], sh[e, 5], lane, site, sl, i, j)
+    elif sh[e, 3] == epoch and sh[e, 6] >= 0 and sh[e, 6] != lane \
+            and not _tm_synced(sh[e, 6], sh[e, 10], lane, w):
+        _tm_race_hit(race, sh, e, block, sh[e, 6], sh[e, 7], lane, site, sl, i, j)
+    if stored and sh[e, 1] == lane:
+        return  # (its own store stays the entry: another thread's atomic races with it)
     sh[e, 0] = epoch
     sh[e, 1] = lane
-    sh[e, 2] = site
+    sh[e, 2] = -site - 1
     if _TM_WARP_SYNC:
-        sh[e, 8] = ws[lane]
+        sh[e, 8] = w
 
 
 # A global array checked for races (transform.race_checked_arrays).  Between

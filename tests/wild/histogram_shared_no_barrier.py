@@ -1,7 +1,6 @@
 # idiom: a histogram privatised per block in shared memory, the barrier between zeroing it and filling it left out
-# label: bug, lines 16 and 21: no cuda.syncthreads() between zeroing local (line 16, threads 0..15) and the atomic adds into it (line 21): a thread of another warp can add to a bin before it is zeroed, and the zero wipes its count
-# diagnosis: none (missed: the run finds no shared-memory race at all: a plain store and an atomic update of one shared element by two warps in one barrier interval is not counted as a race)
-# verdict: PASS (missed: the same; the run PASSes a kernel that can lose counts on a GPU)
+# label: bug, lines 15 and 20: no cuda.syncthreads() between zeroing local (line 15, threads 0..15) and the atomic adds into it (line 20): a thread of another warp can add to a bin before it is zeroed, and the zero wipes its count; each block's 16 bins are added to by its other threads, so all 4 x 16 = 64 bins race
+# diagnosis: missing-barrier 15 20
 from numba import cuda, int32
 
 NBINS = 16
