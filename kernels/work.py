@@ -186,8 +186,8 @@ class _Follower:
     def known(self, expr: ast.expr):
         try:
             return self.value(expr)
-        except (_Unknown, ArithmeticError, TypeError, ValueError, IndexError):
-            return None
+        except (_Unknown, ArithmeticError, TypeError, ValueError, IndexError, RecursionError):
+            return None  # (sources/limits.py bounds a tree's depth; this is the last guard)
 
     # -- statements ------------------------------------------------------------------
 
