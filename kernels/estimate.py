@@ -205,7 +205,7 @@ def described_instant_seconds(request: RunRequest, plan) -> float:
     launch out: block after block (barriers, shared or local memory, a global
     array checked for races), warp after warp (warps that see each other's
     writes), or the whole grid in chunks of lanes."""
-    from .backends.instant import order_matters
+    from .backends.common import order_matters
     from .derived.transform import race_checked_arrays
     from .work import block_work
 

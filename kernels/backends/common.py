@@ -161,6 +161,15 @@ def updates_output_atomically(plan) -> bool:
     return updates_atomically(plan, plan.output)
 
 
+def order_matters(plan) -> bool:
+    """Whether warps may see each other's writes: then the instant tier runs
+    them one after another (and the estimates count its steps so)."""
+    atomics = any(isinstance(n, ast.Call) and "atomic" in ast.unparse(n.func)
+                  for n in ast.walk(plan.kernel.node))
+    return bool(plan.reads_output or set(plan.stored_arrays) - {plan.output}
+                or updates_output_atomically(plan) or atomics)
+
+
 def updates_atomically(plan, array: str) -> bool:
     """Whether the kernel makes atomic updates of ``array``."""
     from ..sources.plan import cuda_attribute

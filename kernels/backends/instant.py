@@ -29,7 +29,6 @@ atomically) runs warp by warp instead.
 """
 from __future__ import annotations
 
-import ast
 import functools
 import time
 from dataclasses import dataclass
@@ -74,14 +73,13 @@ from ..records import (
     written_records,
 )
 from ..result import Timing
-from .common import BackendOutput, KernelJob
+from .common import BackendOutput, KernelJob, order_matters
 from .cpu import RACED_NOTE
 
 WARP = 32
 #: How the instant tier's times are labelled: they are neither a GPU's nor
 #: the compiled emulation's.
 INSTANT_METHOD = "wall clock of the instrumented run, numpy lockstep over vectors of lanes"
-TIER_LABEL = "CPU emulation, numpy lockstep: no compile"
 
 
 def _program(plan, dtype: str, scalar_types: tuple[str, ...]) -> tuple[VectorCode, object]:
@@ -104,12 +102,6 @@ def _program(plan, dtype: str, scalar_types: tuple[str, ...]) -> tuple[VectorCod
 
 
 _PROGRAMS: dict[tuple, tuple[VectorCode, object]] = {}
-
-
-def check_instant(plan, request, scalar_types: tuple[str, ...]) -> None:
-    """Raise EmulationUnsupported (with the line) if the instant tier cannot
-    run ``plan``; derives and keeps its program (milliseconds)."""
-    _program(plan, request.element_types, scalar_types)
 
 
 class TooSlow(Exception):
@@ -999,16 +991,6 @@ def _site(kept):
 def _lengths(starts: np.ndarray, total: int) -> np.ndarray:
     """Lengths of the runs beginning at ``starts``."""
     return np.diff(starts, append=total)
-
-
-def order_matters(plan) -> bool:
-    """Whether warps may see each other's writes: then they run one after another."""
-    from .common import updates_output_atomically
-
-    atomics = any(isinstance(n, ast.Call) and "atomic" in ast.unparse(n.func)
-                  for n in ast.walk(plan.kernel.node))
-    return bool(plan.reads_output or set(plan.stored_arrays) - {plan.output}
-                or updates_output_atomically(plan) or atomics)
 
 
 def run_instant(job: KernelJob, hand_over_after: float | None = None) -> BackendOutput:
