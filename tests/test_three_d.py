@@ -261,10 +261,15 @@ def test_a_gpu_run_hands_the_kernel_its_3d_output(files):
 
 
 def test_the_compiled_tier_of_a_3d_output_compiles_ahead(files):
-    # the one-element job compile_emulation makes must still take a 3-D output
-    from kernels.backends.cpu import compile_emulation
+    # the one-element job compile_emulation makes must still take a 3-D output,
+    # and leave the kernel's compiled tier ready for the run itself (before:
+    # an assertion that the seconds it took were not negative)
+    from kernels.backends.cpu import compile_emulation, compiled_ready
 
-    assert compile_emulation(described_job(files / "shifted.py")) >= 0
+    job = described_job(files / "shifted.py")
+    assert not compiled_ready(job.plan, job.request)
+    compile_emulation(job)
+    assert compiled_ready(job.plan, job.request)
 
 
 def test_a_loop_short_of_a_3d_outputs_slices_is_diagnosed_by_its_slices(tmp_path):

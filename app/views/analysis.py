@@ -88,13 +88,6 @@ class AnalysisPanel(QtWidgets.QTabWidget):
         table.itemSelectionChanged.connect(selected)
         return table
 
-    def selected_row(self, kind: str) -> int:
-        """The selected row of the table behind per-warp map ``kind`` (0 if none)."""
-        table = {"sectors": self.coalescing_table, "ways": self.bank_table,
-                 "lanes": self.divergence_table}[kind]
-        rows = table.selectionModel().selectedRows()
-        return rows[0].row() if rows else 0
-
     def _build_coalescing(self) -> QtWidgets.QWidget:
         page, layout = _page(
             "Distinct 32-byte sectors each warp request touches at each access to A, B and C: "

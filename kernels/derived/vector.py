@@ -80,8 +80,6 @@ class VectorCode:
     constants: dict[str, object]
     #: kernel lines whose statements run lane by lane (see the module docstring)
     lane_by_lane: tuple[int, ...]
-    #: whether the kernel's output is ever stored (its writes are ordered by unit)
-    function_name: str = "_tm_unit"
 
 
 def vector_code(plan: KernelPlan, types: KernelTypes) -> VectorCode:
