@@ -205,15 +205,12 @@ def described_instant_seconds(request: RunRequest, plan) -> float:
     launch out: block after block (barriers, shared or local memory, a global
     array checked for races), warp after warp (warps that see each other's
     writes), or the whole grid in chunks of lanes."""
-    from .backends.common import order_matters
-    from .derived.transform import race_checked_arrays
+    from .backends.common import deals_by_block, order_matters
     from .work import block_work
 
     work = block_work(request, plan)
     blocks, tpb = request.blocks, request.threads_per_block
-    # (as derived/lockstep.py's LockstepLayout.warpwise and run_instant deal it)
-    if plan.barrier_lines or any(a.kind == "shared" for a in plan.local_arrays) \
-            or race_checked_arrays(plan):
+    if deals_by_block(plan):
         units = blocks
         vector_accesses, lane_accesses = work.vector_accesses, work.lane_accesses
     elif order_matters(plan):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernels.backends import instant
+from kernels.backends.common import deals_by_block
 from kernels.engine import prepare, run
 from kernels.presets import default_launch
 from kernels.request import RunRequest
@@ -54,8 +55,7 @@ def test_the_counted_accesses_are_the_instant_tiers_own(name, runtimes):
     assert work.complete
     run(request)
     per_block = work.vector_accesses + work.lane_accesses
-    block_wise = plan.barrier_lines or any(a.kind == "shared" for a in plan.local_arrays)
-    if block_wise:  # (one unit a block, each block's path alike)
+    if deals_by_block(plan):  # (one unit a block, each block's path alike)
         assert runtimes[-1].calls == pytest.approx(per_block * request.blocks, rel=0.05)
     else:  # (the grid in one chunk of lanes at these sizes)
         assert request.total_threads <= instant.CHUNK_LANES

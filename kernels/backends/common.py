@@ -161,6 +161,17 @@ def updates_output_atomically(plan) -> bool:
     return updates_atomically(plan, plan.output)
 
 
+def deals_by_block(plan) -> bool:
+    """Whether the instant tier runs ``plan`` block after block (barriers,
+    shared memory, a global array checked for races), as derived/lockstep.py's
+    ``LockstepLayout.warpwise`` says once the kernel is typed; else warp
+    after warp (``order_matters``) or the whole grid in chunks of lanes."""
+    from ..derived.transform import race_checked_arrays
+
+    return bool(plan.barrier_lines or any(a.kind == "shared" for a in plan.local_arrays)
+                or race_checked_arrays(plan))
+
+
 def order_matters(plan) -> bool:
     """Whether warps may see each other's writes: then the instant tier runs
     them one after another (and the estimates count its steps so)."""
