@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..derived.lockstep import BranchSite
+from ..derived.lowering import BranchSite
 from .coalescing import per_warp_means
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..derived.lockstep import BarrierSite
+from ..derived.lowering import BarrierSite
 from ..derived.transform import AccessSite, global_ranges_param
 from ..records import RACING_KINDS, between_blocks
 from ..words import counted

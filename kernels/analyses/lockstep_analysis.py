@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..derived.lockstep import LockstepLayout
+from ..derived.lowering import LockstepLayout
 from ..element_types import dtype_of
 from ..records import site_sums
 from ..request import RunRequest

@@ -35,7 +35,8 @@ from ..derived.codegen import (
     purge_compiled,
 )
 from ..derived.local_types import kernel_types
-from ..derived.lockstep import ROUNDS, LockstepLayout, lockstep_code
+from ..derived.lockstep import ROUNDS, lockstep_code
+from ..derived.lowering import LockstepLayout, lower
 from ..derived.native import NativeDrivers, keep_native, native_path, replace_native
 from ..derived.transform import (
     GLOBAL_SHADOW_COLUMNS,
@@ -133,7 +134,7 @@ def check_emulation(plan: KernelPlan, request: RunRequest) -> None:
            scalar_types(scalar_arguments(plan, request)))
     if key not in _CHECKED:
         types = kernel_types(plan, request.element_types, key[-1])
-        lockstep_code(plan, types, "record")
+        lockstep_code(lower(plan, types), "record")
         _CHECKED.add(key)
 
 

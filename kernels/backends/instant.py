@@ -43,6 +43,7 @@ from ..derived.transform import (
     array_slots,
     global_ranges_param,
 )
+from ..derived.lowering import lower
 from ..derived.vector import VectorCode, vector_code
 from ..derived.warp_ops import MATCH, SHUFFLES
 from ..element_types import dtype_of
@@ -88,7 +89,7 @@ def _program(plan, dtype: str, scalar_types: tuple[str, ...]) -> tuple[VectorCod
     found = _PROGRAMS.get(key)
     if found is None:
         types = kernel_types(plan, dtype, scalar_types)
-        code = vector_code(plan, types)
+        code = vector_code(lower(plan, types))
         # The source is ThreadMap's own, written from the kernel's allow-listed
         # tree (constants as their checked values): only numpy and the
         # runtime are in its namespace, and no builtins.

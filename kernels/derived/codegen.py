@@ -42,9 +42,10 @@ from ..sources.allow import constant_source
 from ..sources.plan import RECORDED_ATOMICS, KernelPlan, cuda_attribute
 from .helper_library import helper_library
 from .local_types import KernelTypes
-from .lockstep import LockstepLayout, lockstep_code
+from .lockstep import lockstep_code
+from .lowering import LockstepLayout, lower
 from .native import load_native, native_path
-from .transform import access_sites, derive_cuda_record, race_checked_arrays
+from .transform import access_sites, derive_cuda_record
 from .warp_ops import uses_syncwarp
 
 # Compiled CPU emulation: numpy's error model matches CUDA (a division by zero
@@ -173,10 +174,11 @@ def module_text(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
     # The rows of room below the sites' rows in _tm_req (records.py).
     text.add(f"_TM_SCRATCH = _tm_i64({max(len(access_sites(plan)), 1)})")
     layout = None
+    lowered = lower(plan, types)
     for mode in ("record", "plain"):
         text.add(helper_library("cpu", mode, atomic_updates(plan),
-                                races=bool(race_checked_arrays(plan)), ranks=helper_ranks(plan)))
-        code = lockstep_code(plan, types, mode)
+                                races=bool(lowered.race_arrays), ranks=helper_ranks(plan)))
+        code = lockstep_code(lowered, mode)
         layout = layout or code.layout
         text.add_lines(code.lines)
     # numba.cuda takes ~0.2 s to import and the emulation rarely names it (its

@@ -38,159 +38,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import EmulationUnsupported
-from ..records import LOCKSTEP_RECORDS, reads_flat_param, record_names
-from ..sources.plan import KernelPlan, cuda_attribute
-from .local_types import NO_OP_CALLS, VALUE_BARRIERS, KernelTypes
-from .transform import (
-    AccessRewriter,
-    AccessSite,
-    CoordinateRewriter,
-    access_sites,
-    global_ranges_param,
-    global_shadow_param,
-    race_checked_arrays,
-    shadow_param,
-    written_arrays,
-)
-from .warp_ops import (
-    MATCH,
-    SHUFFLES,
-    holds_warp_operation,
-    placed_body,
-    placed_operation,
-    uses_syncwarp,
-)
+from ..records import reads_flat_param
+from .local_types import VALUE_BARRIERS
+from .lowering import LaneVariable, LockstepLayout, LoweredKernel, recording_params
+from .transform import AccessSite, written_arrays
+from .warp_ops import MATCH, SHUFFLES, holds_warp_operation, placed_operation
 
 _BLOCK_SCALARS = ("_tm_bx", "_tm_by", "_tm_bdx", "_tm_bdy", "_tm_gdx", "_tm_gdy", "_tm_block",
                   "_tm_lane0", "_tm_lane1")
-
-
-@dataclass(frozen=True)
-class LaneVariable:
-    """A local variable: ``width`` rows (1 for a scalar) of ``_tm_V_<dtype>``
-    from ``row`` on, one column per lane."""
-
-    name: str
-    dtype: str
-    row: int
-    width: int | None = None
-
-
-@dataclass(frozen=True)
-class BranchSite:
-    """A place where a warp's lanes may part: ``if``, a loop's test, ``return``."""
-
-    site: int
-    kind: str  # "if", "for", "while" or "return"
-    line: int
-    text: str
-
-
-@dataclass(frozen=True)
-class BarrierSite:
-    """A ``cuda.syncthreads()`` (or ``_count`` / ``_and`` / ``_or``) call."""
-
-    site: int
-    line: int
-    text: str
-
-
-@dataclass(frozen=True)
-class BlockArray:
-    """A shared array (one per block) or local array (one per lane)."""
-
-    name: str
-    kind: str  # "shared" or "local"
-    dtype: str
-    shape: tuple[int, ...]
-    line: int
-
-    @property
-    def param(self) -> str:
-        return self.name if self.kind == "shared" else f"_tm_local_{self.name}"
-
-    @property
-    def flat_param(self) -> str:
-        return f"_tm_flat_{self.name}"
-
-    @property
-    def poison(self) -> str:
-        """What the array holds before each block: NaN for floating point (a
-        read of an element nobody wrote then shows in C), else 0."""
-        kind = np.dtype(self.dtype).kind
-        return "_tm_np.nan" if kind in "fc" else "0"
-
-
-@dataclass(frozen=True)
-class LockstepLayout:
-    """What the lockstep functions take besides the kernel's own arguments."""
-
-    variables: tuple[LaneVariable, ...]
-    #: rows of each ``_tm_V_<dtype>`` array
-    rows: tuple[tuple[str, int], ...]
-    depth: int
-    loops: int
-    block_arrays: tuple[BlockArray, ...]
-    sites: tuple[AccessSite, ...]
-    branches: tuple[BranchSite, ...]
-    barriers: tuple[BarrierSite, ...]
-    #: Warps of a block are independent (no barrier, no shared array): each
-    #: warp runs through the kernel on its own, its 32 lanes' vectors in L1,
-    #: and the warps of one block can go to different cores.
-    warpwise: bool = False
-    #: Access sites of the largest loop run lane by lane in record mode (see
-    #: ``_Writer._lane_by_lane_for``): rows of its round buffer ``_tm_RB``.
-    round_sites: int = 0
-    #: the kernel calls cuda.syncwarp(): the shared arrays' shadows keep the
-    #: syncwarps each access had passed (transform.shadow_columns)
-    warp_sync: bool = False
-    #: global arrays checked for races (transform.race_checked_arrays): each
-    #: has a shadow (shared by the workers) and access ranges (each worker's)
-    race_arrays: tuple[str, ...] = ()
-
-    @property
-    def workspace(self) -> tuple[str, ...]:
-        """Per-worker arrays: masks, counters, lane variables, lane coordinates,
-        the control word (``_tm_ctl[0] != 0`` asks the run to stop), and the
-        round buffers of loops run lane by lane (``_tm_RB`` the lanes'
-        requests by site and round, ``_tm_H`` how many lanes ran each number
-        of rounds, and how many of those left the loop)."""
-        return ("_tm_M", "_tm_C", "_tm_L", "_tm_I", "_tm_LX", "_tm_LY", "_tm_ctl", "_tm_RB",
-                "_tm_H", "_tm_ws") + tuple(f"_tm_V_{dtype}" for dtype, _ in self.rows)
-
-    def array_params(self, mode: str) -> tuple[str, ...]:
-        names = []
-        for array in self.block_arrays:
-            names.append(array.param)
-            if mode == "record" and array.kind == "shared":
-                names.append(shadow_param(array.name))
-        if mode == "record":
-            for array in self.race_arrays:
-                names += [global_shadow_param(array), global_ranges_param(array)]
-        return tuple(names)
-
-    def driver_params(self, plan: KernelPlan, mode: str) -> tuple[str, ...]:
-        """Parameters of ``_tm_run_<mode>``, in order."""
-        names = list(plan.kernel.params)
-        if mode == "record":
-            names += recording_params(len(plan.inputs), len(written_arrays(plan)))
-        names += list(self.workspace) + list(self.array_params(mode))
-        names += [a.flat_param for a in self.block_arrays]
-        return tuple(names) + ("_tm_gdx", "_tm_gdy", "_tm_bdx", "_tm_bdy", "_tm_u0", "_tm_u1",
-                               "_tm_epoch")
-
-    def units(self, blocks: int, threads_per_block: int) -> int:
-        """Units of work of a launch: warps (``warpwise``) or blocks."""
-        return blocks * (-(-threads_per_block // 32) if self.warpwise else 1)
-
-
-def recording_params(inputs: int, written: int = 0) -> list[str]:
-    """What the recording functions take after the kernel's own arguments
-    (``inputs``: how many input arrays it has, each with its read counts;
-    ``written``: how many of them it also stores into, each with its write
-    maps)."""
-    return (record_names(inputs, written) + [reads_flat_param(i) for i in range(inputs)]
-            + list(LOCKSTEP_RECORDS))
 
 
 @dataclass(frozen=True)
@@ -202,11 +57,10 @@ class LockstepCode:
     layout: LockstepLayout
 
 
-def lockstep_code(plan: KernelPlan, types: KernelTypes, mode: str) -> LockstepCode:
-    """The block function and driver of ``plan`` for ``mode`` ("record" or
-    "plain"), given the types of its locals."""
-    writer = _Writer(plan, types, mode)
-    return writer.write()
+def lockstep_code(lowered: LoweredKernel, mode: str) -> LockstepCode:
+    """The block function and driver of a lowered kernel for ``mode``
+    ("record" or "plain")."""
+    return _Writer(lowered, mode).write()
 
 
 def _name(id_: str) -> ast.Name:
@@ -214,68 +68,22 @@ def _name(id_: str) -> ast.Name:
 
 
 class _Writer:
-    def __init__(self, plan: KernelPlan, types: KernelTypes, mode: str):
-        self.plan = plan
+    def __init__(self, lowered: LoweredKernel, mode: str):
+        self.lowered = lowered
+        self.plan = plan = lowered.plan
         self.mode = mode
         self.record = mode == "record"
         self.aliases = plan.module.aliases
-        #: the kernel's body, each warp operation a statement of its own (warp_ops.py)
-        self.body = placed_body(plan)
-        self.sites = access_sites(plan)
-        numbering = {(s.line, s.column, s.kind): s.site for s in self.sites}
-        self.access = AccessRewriter(plan, mode, "cpu", numbering)
-        self.coordinates = CoordinateRewriter(plan)
-        self.block_arrays = self._block_arrays(types)
-        self.variables, self.rows = self._variables(types)
-        self.lanes = _LaneRenamer(self.variables,
-                                  {a.name for a in self.block_arrays if a.kind == "local"})
+        self.body = lowered.body
+        self.sites = lowered.sites
+        self.access = lowered.access_rewriter(mode)
+        self.coordinates = lowered.coordinate_rewriter()
+        self.block_arrays = lowered.block_arrays
+        self.variables = lowered.variables
+        self.lanes = _LaneRenamer(self.variables, lowered.local_arrays)
         self.item = {a.name: np.dtype(a.dtype).itemsize for a in self.block_arrays}
         self.lines: list[tuple[str, int | None]] = []
-        self.depth = 1
-        self.loops = 0
-        self.branches: list[BranchSite] = []
-        self.barriers: list[BarrierSite] = []
         self.round_sites = 0
-
-    # -- what the kernel holds -------------------------------------------------------
-
-    def _fail(self, what: str, node: ast.AST) -> EmulationUnsupported:
-        return EmulationUnsupported(what, (getattr(node, "lineno", self.plan.kernel.lineno),))
-
-    def _block_arrays(self, types: KernelTypes) -> tuple[BlockArray, ...]:
-        arrays = []
-        for spec in types.block_arrays:
-            if any(a.name == spec.name for a in arrays):
-                raise EmulationUnsupported(f"array {spec.name!r} is declared more than once; "
-                                           "declare each shared or local array once",
-                                           (spec.line,))
-            if len(spec.shape) not in (1, 2):
-                raise EmulationUnsupported(
-                    f"{spec.kind} array {spec.name!r} has {len(spec.shape)} dimensions; the "
-                    "emulation checks 1-D and 2-D arrays", (spec.line,))
-            arrays.append(BlockArray(spec.name, spec.kind, spec.dtype, spec.shape, spec.line))
-        return tuple(arrays)
-
-    def _variables(self, types: KernelTypes):
-        blocks = {a.name for a in self.block_arrays}
-        rows: dict[str, int] = {}
-        variables = {}
-        assigned = {}
-        for stmt in self.body:
-            for node in ast.walk(stmt):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                    assigned.setdefault(node.id, node)
-        for name, node in assigned.items():
-            if name in blocks:
-                continue
-            lane_type = types.variables.get(name)
-            if lane_type is None:
-                raise self._fail(f"variable {name!r}: numba gave it no type", node)
-            width = lane_type.width or 1
-            row = rows.get(lane_type.dtype, 0)
-            rows[lane_type.dtype] = row + width
-            variables[name] = LaneVariable(name, lane_type.dtype, row, lane_type.width)
-        return variables, tuple(sorted(rows.items()))
 
     # -- output ----------------------------------------------------------------------
 
@@ -289,16 +97,7 @@ class _Writer:
         self._statements(self.body, 0, [], 1)
         body = self.lines[body_start:]
         del self.lines[body_start:]
-        layout = LockstepLayout(
-            variables=tuple(self.variables.values()), rows=self.rows, depth=self.depth,
-            loops=self.loops, block_arrays=self.block_arrays, sites=self.sites,
-            branches=tuple(self.branches), barriers=tuple(self.barriers),
-            # (a global array checked for races: a block's warps in one worker,
-            # so that its shadow's intervals see them all, in one order)
-            warpwise=not self.plan.barrier_lines and not any(
-                a.kind == "shared" for a in self.block_arrays) and not race_checked_arrays(plan),
-            round_sites=self.round_sites, warp_sync=uses_syncwarp(plan),
-            race_arrays=race_checked_arrays(plan))
+        layout = self.lowered.layout(self.round_sites)
         params = list(plan.kernel.params)
         if self.record:
             params += recording_params(len(plan.inputs), len(written_arrays(plan)))
@@ -383,7 +182,7 @@ class _Writer:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Return):
                 return False
-            if isinstance(node, ast.stmt) and self._barrier_call(node) in (
+            if isinstance(node, ast.stmt) and self.lowered.barrier_call(node) in (
                     {"syncthreads"} | VALUE_BARRIERS):
                 return False
             if isinstance(node, ast.stmt) and placed_operation(node, self.aliases):
@@ -394,7 +193,7 @@ class _Writer:
         """Run ``stretch`` for each active lane in turn, locals as scalars."""
         body: list[tuple[str, int]] = []
         for stmt in stretch:
-            if self._is_declaration(stmt) or self._barrier_call(stmt) is not None or (
+            if self.lowered.is_declaration(stmt) or self.lowered.barrier_call(stmt) is not None or (
                     isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
                 continue
             rewritten = self.access.rewrite_body([copy.deepcopy(stmt)])
@@ -435,38 +234,9 @@ class _Writer:
                 self.emit(indent, f"_tm_V_{variable.dtype}[{variable.row}, _tm_l] = "
                                   f"{variable.name}", line)
 
-    def statement_kind(self, stmt: ast.stmt) -> str:
-        """What a statement of the kernel is to a lockstep code generator:
-        "if", "for", "while", "return", "leave" (break / continue), "skip"
-        (pass, a docstring, a block array's declaration), "barrier" or
-        "simple".  Both generators (this one, and vector.py's) dispatch on it."""
-        if isinstance(stmt, ast.If):
-            return "if"
-        if isinstance(stmt, ast.For):
-            return "for"
-        if isinstance(stmt, ast.While):
-            return "while"
-        if isinstance(stmt, ast.Return):
-            return "return"
-        if isinstance(stmt, (ast.Break, ast.Continue)):
-            return "leave"
-        if isinstance(stmt, ast.Pass) or (
-                isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
-            return "skip"  # (a docstring)
-        if self._barrier_call(stmt) is not None:
-            return "barrier"
-        if placed_operation(stmt, self.aliases):
-            return "warp"
-        if self._is_declaration(stmt):
-            return "skip"  # block arrays are the driver's; poisoned before each block
-        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
-            return "simple"
-        raise self._fail(f"{type(stmt).__name__} statements are not supported by the "
-                         "lockstep emulation", stmt)
-
     def _statement(self, stmt: ast.stmt, depth: int, loops: list[tuple[int, int]],
                    indent: int) -> None:
-        kind = self.statement_kind(stmt)
+        kind = self.lowered.statement_kind(stmt)
         if kind == "barrier":
             self._barrier(stmt, depth, indent)
         elif kind == "warp":
@@ -475,26 +245,6 @@ class _Writer:
             self._simple(stmt, depth, indent)
         elif kind != "skip":
             getattr(self, f"_{kind}")(stmt, depth, loops, indent)
-
-    def _is_declaration(self, stmt: ast.stmt) -> bool:
-        return (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)
-                and cuda_attribute(stmt.value.func, self.aliases) in ("shared.array",
-                                                                      "local.array"))
-
-    def _barrier_call(self, stmt: ast.stmt) -> str | None:
-        """``"syncthreads"`` (and the value forms, assigned to one name) when
-        ``stmt`` is a barrier placed as a statement of its own; other no-op
-        calls (fences) too."""
-        value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
-        if not isinstance(value, ast.Call):
-            return None
-        what = cuda_attribute(value.func, self.aliases)
-        if isinstance(stmt, ast.Expr) and what in NO_OP_CALLS:
-            return what
-        if isinstance(stmt, ast.Assign) and what in VALUE_BARRIERS and len(stmt.targets) == 1 \
-                and isinstance(stmt.targets[0], ast.Name) and len(value.args) == 1:
-            return what
-        return None
 
     # -- expressions -------------------------------------------------------------------
 
@@ -599,19 +349,10 @@ class _Writer:
         self._lanes(indent, f"_tm_M[{depth}, _tm_l]", self._lane_statements(statements), sites,
                     stmt.lineno)
 
-    def _branch_site(self, kind: str, node: ast.AST, text: str) -> int:
-        site = len(self.branches)
-        self.branches.append(BranchSite(site, kind, node.lineno, text))
-        return site
-
-    def _use_depth(self, depth: int) -> None:
-        self.depth = max(self.depth, depth + 1)
-
     def _if(self, stmt: ast.If, depth: int, loops, indent: int) -> None:
-        site = self._branch_site("if", stmt, f"if {ast.unparse(stmt.test)}")
+        site = self.lowered.branch_of[id(stmt)].site
         test, sites = self._expression(stmt.test)
         inner = depth + 1
-        self._use_depth(inner)
         then, other = f"_tm_any_t{depth}", f"_tm_any_e{depth}"
         line = stmt.lineno
         self.emit(indent, f"{then} = False", line)
@@ -639,23 +380,6 @@ class _Writer:
             self.emit(indent + 2, f"_tm_M[{inner}, _tm_l] = _tm_M[{depth}, _tm_l] and not "
                                   f"_tm_C[{depth}, _tm_l]", line)
             self._statements(stmt.orelse, inner, loops, indent + 1)
-
-    def _range_arguments(self, stmt: ast.For) -> tuple[ast.expr, ast.expr, ast.expr, int | None]:
-        call = stmt.iter
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-                and call.func.id == "range" and "range" not in self.variables
-                and 1 <= len(call.args) <= 3 and not call.keywords):
-            raise self._fail("the lockstep emulation runs 'for' loops over range(...) only",
-                             stmt)
-        if not isinstance(stmt.target, ast.Name):
-            raise self._fail("a 'for' loop over range(...) takes one loop variable", stmt)
-        args = list(call.args)
-        if len(args) == 1:
-            args = [ast.Constant(0)] + args
-        if len(args) == 2:
-            args.append(ast.Constant(1))
-        step = _literal_int(args[2])
-        return args[0], args[1], args[2], step
 
     def _loop_lanes(self, indent: int, k: int, depth: int, site: int, line: int,
                     test: list[str], sites: list[int], go_on: list[str] = (),
@@ -688,16 +412,14 @@ class _Writer:
 
     def _for(self, stmt: ast.For, depth: int, loops, indent: int) -> None:
         if stmt.orelse:
-            raise self._fail("'for ... else' is not supported by the lockstep emulation", stmt)
-        start, stop, step, literal_step = self._range_arguments(stmt)
+            raise self.lowered.fail("'for ... else' is not supported by the lockstep emulation", stmt)
+        start, stop, step, literal_step = self.lowered.range_arguments(stmt)
         target = stmt.target.id
         if self.variables[target].width:
-            raise self._fail(f"loop variable {target!r} cannot be a tuple", stmt)
-        k = self.loops
-        self.loops += 1
-        site = self._branch_site("for", stmt, f"for {target} in {ast.unparse(stmt.iter)}")
+            raise self.lowered.fail(f"loop variable {target!r} cannot be a tuple", stmt)
+        k = self.lowered.loop_of[id(stmt)]
+        site = self.lowered.branch_of[id(stmt)].site
         inner = depth + 1
-        self._use_depth(inner)
         line = stmt.lineno
         cur, end, inc = f"_tm_I[{3 * k}, _tm_l]", f"_tm_I[{3 * k + 1}, _tm_l]", \
             f"_tm_I[{3 * k + 2}, _tm_l]"
@@ -736,7 +458,7 @@ class _Writer:
     def _straight(self, body: list[ast.stmt]) -> bool:
         """Only simple statements: no branch, loop, exit or barrier."""
         return all(isinstance(b, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr))
-                   and self._barrier_call(b) is None and not self._is_declaration(b)
+                   and self.lowered.barrier_call(b) is None and not self.lowered.is_declaration(b)
                    and not holds_warp_operation(b, self.aliases)
                    and not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))
                    for b in body)
@@ -890,12 +612,10 @@ class _Writer:
 
     def _while(self, stmt: ast.While, depth: int, loops, indent: int) -> None:
         if stmt.orelse:
-            raise self._fail("'while ... else' is not supported by the lockstep emulation", stmt)
-        k = self.loops
-        self.loops += 1
-        site = self._branch_site("while", stmt, f"while {ast.unparse(stmt.test)}")
+            raise self.lowered.fail("'while ... else' is not supported by the lockstep emulation", stmt)
+        k = self.lowered.loop_of[id(stmt)]
+        site = self.lowered.branch_of[id(stmt)].site
         inner = depth + 1
-        self._use_depth(inner)
         line = stmt.lineno
         self.emit(indent, "for _tm_l in range(_tm_lane0, _tm_lane1):", line)
         self.emit(indent + 1, f"_tm_L[{k}, _tm_l] = _tm_M[{depth}, _tm_l]", line)
@@ -911,8 +631,8 @@ class _Writer:
     def _return(self, stmt: ast.Return, depth: int, loops, indent: int) -> None:
         if stmt.value is not None and not (isinstance(stmt.value, ast.Constant)
                                            and stmt.value.value is None):
-            raise self._fail("a kernel returns nothing", stmt)
-        site = self._branch_site("return", stmt, "return")
+            raise self.lowered.fail("a kernel returns nothing", stmt)
+        site = self.lowered.branch_of[id(stmt)].site
         retire = self._retire(range(depth + 1), [k for k, _ in loops])
         line = stmt.lineno
         if self.record:
@@ -940,11 +660,10 @@ class _Writer:
         self._lanes(indent, f"_tm_M[{depth}, _tm_l]", retire, [], stmt.lineno)
 
     def _barrier(self, stmt: ast.stmt, depth: int, indent: int) -> None:
-        what = self._barrier_call(stmt)
+        what = self.lowered.barrier_call(stmt)
         if what != "syncthreads" and what not in VALUE_BARRIERS:
             return  # a fence: memory is sequentially consistent here
-        site = len(self.barriers)
-        self.barriers.append(BarrierSite(site, stmt.lineno, ast.unparse(stmt.value)))
+        site = self.lowered.barrier_of[id(stmt)].site
         line = stmt.lineno
         if what in VALUE_BARRIERS:
             predicate, sites = self._expression(stmt.value.args[0])
@@ -1128,15 +847,6 @@ def _entries(variable: LaneVariable) -> str:
         return "(" + ", ".join(f"{array}[{variable.row + i}, _tm_l]"
                                for i in range(variable.width)) + ",)"
     return f"{array}[{variable.row}, _tm_l]"
-
-
-def _literal_int(node: ast.expr) -> int | None:
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        value = _literal_int(node.operand)
-        return -value if value is not None else None
-    return None
 
 
 class _LaneRenamer(ast.NodeTransformer):

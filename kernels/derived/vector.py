@@ -3,11 +3,10 @@
 The compiled tier (``lockstep.py``) writes a numba function that runs a block's
 lanes in lockstep, statement by statement, under an active mask.  numba takes
 seconds to compile it, which is what a person editing a kernel waits for.
-This module is the second code generator of the same derivation: from the same
-kernel tree, rewritten by the same :class:`~.transform.AccessRewriter` (the
-same access sites, numbered alike) and :class:`~.transform.CoordinateRewriter`,
-with the same lane variables, masks, loop counters and branch and barrier
-sites as the compiled tier's :class:`~.lockstep.LockstepLayout`, it writes a
+This module is the second emitter of the same lowering
+(:class:`~.lowering.LoweredKernel`: the same access sites, lane variables,
+masks, loop numbers and branch and barrier sites as the compiled tier's), and
+it writes a
 plain Python function whose every statement runs over a *vector* of lanes
 with numpy.  Nothing is compiled, so the first result comes at once; per
 statement it pays numpy's call overhead, so large launches go to the compiled
@@ -43,10 +42,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import EmulationUnsupported
-from ..sources.plan import KernelPlan
 from ..sources.source import qualified_name
-from .local_types import VALUE_BARRIERS, KernelTypes
-from .lockstep import LockstepLayout, _Writer, lockstep_code
+from .local_types import VALUE_BARRIERS
+from .lowering import LockstepLayout, LoweredKernel
 from .warp_ops import placed_operation
 
 #: Per-lane coordinates of the unit, by the name CoordinateRewriter gives them.
@@ -82,10 +80,9 @@ class VectorCode:
     lane_by_lane: tuple[int, ...]
 
 
-def vector_code(plan: KernelPlan, types: KernelTypes) -> VectorCode:
-    """The numpy lockstep function of ``plan``, given the types of its locals."""
-    layout = lockstep_code(plan, types, "record").layout
-    return _VectorWriter(plan, types, layout).write()
+def vector_code(lowered: LoweredKernel) -> VectorCode:
+    """The numpy lockstep function of a lowered kernel."""
+    return _VectorWriter(lowered).write()
 
 
 def _name(id_: str, ctx=None) -> ast.Name:
@@ -110,9 +107,9 @@ class _VectorExpressions(ast.NodeTransformer):
     def __init__(self, writer: _VectorWriter):
         self.writer = writer
         self.plan = writer.plan
-        self.variables = writer.w.variables
+        self.variables = writer.lowered.variables
         self.aliases = writer.plan.module.aliases
-        self.local_arrays = {a.name for a in writer.w.block_arrays if a.kind == "local"}
+        self.local_arrays = writer.lowered.local_arrays
 
     def fail(self, what: str, node: ast.AST) -> EmulationUnsupported:
         return EmulationUnsupported(f"the instant tier cannot run {what}",
@@ -286,19 +283,17 @@ def _typed_constant(value):
 
 
 class _VectorWriter:
-    def __init__(self, plan: KernelPlan, types: KernelTypes, layout: LockstepLayout):
-        self.plan = plan
-        self.layout = layout
-        # The compiled tier's writer, for what both tiers must share: the
-        # access rewriter and its site numbering, the lane variables and the
-        # block arrays, and how statements are classified.
-        self.w = _Writer(plan, types, "record")
+    def __init__(self, lowered: LoweredKernel):
+        self.lowered = lowered
+        self.plan = lowered.plan
+        self.layout = lowered.layout()
+        # The numbering both tiers share is the lowering's; the rewriters are
+        # this emitter's own (they keep state as they go).
+        self.access = lowered.access_rewriter("record")
+        self.coordinates = lowered.coordinate_rewriter()
         self.lines: list[str] = []
         self.constants: dict[str, object] = {}
         self.expressions = _VectorExpressions(self)
-        self.branches: list[tuple[str, int]] = []
-        self.barriers: list[int] = []
-        self.loops = 0
         self.lane_by_lane: list[int] = []
 
     def emit(self, indent: int, text: str) -> None:
@@ -320,15 +315,8 @@ class _VectorWriter:
         self.emit(1, f"_tm_I = _tm_np.zeros(({max(3 * layout.loops, 1)}, _tm_n), _tm_np.int64)")
         for dtype, rows in layout.rows:
             self.emit(1, f"_tm_V_{dtype} = _tm_np.zeros(({rows}, _tm_n), _tm_np.{dtype})")
-        self._statements(self.w.body, 0, [], 1)  # (warp operations placed: warp_ops.py)
+        self._statements(self.lowered.body, 0, [], 1)  # (warp operations placed: warp_ops.py)
         self.emit(1, "return")
-        # Same numbering as the compiled tier, or the figures would be filed
-        # under other sites.
-        expected = [(b.kind, b.line) for b in layout.branches]
-        if self.branches != expected or self.barriers != [b.line for b in layout.barriers]:
-            raise EmulationUnsupported("the instant tier numbered this kernel's branches "
-                                       "differently from the compiled tier",
-                                       (self.plan.kernel.lineno,))
         return VectorCode("\n".join(self.lines) + "\n", layout, dict(self.constants),
                           tuple(self.lane_by_lane))
 
@@ -342,7 +330,7 @@ class _VectorWriter:
             self.emit(indent, "pass")
 
     def _statement(self, stmt: ast.stmt, depth: int, loops, indent: int) -> None:
-        kind = self.w.statement_kind(stmt)  # (the compiled tier's classification)
+        kind = self.lowered.statement_kind(stmt)
         if kind == "barrier":
             self._barrier(stmt, depth, indent)
         elif kind == "warp":
@@ -355,7 +343,7 @@ class _VectorWriter:
     def _vector_lines(self, statements: list[ast.stmt]) -> list[str]:
         out = []
         for stmt in statements:
-            stmt = self.w.coordinates.visit(stmt)
+            stmt = self.coordinates.visit(stmt)
             for lowered in self._lane_statement(stmt):
                 out.extend(ast.unparse(ast.fix_missing_locations(lowered)).split("\n"))
         return out
@@ -378,7 +366,7 @@ class _VectorWriter:
         if isinstance(stmt, ast.Assign):
             variable = None
             if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                variable = self.w.variables.get(stmt.targets[0].id)
+                variable = self.lowered.variables.get(stmt.targets[0].id)
             if variable is not None and variable.width:
                 out = [ast.Assign(targets=[_name("_tm_tuple", ast.Store())],
                                   value=ex.visit(stmt.value))]
@@ -394,22 +382,22 @@ class _VectorWriter:
         return [ex.visit(stmt)]
 
     def _rewritten(self, stmt: ast.stmt) -> tuple[list[str], list[int]]:
-        statements = self.w.access.rewrite_body([copy.deepcopy(stmt)])
-        sites = self.w.access.take_sites()
+        statements = self.access.rewrite_body([copy.deepcopy(stmt)])
+        sites = self.access.take_sites()
         return self._vector_lines(statements), sites
 
     def _expression(self, expr: ast.expr) -> tuple[str, list[int]]:
-        rewritten = self.w.access.visit(copy.deepcopy(expr))
-        rewritten = self.w.coordinates.visit(rewritten)
+        rewritten = self.access.visit(copy.deepcopy(expr))
+        rewritten = self.coordinates.visit(rewritten)
         rewritten = self.expressions.visit(rewritten)
-        return ast.unparse(ast.fix_missing_locations(rewritten)), self.w.access.take_sites()
+        return ast.unparse(ast.fix_missing_locations(rewritten)), self.access.take_sites()
 
     def _one_lane_at_a_time(self, sites: list[int]) -> bool:
         """Whether a statement stores into an array it also accesses at another
         site (``C[i, j] += v``): then lanes must run it one after another."""
         arrays: dict[str, list[str]] = {}
         for number in sites:
-            site = self.w.sites[number]
+            site = self.lowered.sites[number]
             arrays.setdefault(site.array, []).append(site.kind)
         return any(len(kinds) > 1 and any(k != "load" for k in kinds)
                    for kinds in arrays.values())
@@ -436,7 +424,7 @@ class _VectorWriter:
         self._lanes(indent, f"_tm_M[{depth}]", lines, sites, stmt.lineno)
 
     def _if(self, stmt: ast.If, depth: int, loops, indent: int) -> None:
-        site = self._branch("if", stmt)
+        site = self.lowered.branch_of[id(stmt)].site
         test, sites = self._expression(stmt.test)
         inner = depth + 1
         if self._one_lane_at_a_time(sites):
@@ -457,22 +445,17 @@ class _VectorWriter:
             self.emit(indent + 1, f"_tm_M[{inner}][:] = _tm_M[{depth}] & ~_tm_Cd[{depth}]")
             self._statements(stmt.orelse, inner, loops, indent + 1)
 
-    def _branch(self, kind: str, node: ast.AST) -> int:
-        self.branches.append((kind, node.lineno))
-        return len(self.branches) - 1
-
     def _for(self, stmt: ast.For, depth: int, loops, indent: int) -> None:
-        w = self.w
+        lowered = self.lowered
         if stmt.orelse:
-            raise w._fail("'for ... else' is not supported by the lockstep emulation", stmt)
-        start, stop, step, literal_step = w._range_arguments(stmt)
+            raise lowered.fail("'for ... else' is not supported by the lockstep emulation", stmt)
+        start, stop, step, literal_step = lowered.range_arguments(stmt)
         target = stmt.target.id
-        variable = w.variables[target]
+        variable = lowered.variables[target]
         if variable.width:
-            raise w._fail(f"loop variable {target!r} cannot be a tuple", stmt)
-        k = self.loops
-        self.loops += 1
-        site = self._branch("for", stmt)
+            raise lowered.fail(f"loop variable {target!r} cannot be a tuple", stmt)
+        k = lowered.loop_of[id(stmt)]
+        site = lowered.branch_of[id(stmt)].site
         inner = depth + 1
         cur, end, inc = (f"_tm_I[{3 * k + i}]" for i in range(3))
         texts, sites = [], []
@@ -518,11 +501,10 @@ class _VectorWriter:
 
     def _while(self, stmt: ast.While, depth: int, loops, indent: int) -> None:
         if stmt.orelse:
-            raise self.w._fail("'while ... else' is not supported by the lockstep emulation",
+            raise self.lowered.fail("'while ... else' is not supported by the lockstep emulation",
                                stmt)
-        k = self.loops
-        self.loops += 1
-        site = self._branch("while", stmt)
+        k = self.lowered.loop_of[id(stmt)]
+        site = self.lowered.branch_of[id(stmt)].site
         inner = depth + 1
         test, sites = self._expression(stmt.test)
         if self._one_lane_at_a_time(sites):
@@ -553,8 +535,8 @@ class _VectorWriter:
     def _return(self, stmt: ast.Return, depth: int, loops, indent: int) -> None:
         if stmt.value is not None and not (isinstance(stmt.value, ast.Constant)
                                            and stmt.value.value is None):
-            raise self.w._fail("a kernel returns nothing", stmt)
-        site = self._branch("return", stmt)
+            raise self.lowered.fail("a kernel returns nothing", stmt)
+        site = self.lowered.branch_of[id(stmt)].site
         self.emit(indent, f"_tm_sel = _tm_M[{depth}].copy()")
         self.emit(indent, f"_tm_r.branch_masks({site}, _tm_M[0], _tm_sel)")
         self._retire(indent, range(depth + 1), [k for k, _ in loops])
@@ -568,10 +550,10 @@ class _VectorWriter:
     def _warp(self, stmt: ast.stmt, depth: int, indent: int) -> None:
         """A placed warp operation: the runtime exchanges the lanes' arguments
         (lane vectors, every lane's computed before) warp by warp."""
-        what = placed_operation(stmt, self.w.aliases)
+        what = placed_operation(stmt, self.lowered.aliases)
 
         def row(name: str) -> str:
-            variable = self.w.variables[name]
+            variable = self.lowered.variables[name]
             return f"_tm_V_{variable.dtype}[{variable.row}]"
 
         args = "".join(f"{row(a.id)}, " for a in stmt.value.args)
@@ -580,11 +562,10 @@ class _VectorWriter:
                           f"{out}, ({args}))")
 
     def _barrier(self, stmt: ast.stmt, depth: int, indent: int) -> None:
-        what = self.w._barrier_call(stmt)
+        what = self.lowered.barrier_call(stmt)
         if what != "syncthreads" and what not in VALUE_BARRIERS:
             return  # a fence
-        site = len(self.barriers)
-        self.barriers.append(stmt.lineno)
+        site = self.lowered.barrier_of[id(stmt)].site
         if what in VALUE_BARRIERS:
             predicate, sites = self._expression(stmt.value.args[0])
             if self._one_lane_at_a_time(sites):
@@ -598,7 +579,7 @@ class _VectorWriter:
             value = {"syncthreads_count": "_tm_cnt",
                      "syncthreads_and": "1 if _tm_cnt == _tm_na else 0",
                      "syncthreads_or": "1 if _tm_cnt > 0 else 0"}[what]
-            variable = self.w.variables[stmt.targets[0].id]
+            variable = self.lowered.variables[stmt.targets[0].id]
             self.emit(indent, f"_tm_V_{variable.dtype}[{variable.row}, _tm_M[{depth}]] = "
                               f"_tm_np.int32({value})")
 
