@@ -1,8 +1,10 @@
-"""The words a beginner meets in ThreadMap, each said once in plain words.
+"""The words a beginner meets in ThreadMap, each said once in plain words,
+and the words of its code, for the people who maintain it.
 
-The app shows an entry on hover wherever its term appears, and all of them
-in Help > Glossary; the README's readers find them in docs/GLOSSARY.md, made
-from the same entries (``markdown``).
+The app shows an entry of :data:`GLOSSARY` on hover wherever its term
+appears, and all of them in Help > Glossary; the README's readers find them
+in docs/GLOSSARY.md, made from the same entries (``markdown``), with the
+code's own words (:data:`PROJECT_WORDS`) after them.
 """
 from __future__ import annotations
 
@@ -57,6 +59,41 @@ GLOSSARY: dict[str, str] = {
             "nothing (a barrier, an atomic) ordering them: the result depends on timing.",
 }
 
+#: The code's own words, for a maintainer (docs/GLOSSARY.md; docs/ARCHITECTURE.md
+#: puts them in their place in the pipeline).  The app does not show them.
+PROJECT_WORDS: dict[str, str] = {
+    "described": "A kernel run with its arguments described (--arg, THREADMAP_ARGS), not by "
+                 "the matmul convention (A, B in, C out). Its output is whatever array it "
+                 "writes, and its reference the user's own function.",
+    "face": "The engine's one public face, kernels/api.py (re-exported by kernels/__init__): "
+            "the app and the command line import nothing else of kernels/, and "
+            "tests/test_seam.py checks it.",
+    "lowering": "A kernel's plan made ready for the CPU emulation, once "
+                "(derived/lowering.py, LoweredKernel): what each statement is, and every "
+                "number the emulation files its figures under. Both tiers are emitted from it.",
+    "tier": "One of the CPU emulation's two ways to run a kernel: the instant tier "
+            "(derived/vector.py, numpy over vectors of lanes, nothing to compile) and the "
+            "compiled tier (derived/lockstep.py, numba). They record the same figures; "
+            "backends/tiers.py chooses.",
+    "unit": "A unit of the emulation's work: a whole block, or one warp where the warps of a "
+            "block cannot see each other (no barrier, no shared array, no global array "
+            "checked for races; LockstepLayout.warpwise). Workers take units in order.",
+    "site": "A numbered place in the kernel: an access site (one array access in the source, "
+            "transform.access_sites), a branch site (an if, a loop test, a return) or a "
+            "barrier site (a syncthreads). Figures are filed by site, the same on both tiers.",
+    "epoch": "The count of barriers a block has passed: one barrier interval. Two accesses "
+             "of one element race when they fall in the same epoch, from different threads, "
+             "with at least one write, unless both are atomic updates.",
+    "round": "One iteration of a loop the compiled tier records lane by lane (its body only "
+             "loads and computes): each lane notes its loads' offsets by round, and the "
+             "warp's requests are then measured round by round, as lockstep would meet them.",
+    "stow": "To keep a result's maps on disk instead of in memory (kernels/stow.py), leaving "
+            "a light copy of the same shapes; unstowing reads them back, element for element.",
+    "lifeline": "What ties a child process to its parent (backends/lifeline.py): the kernel "
+                "kills the child when the parent dies, and the child watches its pipe, so no "
+                "process outlives the command that started it.",
+}
+
 #: other ways the app says a term
 _ALSO = {"thread that stored no output": r"threads? that stored no output|stored no output",
          "out of bounds": r"out-of-bounds",
@@ -93,5 +130,9 @@ def markdown() -> str:
     lines = ["# Glossary", "", "The words ThreadMap uses, as the app explains them on hover "
              "and in Help > Glossary.", ""]
     for term, meaning in GLOSSARY.items():
+        lines += [f"**{term}**: {meaning}", ""]
+    lines += ["## Words of ThreadMap's code", "",
+              "For the people who maintain it; see also [the architecture](ARCHITECTURE.md).", ""]
+    for term, meaning in PROJECT_WORDS.items():
         lines += [f"**{term}**: {meaning}", ""]
     return "\n".join(lines)
