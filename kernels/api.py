@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from .analyses.diagnoses import Diagnosis
 from .analyses.findings import Finding, line_findings, store_lines
-from .analyses.occupancy import ASSUMED_REGISTERS, GPU_MODELS
+from .analyses.occupancy import ASSUMED_REGISTERS, GPU_MODELS, check_gpu_model
 from .command import command_line
 from .errors import (
     ArgumentsNeeded,
@@ -122,6 +122,15 @@ def with_occupancy(result: RunResult, assumed_registers: int = ASSUMED_REGISTERS
                               assumed_registers)
 
 
+def occupancy_on(result: RunResult, gpu_model: str, assumed_registers: int | None = None) -> dict:
+    """The occupancy figures of ``result``'s launch on one GPU model (its
+    registers measured by ptxas where it can, for that model only: what a
+    command line's run reports), with where the model's figures come from."""
+    from .engine import occupancy_on as engine_occupancy
+
+    return engine_occupancy(result, gpu_model, assumed_registers)
+
+
 def reassume_registers(result: RunResult, assumed_registers: int) -> RunResult:
     """``result`` with its occupancy worked out again for another assumed
     register count (where none was measured): arithmetic on what the result
@@ -136,6 +145,14 @@ def reassume_registers(result: RunResult, assumed_registers: int) -> RunResult:
                                   assumed_registers)
              for name, resources in result.kernel_resources.items()}
     return dataclasses.replace(result, occupancy=table, assumed_registers=assumed_registers)
+
+
+def check_estimate(request: RunRequest, configurations: list[RunRequest] | None = None) -> None:
+    """Refuse (ThreadMapError, with the estimate and a smaller launch to try) a
+    run, or a sweep of ``configurations``, estimated at over a minute."""
+    from .engine import check_estimate as engine_check
+
+    engine_check(request, configurations)
 
 
 def resolve_backend(request: RunRequest, gpu_follows: bool = False) -> tuple[str, str]:
@@ -264,7 +281,8 @@ def diff_category_names() -> dict:
 __all__ = [
     "compile_files_in_children", "start_typist",
     "ArgumentsNeeded", "ASSUMED_REGISTERS", "BACKEND_LABELS", "BACKEND_SHORT", "BACKENDS", "BackendUnavailable",
-    "bank_conflict_model", "bytes_in_memory", "CATALOGUE", "check_request", "command_line",
+    "bank_conflict_model", "bytes_in_memory", "CATALOGUE", "check_estimate", "check_gpu_model",
+    "check_request", "command_line",
     "COUNT_COLOURS", "REPEAT_COLOUR", "counted", "default_launch", "describe_request", "describe_seconds", "diff_category_names",
     "Diagnosis", "diff_runs", "dims_heading", "dims_order", "DTYPES", "encode_png", "file_launch_dims", "Finding", "format_bytes",
     "format_dims", "format_seconds", "gpu_available", "GPU_MODEL_NAMES", "gpu_model_source",
@@ -272,7 +290,7 @@ __all__ = [
     "KERNEL_OUTPUT_LINES", "KernelCompileError", "KernelRuntimeError", "KernelSnapshot",
     "KernelSourceError", "line_findings", "load_balance", "margin_at", "margin_frame", "MAX_DIMENSION",
     "OOB_MARGIN", "OutputError",
-    "OutputFolder", "parse_dims", "parse_list", "parse_scalars", "PATTERNS", "percent",
+    "occupancy_on", "OutputFolder", "parse_dims", "parse_list", "parse_scalars", "PATTERNS", "percent",
     "PRESETS", "reassume_registers", "RequestError", "resolve_backend", "run", "run_sweep",
     "RunCancelled", "RunRequest", "RunResult", "RunTimedOut", "simulator_estimate", "FileWatcher",
     "compile_ahead", "confirm", "Confirmation", "seed_tour", "TourStep", "GLOSSARY",

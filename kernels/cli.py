@@ -10,7 +10,11 @@ import argparse
 import contextlib
 import math
 import os
+import signal
 import sys
+import threading
+import time
+from functools import partial
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -22,6 +26,16 @@ from .errors import (
     RunTimedOut,
     ThreadMapError,
 )
+# Imported where a command uses them, as measured (python -X importtime, on
+# top of this module's 80 ms): the engine, the API and the sweep, ~120 ms
+# together; the result's words and the backends' common parts, ~60 ms; the
+# search, the check of a folder, the child processes, the loader, ~15-20 ms
+# each.  `threadmap kernels` and `threadmap cache` need none of them, and a
+# run's child starts before this module is imported (command.py).
+from .analyses.occupancy import check_gpu_model
+from .cache import CACHE_LIMIT_BYTES, cache_dir, cache_entries, clear_cache
+from .cli_progress import CommandLineProgress
+from .estimate import KERNEL_FILE_TIME_LIMIT
 from .machine import usable_cores
 from .outputs import OutputFolder
 from .presets import default_launch
@@ -31,18 +45,15 @@ from .request import (
     PATTERNS,
     TIERS,
     RunRequest,
+    check_request,
+    format_bytes,
     parse_dims,
     parse_scalars,
     parse_shape,
 )
-from .run_files import (  # noqa: F401  (also cli's)
-    RUN_FILES,
-    MapsWrittenAhead,
-    stage_outputs,
-    update_result_json,
-    write_outputs,
-)
+from .run_files import RUN_FILES, MapsWrittenAhead, update_result_json, write_outputs
 from .sources.catalogue import CATALOGUE
+from .watch import FileWatcher
 
 #: Called with (result, png_path, svg_path) to export heatmap images.
 ImageExporter = Callable[..., None]
@@ -315,8 +326,6 @@ def check_cases(shapes, launches, args: argparse.Namespace) -> None:
     """Every shape with every launch of ``threadmap check``, through the same
     check as ``run``'s (CUDA's limits, the memory a run needs): refused before
     any file is read, not as an ERROR row per case."""
-    from .request import check_request
-
     for m, k, n in shapes:
         for launch in launches:
             grid, block = (launch.grid, launch.block) if launch.grid else ((1,), (1,))
@@ -332,58 +341,9 @@ def check_cases(shapes, launches, args: argparse.Namespace) -> None:
 def time_limit(args: argparse.Namespace, request: RunRequest) -> float | None:
     """--time-limit, else 300 s for a kernel file (as in the app), so that a
     kernel that never finishes ends."""
-    from .estimate import KERNEL_FILE_TIME_LIMIT
-
     if args.time_limit is not None:
         return args.time_limit
     return KERNEL_FILE_TIME_LIMIT if request.kernel_file else None
-
-
-def check_estimate(request: RunRequest, configurations: list[RunRequest] | None = None) -> None:
-    """Refuse a run (or sweep) estimated over a minute, with the estimate and
-    something smaller to try; --yes runs it anyway."""
-    from .engine import prepare
-    from .backends.cpu import compiled_ready
-    from .estimate import (
-        COMMAND_LINE_SECONDS,
-        SECONDS_PER_CONFIGURATION,
-        describe_seconds,
-        requests_seconds,
-    )
-    from .result import BACKEND_SHORT
-
-    request, plan, _ = prepare(request)
-    backend = request.backend
-    ready = backend == "cpu" and compiled_ready(plan, request)
-    seconds = requests_seconds(configurations or [request], plan, backend, ready)
-    if configurations:
-        seconds += SECONDS_PER_CONFIGURATION * len(configurations)
-    if seconds <= COMMAND_LINE_SECONDS:
-        return
-    what = f"this sweep of {len(configurations)} configurations" if configurations else "this run"
-    smaller = "fewer or smaller configurations" if configurations else \
-        _smaller_launch(request, plan, backend)
-    raise ThreadMapError(
-        f"{what} would take about {describe_seconds(seconds)} on the {BACKEND_SHORT[backend]} "
-        f"(an estimate); add --yes to run it anyway, or try {smaller}")
-
-
-def _smaller_launch(request: RunRequest, plan, backend: str) -> str:
-    """Options for a run that takes under a minute: C covered once by the same
-    block, then halved shapes."""
-    from .estimate import COMMAND_LINE_SECONDS, describe_seconds, run_seconds
-    from .presets import covering_launch
-
-    candidate = covering_launch(request, plan)
-    while run_seconds(candidate, plan, backend) > COMMAND_LINE_SECONDS and max(
-            candidate.m, candidate.n) > 1:
-        candidate = covering_launch(candidate.with_(m=max(1, candidate.m // 2),
-                                                    n=max(1, candidate.n // 2),
-                                                    k=max(1, candidate.k // 2)), plan)
-    return (f"--shape {candidate.m}x{candidate.k}x{candidate.n} --grid "
-            f"{'x'.join(map(str, candidate.grid))} --block "
-            f"{'x'.join(map(str, candidate.block))} (about "
-            f"{describe_seconds(run_seconds(candidate, plan, backend))})")
 
 
 def check_output_path(option: str, path: str | None, folder: bool = False) -> None:
@@ -405,20 +365,11 @@ def check_output_path(option: str, path: str | None, folder: bool = False) -> No
         raise ThreadMapError(f"{option} {path}: cannot write in {ancestor}")
 
 
-def check_gpu_model(name: str) -> None:
-    from .analyses.occupancy import GPU_MODELS
-    if name not in GPU_MODELS:
-        raise ThreadMapError(f"unknown GPU model {name!r}; models: {', '.join(GPU_MODELS)}")
-
-
 def occupancy_for(result, args: argparse.Namespace) -> dict:
     """The occupancy figures of a result's launch on ``--gpu-model``."""
-    from .analyses.occupancy import ASSUMED_REGISTERS, GPU_MODELS, launch_occupancy
-    from .sources.loader import load_plan
+    from .engine import occupancy_on
 
-    assumed = args.registers or ASSUMED_REGISTERS
-    figures = launch_occupancy(result.request, load_plan(result.request), args.gpu_model, assumed)
-    return dict(figures.summary(), gpu_source=GPU_MODELS[args.gpu_model].source)
+    return occupancy_on(result, args.gpu_model, args.registers)
 
 
 #: What ``threadmap run`` writes into --out.
@@ -475,7 +426,6 @@ def print_kernel_output(result, stream=None) -> None:
 
 def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
     from .backends.child import warm_for
-    from .cli_progress import CommandLineProgress
 
     if (args.png or args.svg) and exporter is None:
         raise ThreadMapError("--png/--svg need the app package (PySide6, pyqtgraph); "
@@ -495,7 +445,7 @@ def _cmd_run(args: argparse.Namespace, exporter: ImageExporter | None) -> int:
     # (up already where kernels/command.py started it from the typed
     # arguments; if not, its start-up overlaps the imports and checks below)
     warm_for(request)
-    from .engine import run
+    from .engine import check_estimate, run
 
     if not args.yes:
         check_estimate(request)
@@ -534,7 +484,6 @@ def _follow(result, args: argparse.Namespace, out: Path, occupancy, maps):
     """The run that follows a first answer (the GPU's, after the CPU
     emulation's): its times, verdict and agreement printed, and result.json
     written again with them (maps.npz, the first answer's, stays)."""
-    from .cli_progress import CommandLineProgress
     from .engine import confirm
     from .result import BACKEND_SHORT
 
@@ -581,11 +530,7 @@ def _watch(args: argparse.Namespace, request: RunRequest, previous, exporter,
     read again from the options and the file (its THREADMAP_ARGS, its own
     launch); a run that fails leaves the last good outputs in place and says
     why, and the next save tries again.  Ends with Ctrl-C (or SIGTERM)."""
-    import time
-
-    from .cli_progress import CommandLineProgress
     from .engine import run
-    from .watch import FileWatcher
 
     watcher = FileWatcher(request.kernel_file)
     out = Path(args.out)
@@ -677,7 +622,6 @@ def check_image_options(args: argparse.Namespace) -> tuple[int, int]:
 def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
     from .backends.common import TIMING
     from .backends.kernel_output import STDOUT
-    from .cli_progress import CommandLineProgress
     from .sweep import SweepFolder, parse_list, run_sweep_ahead, sweep_defaults
 
     check_image_options(args)
@@ -692,9 +636,9 @@ def _cmd_sweep(args: argparse.Namespace, sweep_exporter) -> int:
     check_gpu_model(args.gpu_model)
 
     if not args.yes:
+        from .engine import check_estimate
         from .sweep import one_tier, sweep_requests
         check_estimate(base, one_tier(sweep_requests(base, grids, blocks)))
-    from functools import partial
 
     from .engine import run
 
@@ -748,8 +692,6 @@ def sweep_line(cell) -> str:
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
-    from .cache import CACHE_LIMIT_BYTES, cache_dir, cache_entries, clear_cache
-    from .request import format_bytes
 
     directory = cache_dir()
     if args.clear:
@@ -891,8 +833,6 @@ class Terminated(BaseException):
 def _ending_on_signals():
     """SIGTERM and SIGHUP raise :class:`Terminated` in the main thread, so the
     command ends its child processes and leaves its outputs as they were."""
-    import signal
-    import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -977,8 +917,6 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser, exporte
             return 0
     except (KeyboardInterrupt, Terminated) as exc:
         # End any child process; one line; the shell's status for the signal.
-        import signal
-
         from .backends.child import stop_all
         stop_all()
         signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT

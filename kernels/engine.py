@@ -24,10 +24,15 @@ from .analyses.correctness import (
 )
 from .analyses.lockstep_analysis import read_analysis
 from .analyses.diagnoses import diagnose
-from .analyses.occupancy import MAX_STATIC_SHARED
+from .analyses.occupancy import (
+    ASSUMED_REGISTERS,
+    GPU_MODELS,
+    MAX_STATIC_SHARED,
+    launch_occupancy,
+)
 from .backends import backend as backend_named
 from .backends import device as _device  # (might_have_gpu looked up at each call: tests stand in)
-from .backends.device import gpu_available, gpu_status  # noqa: F401  (engine's names)
+from .backends.device import gpu_status
 from .backends.device import gpu_present, gpu_stack_problem
 from .backends.device import simulating as _simulating
 from .backends.common import (
@@ -50,11 +55,20 @@ from .errors import (
     ThreadMapError,
     UnsupportedConstruct,
 )
-from .estimate import ANALYSIS_SECONDS_LIMIT, emulation_seconds
+from .estimate import (
+    ANALYSIS_SECONDS_LIMIT,
+    COMMAND_LINE_SECONDS,
+    SECONDS_PER_CONFIGURATION,
+    describe_seconds,
+    emulation_seconds,
+    requests_seconds,
+    run_seconds,
+)
 from .inputs import described_arrays, make_inputs, poison_value
 from .records import RACE_CHECK_ELEMENTS, read_back
 from .request import RunRequest, check_request, format_bytes
-from .result import KernelSnapshot, RunResult, Timing, make_verdict
+from .presets import covering_launch
+from .result import BACKEND_SHORT, KernelSnapshot, RunResult, Timing, make_verdict
 from .sources.loader import load_plan, resolve_scalars, scalar_arguments
 from .sources.plan import KernelPlan
 
@@ -289,6 +303,52 @@ def prepare(request: RunRequest,
     check_local_memory(request, plan)
     backend, note = resolve_backend(request, plan, gpu_follows)
     return request.with_(backend=backend), plan, note
+
+
+def check_estimate(request: RunRequest, configurations: list[RunRequest] | None = None) -> None:
+    """Refuse a run (or sweep) estimated over a minute, with the estimate and
+    something smaller to try (the command line's --yes runs it anyway)."""
+    # (the compiled tier's module: 24 ms to import, and only a kernel's check needs it)
+    from .backends.cpu import compiled_ready
+
+    request, plan, _ = prepare(request)
+    backend = request.backend
+    ready = backend == "cpu" and compiled_ready(plan, request)
+    seconds = requests_seconds(configurations or [request], plan, backend, ready)
+    if configurations:
+        seconds += SECONDS_PER_CONFIGURATION * len(configurations)
+    if seconds <= COMMAND_LINE_SECONDS:
+        return
+    what = f"this sweep of {len(configurations)} configurations" if configurations else "this run"
+    smaller = "fewer or smaller configurations" if configurations else \
+        smaller_launch(request, plan, backend)
+    raise ThreadMapError(
+        f"{what} would take about {describe_seconds(seconds)} on the {BACKEND_SHORT[backend]} "
+        f"(an estimate); add --yes to run it anyway, or try {smaller}")
+
+
+def smaller_launch(request: RunRequest, plan: KernelPlan, backend: str) -> str:
+    """Options for a run that takes under a minute: C covered once by the same
+    block, then halved shapes."""
+    candidate = covering_launch(request, plan)
+    while run_seconds(candidate, plan, backend) > COMMAND_LINE_SECONDS and max(
+            candidate.m, candidate.n) > 1:
+        candidate = covering_launch(candidate.with_(m=max(1, candidate.m // 2),
+                                                    n=max(1, candidate.n // 2),
+                                                    k=max(1, candidate.k // 2)), plan)
+    return (f"--shape {candidate.m}x{candidate.k}x{candidate.n} --grid "
+            f"{'x'.join(map(str, candidate.grid))} --block "
+            f"{'x'.join(map(str, candidate.block))} (about "
+            f"{describe_seconds(run_seconds(candidate, plan, backend))})")
+
+
+def occupancy_on(result: RunResult, gpu_model: str, assumed_registers: int | None = None) -> dict:
+    """The occupancy figures of ``result``'s launch on one GPU model (its
+    registers measured by ptxas where it can, for that model only), with where
+    the model's figures come from."""
+    figures = launch_occupancy(result.request, load_plan(result.request), gpu_model,
+                               assumed_registers or ASSUMED_REGISTERS)
+    return dict(figures.summary(), gpu_source=GPU_MODELS[gpu_model].source)
 
 
 def run(request: RunRequest, progress: ProgressCallback | None = None,

@@ -17,7 +17,7 @@ from kernels.request import RunRequest  # noqa: E402
 
 
 def gpu_available() -> bool:
-    from kernels.engine import gpu_available as available
+    from kernels.api import gpu_available as available
     return available()
 
 

@@ -45,7 +45,7 @@ def run_preset(window, kernel, preset="seed-launch", backend="cpu"):
 
 def test_window_title_and_backend_status(window):
     assert window.windowTitle().startswith("ThreadMap")
-    from kernels.engine import gpu_available
+    from kernels.api import gpu_available
     if not gpu_available():
         assert "no CUDA device" in window.status.backend_status.text()
         gpu_index = window.controls.backend_combo.findData("gpu")

@@ -354,6 +354,12 @@ def cached_resources(plan, dtype: str, gpu: GpuModel,
     return _measured[key]
 
 
+def check_gpu_model(name: str) -> None:
+    """Refuse a GPU model ThreadMap does not know, naming those it does."""
+    if name not in GPU_MODELS:
+        raise ThreadMapError(f"unknown GPU model {name!r}; models: {', '.join(GPU_MODELS)}")
+
+
 def launch_occupancy(request, plan, gpu_name: str,
                      assumed_registers: int = ASSUMED_REGISTERS) -> Occupancy:
     """Occupancy and waves of ``request``'s launch on GPU model ``gpu_name``."""

@@ -27,16 +27,7 @@ from types import ModuleType
 
 import numpy as np
 
-from ..cache import (  # noqa: F401  (the cache's functions, as they were found here)
-    CACHE_LIMIT_BYTES,
-    GENERATED_PREFIX,
-    CacheEntry,
-    CacheError,
-    cache_dir,
-    cache_entries,
-    clear_cache,
-    prune_cache,
-)
+from ..cache import GENERATED_PREFIX, CacheError, cache_dir, prune_cache
 from ..element_types import dtype_of, is_uniform
 from ..sources.allow import constant_source
 from ..sources.plan import RECORDED_ATOMICS, KernelPlan, cuda_attribute
