@@ -38,13 +38,8 @@ from ..derived.local_types import kernel_types
 from ..derived.lockstep import ROUNDS, lockstep_code
 from ..derived.lowering import LockstepLayout, lower
 from ..derived.native import NativeDrivers, keep_native, native_path, replace_native
-from ..derived.transform import (
-    GLOBAL_SHADOW_COLUMNS,
-    global_ranges_param,
-    global_shadow_param,
-    shadow_columns,
-    shadow_param,
-)
+from ..derived.shadow import GLOBAL_SHADOW_COLUMNS, shadow_columns
+from ..derived.transform import global_ranges_param, global_shadow_param, shadow_param
 from ..errors import KernelCompileError, KernelRuntimeError, RunCancelled, ThreadMapError
 from ..records import (
     ATOMICS,

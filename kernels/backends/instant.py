@@ -37,13 +37,28 @@ from typing import ClassVar
 import numpy as np
 
 from ..derived.local_types import kernel_types
-from ..derived.transform import (
-    GLOBAL_SHADOW_COLUMNS,
-    SHADOW_COLUMNS,
-    array_slots,
-    global_ranges_param,
-)
 from ..derived.lowering import lower
+from ..derived.shadow import (
+    ATOMIC_EPOCH,
+    ATOMIC_LANE,
+    ATOMIC_SITE,
+    GLOBAL_SHADOW_COLUMNS,
+    READ_EPOCH,
+    READER,
+    READER_SITE,
+    READER_SYNCWARPS,
+    SECOND_ATOMIC_LANE,
+    SECOND_ATOMIC_SITE,
+    SECOND_READER,
+    SECOND_READER_SITE,
+    SECOND_READER_SYNCWARPS,
+    SHADOW_COLUMNS,
+    WRITE_EPOCH,
+    WRITER,
+    WRITER_SITE,
+    WRITER_SYNCWARPS,
+)
+from ..derived.transform import array_slots, global_ranges_param
 from ..derived.vector import VectorCode, vector_code
 from ..derived.warp_ops import MATCH, SHUFFLES
 from ..element_types import dtype_of
@@ -650,7 +665,7 @@ class VectorRuntime:
         element)."""
         epoch = self.epoch if interval is None else interval
         lane_ids = self.LANE[lanes]
-        written = sh[e, 0]
+        written = sh[e, WRITE_EPOCH]
         unwritten = written < self.epoch0 if hit is None else np.zeros(len(e), bool)
         if unwritten.any():
             where = np.flatnonzero(unwritten)
@@ -658,15 +673,16 @@ class VectorRuntime:
                 self.block, int(lane_ids[where[p]]), slot, int(i[where[p]]), int(j[where[p]]),
                 site))
         ws = self.WS[lanes]
-        racing = ~unwritten & (written == epoch) & (sh[e, 1] != lane_ids) \
-            & ~_synced(sh[e, 1], sh[e, 8], lane_ids, ws)
+        racing = ~unwritten & (written == epoch) & (sh[e, WRITER] != lane_ids) \
+            & ~_synced(sh[e, WRITER], sh[e, WRITER_SYNCWARPS], lane_ids, ws)
         if racing.any() and hit is not None:
             where = np.flatnonzero(racing)
-            hit(where, sh[e[where], 1], _site(sh[e[where], 2]))
+            hit(where, sh[e[where], WRITER], _site(sh[e[where], WRITER_SITE]))
         elif racing.any():
             where = np.flatnonzero(racing)
             self._hit("race", lanes[where], lambda p: (
-                self.block, int(sh[e[where[p]], 1]), int(_site(sh[e[where[p]], 2])),
+                self.block, int(sh[e[where[p]], WRITER]),
+                int(_site(sh[e[where[p]], WRITER_SITE])),
                 int(lane_ids[where[p]]), site, slot, int(i[where[p]]), int(j[where[p]])),
                 self._newly_raced(sh, e[where]))
         # Readers of each element in this interval: the first, and a second,
@@ -680,32 +696,32 @@ class VectorRuntime:
         elements = es[starts]
         firsts = ls[starts]
         seconds = np.where(sizes > 1, ls[np.minimum(starts + 1, len(es) - 1)], -1)
-        noted = sh[elements, 3] == epoch
+        noted = sh[elements, READ_EPOCH] == epoch
         fresh = elements[~noted]
         if len(fresh):
-            sh[fresh, 3] = epoch
-            sh[fresh, 4] = firsts[~noted]
-            sh[fresh, 5] = site
+            sh[fresh, READ_EPOCH] = epoch
+            sh[fresh, READER] = firsts[~noted]
+            sh[fresh, READER_SITE] = site
             second = seconds[~noted]
-            sh[fresh, 6] = second
+            sh[fresh, SECOND_READER] = second
             has = second >= 0
-            sh[fresh[has], 7] = site
+            sh[fresh[has], SECOND_READER_SITE] = site
         old = elements[noted]
         if len(old):
-            open_ = sh[old, 6] < 0
+            open_ = sh[old, SECOND_READER] < 0
             old = old[open_]
             if len(old):
-                reader = sh[old, 4]
+                reader = sh[old, READER]
                 f, s = firsts[noted][open_], seconds[noted][open_]
                 other = np.where(f != reader, f, s)
                 has = other >= 0
-                sh[old[has], 6] = other[has]
-                sh[old[has], 7] = site
+                sh[old[has], SECOND_READER] = other[has]
+                sh[old[has], SECOND_READER_SITE] = site
         # Each reader's syncwarps, as of its latest read (one value per lane
         # in a statement, so the order of its lanes does not matter).
-        first, second = sh[e, 4] == lane_ids, sh[e, 6] == lane_ids
-        sh[e[first], 9] = ws[first]
-        sh[e[second], 10] = ws[second]
+        first, second = sh[e, READER] == lane_ids, sh[e, SECOND_READER] == lane_ids
+        sh[e[first], READER_SYNCWARPS] = ws[first]
+        sh[e[second], SECOND_READER_SYNCWARPS] = ws[second]
 
     def _shared_write(self, sh, e, lanes, site, slot, i, j, interval=None, hit=None) -> None:
         if len(np.unique(e)) != len(e):
@@ -717,17 +733,22 @@ class VectorRuntime:
         epoch = self.epoch if interval is None else interval
         lane_ids = self.LANE[lanes]
         ws = self.WS[lanes]
-        same = sh[e, 0] == epoch
-        h1 = same & (sh[e, 1] != lane_ids) & ~_synced(sh[e, 1], sh[e, 8], lane_ids, ws)
-        read = sh[e, 3] == epoch
-        h2 = ~h1 & read & (sh[e, 4] != lane_ids) & ~_synced(sh[e, 4], sh[e, 9], lane_ids, ws)
-        h3 = ~h1 & ~h2 & read & (sh[e, 6] >= 0) & (sh[e, 6] != lane_ids) \
-            & ~_synced(sh[e, 6], sh[e, 10], lane_ids, ws)
+        same = sh[e, WRITE_EPOCH] == epoch
+        # (helper_library's _tm_entry_met, over vectors: the writer, the first
+        # reader, the second)
+        writer, reader, second = sh[e, WRITER], sh[e, READER], sh[e, SECOND_READER]
+        h1 = same & (writer != lane_ids) & ~_synced(writer, sh[e, WRITER_SYNCWARPS], lane_ids, ws)
+        read = sh[e, READ_EPOCH] == epoch
+        h2 = ~h1 & read & (reader != lane_ids) \
+            & ~_synced(reader, sh[e, READER_SYNCWARPS], lane_ids, ws)
+        h3 = ~h1 & ~h2 & read & (second >= 0) & (second != lane_ids) \
+            & ~_synced(second, sh[e, SECOND_READER_SYNCWARPS], lane_ids, ws)
         raced = h1 | h2 | h3
         if raced.any():
             where = np.flatnonzero(raced)
-            other_lane = np.where(h1, sh[e, 1], np.where(h2, sh[e, 4], sh[e, 6]))
-            other_site = np.where(h1, _site(sh[e, 2]), np.where(h2, sh[e, 5], sh[e, 7]))
+            other_lane = np.where(h1, writer, np.where(h2, reader, second))
+            other_site = np.where(h1, _site(sh[e, WRITER_SITE]),
+                                  np.where(h2, sh[e, READER_SITE], sh[e, SECOND_READER_SITE]))
             if hit is not None:
                 hit(where, other_lane[where], other_site[where])
             else:
@@ -735,10 +756,10 @@ class VectorRuntime:
                     self.block, int(other_lane[where[p]]), int(other_site[where[p]]),
                     int(lane_ids[where[p]]), site, slot, int(i[where[p]]), int(j[where[p]])),
                     self._newly_raced(sh, e[where]))
-        sh[e, 0] = epoch
-        sh[e, 1] = lane_ids
-        sh[e, 2] = site
-        sh[e, 8] = ws
+        sh[e, WRITE_EPOCH] = epoch
+        sh[e, WRITER] = lane_ids
+        sh[e, WRITER_SITE] = site
+        sh[e, WRITER_SYNCWARPS] = ws
 
     # -- a global array checked for races (see helper_library's _tm_global_*) -------------
 
@@ -777,24 +798,22 @@ class VectorRuntime:
             lane_ids = self.LANE[lanes]
             for p in range(len(e)):
                 row, lane, w = shadow[e[p]], int(lane_ids[p]), int(self.WS[lanes[p]])
-                for live, who, where, synced in ((row[0] == interval, 1, 2, 8),
-                                                 (row[3] == interval, 4, 5, 9),
-                                                 (row[3] == interval, 6, 7, 10)):
-                    if live and row[who] >= 0 and row[who] != lane and not (
-                            row[who] // WARP == lane // WARP and row[synced] != w):
-                        hit(np.array([p]), np.array([row[who]]), np.array([row[where]]))
-                        break
-                if row[12] != interval:
-                    row[12], row[13], row[14], row[15] = interval, lane, site, -1
-                elif row[13] != lane and row[15] < 0:
-                    row[15], row[16] = lane, site
+                other = _entry_met(row, lane, w, interval, True)
+                if other is not None:
+                    hit(np.array([p]), np.array([other[0]]), np.array([other[1]]))
+                if row[ATOMIC_EPOCH] != interval:
+                    row[ATOMIC_EPOCH], row[ATOMIC_LANE], row[ATOMIC_SITE], \
+                        row[SECOND_ATOMIC_LANE] = interval, lane, site, -1
+                elif row[ATOMIC_LANE] != lane and row[SECOND_ATOMIC_LANE] < 0:
+                    row[SECOND_ATOMIC_LANE], row[SECOND_ATOMIC_SITE] = lane, site
             return
         # a plain access meeting another thread's atomic update of the interval
         # (where no plain access was met first, as the compiled tier's order)
         lane_ids = self.LANE[lanes]
-        other = np.where(shadow[e, 13] != lane_ids, shadow[e, 13], shadow[e, 15])
-        other_site = np.where(shadow[e, 13] != lane_ids, shadow[e, 14], shadow[e, 16])
-        met = (shadow[e, 12] == interval) & (other >= 0)
+        first = shadow[e, ATOMIC_LANE] != lane_ids
+        other = np.where(first, shadow[e, ATOMIC_LANE], shadow[e, SECOND_ATOMIC_LANE])
+        other_site = np.where(first, shadow[e, ATOMIC_SITE], shadow[e, SECOND_ATOMIC_SITE])
+        met = (shadow[e, ATOMIC_EPOCH] == interval) & (other >= 0)
         met[list(self._hit_now)] = False
         if met.any():
             where = np.flatnonzero(met)
@@ -807,24 +826,20 @@ class VectorRuntime:
         epoch = self.epoch
         for p in range(len(e)):
             lane, w, row = int(self.LANE[lanes[p]]), int(self.WS[lanes[p]]), sh[e[p]]
+            stored = row[WRITE_EPOCH] == epoch and row[WRITER_SITE] >= 0  # (a plain store)
             other = None
-            stored = row[0] == epoch and row[2] >= 0  # (a plain store of this interval)
-            if row[0] < self.epoch0:
+            if row[WRITE_EPOCH] < self.epoch0:
                 self._hit("uninit", lanes[p:p + 1], lambda _, lane=lane, p=p: (
                     self.block, lane, slot, int(i[p]), int(j[p]), site))
-            elif stored and row[1] != lane and not _synced(row[1], row[8], lane, w):
-                other = (int(row[1]), int(row[2]))
-            elif row[3] == epoch and row[4] != lane and not _synced(row[4], row[9], lane, w):
-                other = (int(row[4]), int(row[5]))
-            elif row[3] == epoch and row[6] >= 0 and row[6] != lane \
-                    and not _synced(row[6], row[10], lane, w):
-                other = (int(row[6]), int(row[7]))
+            else:
+                other = _entry_met(row, lane, w, epoch, stored)
             if other is not None:
                 self._hit("race", lanes[p:p + 1], lambda _, lane=lane, p=p, other=other: (
                     self.block, other[0], other[1], lane, site, slot, int(i[p]), int(j[p])),
                     self._newly_raced(sh, e[p:p + 1]))
-            if not (stored and row[1] == lane):  # (its own store stays the entry)
-                row[0], row[1], row[2], row[8] = epoch, lane, -site - 1, w
+            if not (stored and row[WRITER] == lane):  # (its own store stays the entry)
+                row[WRITE_EPOCH], row[WRITER], row[WRITER_SITE], row[WRITER_SYNCWARPS] = \
+                    epoch, lane, -site - 1, w
 
     # -- the end of a statement: warp requests --------------------------------------------
 
@@ -968,6 +983,25 @@ def _synced(a, wa, b, wb) -> np.ndarray:
     """helper_library's _tm_synced, over vectors: the two accesses' lanes share
     a warp and a syncwarp came between them."""
     return (a // WARP == b // WARP) & (wa != wb)
+
+
+def _entry_met(row, lane: int, w: int, epoch, writer: bool) -> tuple[int, int] | None:
+    """helper_library's _tm_entry_met for one lane's access that writes (a
+    plain store, or an atomic: ``writer`` when it is to meet a plain store):
+    the (lane, site) of another thread's access of this interval in the
+    shadow ``row`` that it races with, or None."""
+    if writer and row[WRITE_EPOCH] == epoch and row[WRITER] != lane \
+            and not _synced(row[WRITER], row[WRITER_SYNCWARPS], lane, w):
+        return int(row[WRITER]), int(_site(row[WRITER_SITE]))
+    if row[READ_EPOCH] != epoch:
+        return None
+    if row[READER] != lane and not _synced(row[READER], row[READER_SYNCWARPS], lane, w):
+        return int(row[READER]), int(row[READER_SITE])
+    second = row[SECOND_READER]
+    if second >= 0 and second != lane \
+            and not _synced(second, row[SECOND_READER_SYNCWARPS], lane, w):
+        return int(second), int(row[SECOND_READER_SITE])
+    return None
 
 
 def _shifted(hit, p: int):

@@ -123,7 +123,7 @@ class LockstepLayout:
     #: ``_Writer._lane_by_lane_for``): rows of its round buffer ``_tm_RB``.
     round_sites: int = 0
     #: the kernel calls cuda.syncwarp(): the shared arrays' shadows keep the
-    #: syncwarps each access had passed (transform.shadow_columns)
+    #: syncwarps each access had passed (shadow.shadow_columns)
     warp_sync: bool = False
     #: global arrays checked for races (transform.race_checked_arrays): each
     #: has a shadow (shared by the workers) and access ranges (each worker's)

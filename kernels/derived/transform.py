@@ -73,19 +73,6 @@ _CUDA_GTID = (
     " + _tm_cuda.threadIdx.y * _tm_cuda.blockDim.x + _tm_cuda.threadIdx.x")
 
 
-#: Figures the shadow of a shared array keeps per element (helper_library's
-#: _tm_shared_read: the last write, two readers, the syncwarps each had
-#: passed, and last the block whose race on the element was counted).
-SHADOW_COLUMNS = 12
-
-
-def shadow_columns(warp_sync: bool) -> int:
-    """Columns of the compiled tier's shadows: without a syncwarp to keep, the
-    first 8 and the counted race's block (its helpers never touch the
-    syncwarp columns)."""
-    return SHADOW_COLUMNS if warp_sync else 9
-
-
 def shadow_param(array: str) -> str:
     """Name of the shadow of shared array ``array`` in the emulation."""
     return f"_tm_shadow_{array}"
@@ -95,12 +82,6 @@ def shadow_param(array: str) -> str:
 #: take (helper_library's _tm_global_*): where in the block the access
 #: happens, and the record of the first race within a block.
 GLOBAL_RACE_ARGS = ("_tm_epoch", "_tm_epoch0", "_tm_grace", "_tm_block", "_tm_ws")
-
-
-#: Columns of a global array's shadow: a shared array's first 11, one unused, and
-#: its atomic updates apart (interval, two lanes and their sites): atomics do
-#: not race with each other, but do with plain accesses.
-GLOBAL_SHADOW_COLUMNS = 17
 
 
 def global_shadow_param(array: str) -> str:
