@@ -4,12 +4,8 @@ import subprocess
 import sys
 import time
 
-from kernels.derived.codegen import (
-    GENERATED_PREFIX,
-    cache_entries,
-    load_module,
-    prune_cache,
-)
+from kernels.cache import GENERATED_PREFIX, cache_entries, prune_cache
+from kernels.derived.codegen import load_module
 
 
 def fake_module(directory, name, size, used):
