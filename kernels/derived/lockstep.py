@@ -411,14 +411,9 @@ class _Writer:
             self.emit(indent + 1, "break", line)
 
     def _for(self, stmt: ast.For, depth: int, loops, indent: int) -> None:
-        if stmt.orelse:
-            raise self.lowered.fail("'for ... else' is not supported by the lockstep emulation", stmt)
-        start, stop, step, literal_step = self.lowered.range_arguments(stmt)
-        target = stmt.target.id
-        if self.variables[target].width:
-            raise self.lowered.fail(f"loop variable {target!r} cannot be a tuple", stmt)
-        k = self.lowered.loop_of[id(stmt)]
-        site = self.lowered.branch_of[id(stmt)].site
+        loop = self.lowered.range_loop(stmt)
+        k, site, target = loop.number, loop.site, loop.variable.name
+        start, stop, step, literal_step = loop.start, loop.stop, loop.step, loop.literal_step
         inner = depth + 1
         line = stmt.lineno
         cur, end, inc = f"_tm_I[{3 * k}, _tm_l]", f"_tm_I[{3 * k + 1}, _tm_l]", \
@@ -611,10 +606,7 @@ class _Writer:
         return True
 
     def _while(self, stmt: ast.While, depth: int, loops, indent: int) -> None:
-        if stmt.orelse:
-            raise self.lowered.fail("'while ... else' is not supported by the lockstep emulation", stmt)
-        k = self.lowered.loop_of[id(stmt)]
-        site = self.lowered.branch_of[id(stmt)].site
+        k, site = self.lowered.while_loop(stmt)
         inner = depth + 1
         line = stmt.lineno
         self.emit(indent, "for _tm_l in range(_tm_lane0, _tm_lane1):", line)
@@ -629,10 +621,7 @@ class _Writer:
             f"_tm_L[{k}, _tm_l] = False" for k in loops]
 
     def _return(self, stmt: ast.Return, depth: int, loops, indent: int) -> None:
-        if stmt.value is not None and not (isinstance(stmt.value, ast.Constant)
-                                           and stmt.value.value is None):
-            raise self.lowered.fail("a kernel returns nothing", stmt)
-        site = self.lowered.branch_of[id(stmt)].site
+        site = self.lowered.return_site(stmt)
         retire = self._retire(range(depth + 1), [k for k, _ in loops])
         line = stmt.lineno
         if self.record:

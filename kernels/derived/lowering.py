@@ -174,6 +174,21 @@ def recording_params(inputs: int, written: int = 0) -> list[str]:
             + list(LOCKSTEP_RECORDS))
 
 
+@dataclass(frozen=True)
+class RangeLoop:
+    """A ``for`` loop over ``range(start, stop, step)``, as both tiers run it:
+    loop k (``_tm_L[k]``, counters ``_tm_I[3k:3k+3]``), its branch site, its
+    variable, and its step when a literal (None: known at run time)."""
+
+    number: int
+    site: int
+    variable: LaneVariable
+    start: ast.expr
+    stop: ast.expr
+    step: ast.expr
+    literal_step: int | None
+
+
 class LoweredKernel:
     """A kernel lowered for the lockstep emulation: the facts and numbers both
     emitters share (see the module docstring).  Made once per kernel and
@@ -329,7 +344,7 @@ class LoweredKernel:
             return what
         return None
 
-    def range_arguments(self, stmt: ast.For) -> tuple[ast.expr, ast.expr, ast.expr, int | None]:
+    def _range_arguments(self, stmt: ast.For) -> tuple[ast.expr, ast.expr, ast.expr, int | None]:
         call = stmt.iter
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
                 and call.func.id == "range" and "range" not in self.variables
@@ -345,6 +360,34 @@ class LoweredKernel:
             args.append(ast.Constant(1))
         step = _literal_int(args[2])
         return args[0], args[1], args[2], step
+
+    # -- control statements, as both tiers run them (each refusal said once) ----------
+
+    def range_loop(self, stmt: ast.For) -> RangeLoop:
+        """A ``for`` over ``range(...)``: its number, branch site, variable and
+        bounds; any other ``for`` refused."""
+        if stmt.orelse:
+            raise self.fail("'for ... else' is not supported by the lockstep emulation", stmt)
+        start, stop, step, literal_step = self._range_arguments(stmt)
+        target = stmt.target.id
+        variable = self.variables[target]
+        if variable.width:
+            raise self.fail(f"loop variable {target!r} cannot be a tuple", stmt)
+        return RangeLoop(self.loop_of[id(stmt)], self.branch_of[id(stmt)].site, variable,
+                         start, stop, step, literal_step)
+
+    def while_loop(self, stmt: ast.While) -> tuple[int, int]:
+        """A ``while`` loop's number and branch site; ``while ... else`` refused."""
+        if stmt.orelse:
+            raise self.fail("'while ... else' is not supported by the lockstep emulation", stmt)
+        return self.loop_of[id(stmt)], self.branch_of[id(stmt)].site
+
+    def return_site(self, stmt: ast.Return) -> int:
+        """A ``return``'s branch site; a return with a value refused."""
+        if stmt.value is not None and not (isinstance(stmt.value, ast.Constant)
+                                           and stmt.value.value is None):
+            raise self.fail("a kernel returns nothing", stmt)
+        return self.branch_of[id(stmt)].site
 
     # -- what an emitter takes ---------------------------------------------------------
 

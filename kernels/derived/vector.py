@@ -446,16 +446,9 @@ class _VectorWriter:
             self._statements(stmt.orelse, inner, loops, indent + 1)
 
     def _for(self, stmt: ast.For, depth: int, loops, indent: int) -> None:
-        lowered = self.lowered
-        if stmt.orelse:
-            raise lowered.fail("'for ... else' is not supported by the lockstep emulation", stmt)
-        start, stop, step, literal_step = lowered.range_arguments(stmt)
-        target = stmt.target.id
-        variable = lowered.variables[target]
-        if variable.width:
-            raise lowered.fail(f"loop variable {target!r} cannot be a tuple", stmt)
-        k = lowered.loop_of[id(stmt)]
-        site = lowered.branch_of[id(stmt)].site
+        loop = self.lowered.range_loop(stmt)
+        k, site, variable = loop.number, loop.site, loop.variable
+        start, stop, step, literal_step = loop.start, loop.stop, loop.step, loop.literal_step
         inner = depth + 1
         cur, end, inc = (f"_tm_I[{3 * k + i}]" for i in range(3))
         texts, sites = [], []
@@ -500,11 +493,7 @@ class _VectorWriter:
         self._statements(stmt.body, inner, loops + [(k, inner)], i)
 
     def _while(self, stmt: ast.While, depth: int, loops, indent: int) -> None:
-        if stmt.orelse:
-            raise self.lowered.fail("'while ... else' is not supported by the lockstep emulation",
-                               stmt)
-        k = self.lowered.loop_of[id(stmt)]
-        site = self.lowered.branch_of[id(stmt)].site
+        k, site = self.lowered.while_loop(stmt)
         inner = depth + 1
         test, sites = self._expression(stmt.test)
         if self._one_lane_at_a_time(sites):
@@ -533,10 +522,7 @@ class _VectorWriter:
             self.emit(indent, f"_tm_LP[{k}][_tm_sel] = False")
 
     def _return(self, stmt: ast.Return, depth: int, loops, indent: int) -> None:
-        if stmt.value is not None and not (isinstance(stmt.value, ast.Constant)
-                                           and stmt.value.value is None):
-            raise self.lowered.fail("a kernel returns nothing", stmt)
-        site = self.lowered.branch_of[id(stmt)].site
+        site = self.lowered.return_site(stmt)
         self.emit(indent, f"_tm_sel = _tm_M[{depth}].copy()")
         self.emit(indent, f"_tm_r.branch_masks({site}, _tm_M[0], _tm_sel)")
         self._retire(indent, range(depth + 1), [k for k, _ in loops])
