@@ -202,7 +202,6 @@ class LoweredKernel:
         self.body = placed_body(plan)
         self.sites = access_sites(plan)
         self.race_arrays = race_checked_arrays(plan)
-        self.written_arrays = written_arrays(plan)
         self.block_arrays = self._block_arrays(types)
         self.variables, self.rows = self._variables(types)
         self.local_arrays = frozenset(a.name for a in self.block_arrays if a.kind == "local")

@@ -554,13 +554,11 @@ def _tm_uninit_hit(uninit, block, lane, sl, site, i, j):
 
 
 # The shadow of a shared array, per element, by its columns' names
-# (_TM_SH_<NAME>, shadow.py): the last write's interval (epoch), lane and
-# site; the interval of the reads noted, and two readers' lanes and sites;
-# the syncwarps the writer and each reader had passed; and last the block
-# whose race on the element was counted (_tm_race_hit).  Two accesses of one
-# interval are ordered when their lanes share a warp and a syncwarp came
-# between them (no word of the CUDA module here: naming it makes the module
-# import it, codegen.py).
+# (shadow.py): the last write's interval (epoch), lane and site; the interval
+# of the reads noted, and two readers' lanes and sites; the syncwarps the
+# writer and each reader had passed; and last the block whose race on the
+# element was counted (_tm_race_hit).  Two accesses of one interval are
+# ordered when their lanes share a warp and a syncwarp came between them.
 
 @inlined
 def _tm_synced(a, wa, b, wb):
