@@ -101,14 +101,14 @@ SHARED_RECORDS = (STORES, OOB_THREAD)
 #: * ``_tm_bar`` (barriers, 7): divergent executions, blocks, last block seen,
 #:   and the first: block, threads arrived, threads missing, first missing;
 #: * ``_tm_race`` (9): shared elements raced on (each block's counted once:
-#:   helper_library's _tm_race_hit), and the first race: block, its lanes and
+#:   record_runtime's _tm_record_shared_race), and the first race: block, its lanes and
 #:   sites, array slot and index; ``_tm_uninit`` (7): reads of shared elements
 #:   the block had not written, and the first;
 #: * ``_tm_warp`` (2, 7): warp operations with undefined results, and the
-#:   first of each (``helper_library._tm_warp_hit``): row 0 shuffles that read
+#:   first of each (``record_runtime._tm_record_warp_hazard``): row 0 shuffles that read
 #:   a lane not taking part, row 1 masks naming a lane that is not there.
 #: * ``_tm_grace`` (10): races in global memory within a block (hits), and the
-#:   pair of the lowest element so met (``helper_library._tm_global_hit``):
+#:   pair of the lowest element so met (``record_runtime._tm_record_global_race``):
 #:   slot, flat offset, block, the other lane and its site, the lane and its
 #:   site, the index (i, j).  Races between blocks come from the arrays'
 #:   access ranges (``global_races``).

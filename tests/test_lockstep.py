@@ -295,7 +295,8 @@ def test_load_only_loops_recorded_lane_by_lane_give_the_lockstep_s_figures(monke
     monkeypatch.setattr(codegen, "_LOADED", {})
     by_lane = run(req)
     texts = [m.path.read_text() for m in codegen._LOADED.values()]
-    assert any("_tm_flush_reads_rounds(_tm_rb0, _tm_most" in t for t in texts)  # lane by lane
+    # lane by lane
+    assert any("_tm_flush_input_request_rounds(_tm_rb0, _tm_most" in t for t in texts)
     monkeypatch.setattr(lockstep, "LANE_BY_LANE", False)
     monkeypatch.setattr(codegen, "_LOADED", {})
     lockstepped = run(req)

@@ -19,16 +19,16 @@ from kernels.sources.loader import _builtin_plan
 def test_the_runtime_runs_as_plain_python():
     # An insertion sort of a row's first n entries, the rest untouched.
     a = np.array([[9, 9, 9, 9, 9], [5, 3, 4, 1, 7]], np.int64)
-    record_runtime._tm_sort(a, 1, 4)
+    record_runtime._tm_sort_row(a, 1, 4)
     assert a.tolist() == [[9, 9, 9, 9, 9], [1, 3, 4, 5, 7]]
     # A barrier at site 0 that 3 of block 1's 8 threads reach (the first
     # missing, thread 2), met twice by block 1 and once by block 2: 3 times,
     # in 2 blocks, the first kept (block 1: 3 arrived, 5 missing, thread 2).
     bar = np.zeros((1, 7), np.int64)
     bar[:, 2:] = -1
-    record_runtime._tm_barrier(bar, 0, 1, 8, 3, 2)
-    record_runtime._tm_barrier(bar, 0, 1, 8, 5, 0)
-    record_runtime._tm_barrier(bar, 0, 2, 8, 1, 0)
+    record_runtime._tm_record_missed_barrier(bar, 0, 1, 8, 3, 2)
+    record_runtime._tm_record_missed_barrier(bar, 0, 1, 8, 5, 0)
+    record_runtime._tm_record_missed_barrier(bar, 0, 2, 8, 1, 0)
     assert bar[0].tolist() == [3, 2, 2, 1, 3, 5, 2]
 
 
@@ -50,8 +50,8 @@ def _random_row(rng, epoch):
 
 @pytest.mark.parametrize("writer", [True, False])
 def test_both_tiers_find_the_same_racing_entry(monkeypatch, writer):
-    # The compiled tier's _tm_entry_met (run here as Python, syncwarps kept) and
-    # the instant tier's _entry_met, on 3,000 random shadow entries and lanes:
+    # The compiled tier's _tm_racing_entry (run here as Python, syncwarps kept) and
+    # the instant tier's _racing_entry, on 3,000 random shadow entries and lanes:
     # the same entry met, or none, every time.
     monkeypatch.setattr(record_runtime, "_TM_WARP_SYNC", True)
     rng = np.random.default_rng(44)
@@ -60,8 +60,8 @@ def test_both_tiers_find_the_same_racing_entry(monkeypatch, writer):
         epoch = 7
         row = _random_row(rng, epoch)
         lane, w = int(rng.integers(0, 64)), int(rng.integers(0, 3))
-        compiled = record_runtime._tm_entry_met(row[None, :], 0, lane, epoch, w, writer)
-        vector = instant._entry_met(row, lane, w, epoch, writer)
+        compiled = record_runtime._tm_racing_entry(row[None, :], 0, lane, epoch, w, writer)
+        vector = instant._racing_entry(row, lane, w, epoch, writer)
         assert (None if compiled[0] < 0 else (int(compiled[0]), int(compiled[1]))) == vector
         met += vector is not None
     assert 500 < met < 2900  # (both outcomes were tried)
@@ -70,7 +70,8 @@ def test_both_tiers_find_the_same_racing_entry(monkeypatch, writer):
 def test_a_kernel_module_links_the_runtime_and_holds_none_of_its_text():
     plan = _builtin_plan("tiled")
     text, _ = module_text(plan, "cpu", "float32", kernel_types(plan, "float32", ()))
-    assert "def _tm_flush_shared(" not in text.text and "def _tm_shared_write(" not in text.text
+    assert "def _tm_flush_shared_request(" not in text.text
+    assert "def _tm_check_shared_write(" not in text.text
     assert f"recording runtime {record_runtime.DIGEST}" in text.text
     assert "_tm_link_runtime(" in text.text
 
@@ -95,4 +96,5 @@ def test_link_compiles_every_runtime_function_for_the_kernels_constants():
     inlined = {name for name, inline in record_runtime.RUNTIME if inline}
     assert {name for name, inline, _, _ in made if inline == "always"} == inlined
     # A linked function calls the other linked functions, in its own namespace.
-    assert linked["_tm_shared_write"].__globals__["_tm_entry_met"] is linked["_tm_entry_met"]
+    write = linked["_tm_check_shared_write"]
+    assert write.__globals__["_tm_racing_entry"] is linked["_tm_racing_entry"]

@@ -331,7 +331,7 @@ def global_races(lockstep: dict[str, np.ndarray], race_arrays: tuple[str, ...],
                  block_dims: tuple[int, int]) -> GlobalRaces:
     """Races in global memory from the arrays' access ranges (between
     blocks, worked out here whatever order the workers met the elements in)
-    and ``_tm_grace`` (within a block); see helper_library's _tm_global_*."""
+    and ``_tm_grace`` (within a block); see record_runtime's _tm_check_global_*."""
     tpb = block_dims[0] * block_dims[1]
     per_site = max(len(sites), 1)
     total = between = 0

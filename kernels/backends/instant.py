@@ -226,7 +226,7 @@ class VectorRuntime:
         self.LANE = lanes
         self.block = block
         self.singles = np.arange(len(gtid), dtype=np.int64)
-        #: the syncwarps each lane has passed (the race check's _tm_synced)
+        #: the syncwarps each lane has passed (the race check's _tm_syncwarp_between)
         self.WS = np.zeros(len(gtid), np.int64)
 
     def one_lane(self, lane) -> np.ndarray:
@@ -637,7 +637,7 @@ class VectorRuntime:
             target[1:] = (int(self.G[p]) // self.job.request.threads_per_block, lane, line,
                           int(a[0]), int(b[0]), int(c[0]))
 
-    # -- the shared-memory shadow (see helper_library's _tm_shared_*) ---------------------
+    # -- the shared-memory shadow (see record_runtime's _tm_shared_*) ---------------------
 
     def _hit(self, kind: str, lanes, payloads, count: int | None = None) -> None:
         """Hits at one access site: counted now (``count``, else one a lane);
@@ -651,7 +651,7 @@ class VectorRuntime:
     def _newly_raced(self, sh, raced) -> int:
         """How many of the shared elements ``raced`` (offsets, repeats allowed)
         this block had not raced on before, now marked: races are counted in
-        elements, each block's own once (helper_library's _tm_race_hit; the
+        elements, each block's own once (record_runtime's _tm_record_shared_race; the
         shadow's last column holds the block that counted the element)."""
         raced = np.unique(raced)
         new = raced[sh[raced, -1] != self.block]
@@ -674,15 +674,15 @@ class VectorRuntime:
                 site))
         ws = self.WS[lanes]
         racing = ~unwritten & (written == epoch) & (sh[e, WRITER] != lane_ids) \
-            & ~_synced(sh[e, WRITER], sh[e, WRITER_SYNCWARPS], lane_ids, ws)
+            & ~_syncwarp_between(sh[e, WRITER], sh[e, WRITER_SYNCWARPS], lane_ids, ws)
         if racing.any() and hit is not None:
             where = np.flatnonzero(racing)
-            hit(where, sh[e[where], WRITER], _site(sh[e[where], WRITER_SITE]))
+            hit(where, sh[e[where], WRITER], _site_of_entry(sh[e[where], WRITER_SITE]))
         elif racing.any():
             where = np.flatnonzero(racing)
             self._hit("race", lanes[where], lambda p: (
                 self.block, int(sh[e[where[p]], WRITER]),
-                int(_site(sh[e[where[p]], WRITER_SITE])),
+                int(_site_of_entry(sh[e[where[p]], WRITER_SITE])),
                 int(lane_ids[where[p]]), site, slot, int(i[where[p]]), int(j[where[p]])),
                 self._newly_raced(sh, e[where]))
         # Readers of each element in this interval: the first, and a second,
@@ -734,20 +734,21 @@ class VectorRuntime:
         lane_ids = self.LANE[lanes]
         ws = self.WS[lanes]
         same = sh[e, WRITE_EPOCH] == epoch
-        # (helper_library's _tm_entry_met, over vectors: the writer, the first
+        # (record_runtime's _tm_racing_entry, over vectors: the writer, the first
         # reader, the second)
         writer, reader, second = sh[e, WRITER], sh[e, READER], sh[e, SECOND_READER]
-        h1 = same & (writer != lane_ids) & ~_synced(writer, sh[e, WRITER_SYNCWARPS], lane_ids, ws)
+        h1 = same & (writer != lane_ids) \
+            & ~_syncwarp_between(writer, sh[e, WRITER_SYNCWARPS], lane_ids, ws)
         read = sh[e, READ_EPOCH] == epoch
         h2 = ~h1 & read & (reader != lane_ids) \
-            & ~_synced(reader, sh[e, READER_SYNCWARPS], lane_ids, ws)
+            & ~_syncwarp_between(reader, sh[e, READER_SYNCWARPS], lane_ids, ws)
         h3 = ~h1 & ~h2 & read & (second >= 0) & (second != lane_ids) \
-            & ~_synced(second, sh[e, SECOND_READER_SYNCWARPS], lane_ids, ws)
+            & ~_syncwarp_between(second, sh[e, SECOND_READER_SYNCWARPS], lane_ids, ws)
         raced = h1 | h2 | h3
         if raced.any():
             where = np.flatnonzero(raced)
             other_lane = np.where(h1, writer, np.where(h2, reader, second))
-            other_site = np.where(h1, _site(sh[e, WRITER_SITE]),
+            other_site = np.where(h1, _site_of_entry(sh[e, WRITER_SITE]),
                                   np.where(h2, sh[e, READER_SITE], sh[e, SECOND_READER_SITE]))
             if hit is not None:
                 hit(where, other_lane[where], other_site[where])
@@ -761,7 +762,7 @@ class VectorRuntime:
         sh[e, WRITER_SITE] = site
         sh[e, WRITER_SYNCWARPS] = ws
 
-    # -- a global array checked for races (see helper_library's _tm_global_*) -------------
+    # -- a global array checked for races (see record_runtime's _tm_global_*) -------------
 
     def _global_access(self, op: str, name: str, e, lanes, site, slot, i, j) -> None:
         ranges = self.granges[name]
@@ -794,11 +795,11 @@ class VectorRuntime:
         elif op == "st":
             self._shared_write(shadow, e, lanes, site, slot, i, j, interval, hit)
         else:
-            # lane after lane, as the compiled tier's _tm_global_atomic
+            # lane after lane, as the compiled tier's _tm_check_global_atomic
             lane_ids = self.LANE[lanes]
             for p in range(len(e)):
                 row, lane, w = shadow[e[p]], int(lane_ids[p]), int(self.WS[lanes[p]])
-                other = _entry_met(row, lane, w, interval, True)
+                other = _racing_entry(row, lane, w, interval, True)
                 if other is not None:
                     hit(np.array([p]), np.array([other[0]]), np.array([other[1]]))
                 if row[ATOMIC_EPOCH] != interval:
@@ -820,7 +821,7 @@ class VectorRuntime:
             hit(where, other[where], other_site[where])
 
     def _shared_atomic(self, sh, e, lanes, site, slot, i, j) -> None:
-        """Lane after lane, as helper_library's _tm_shared_atomic: an atomic
+        """Lane after lane, as record_runtime's _tm_check_shared_atomic: an atomic
         races with another lane's plain store or read of the interval, never
         with an atomic (its entry's site kept as -(site + 1))."""
         epoch = self.epoch
@@ -832,7 +833,7 @@ class VectorRuntime:
                 self._hit("uninit", lanes[p:p + 1], lambda _, lane=lane, p=p: (
                     self.block, lane, slot, int(i[p]), int(j[p]), site))
             else:
-                other = _entry_met(row, lane, w, epoch, stored)
+                other = _racing_entry(row, lane, w, epoch, stored)
             if other is not None:
                 self._hit("race", lanes[p:p + 1], lambda _, lane=lane, p=p, other=other: (
                     self.block, other[0], other[1], lane, site, slot, int(i[p]), int(j[p])),
@@ -979,27 +980,27 @@ class VectorRuntime:
         return arrived
 
 
-def _synced(a, wa, b, wb) -> np.ndarray:
-    """helper_library's _tm_synced, over vectors: the two accesses' lanes share
+def _syncwarp_between(a, wa, b, wb) -> np.ndarray:
+    """record_runtime's _tm_syncwarp_between, over vectors: the two accesses' lanes share
     a warp and a syncwarp came between them."""
     return (a // WARP == b // WARP) & (wa != wb)
 
 
-def _entry_met(row, lane: int, w: int, epoch, writer: bool) -> tuple[int, int] | None:
-    """helper_library's _tm_entry_met for one lane's access that writes (a
+def _racing_entry(row, lane: int, w: int, epoch, writer: bool) -> tuple[int, int] | None:
+    """record_runtime's _tm_racing_entry for one lane's access that writes (a
     plain store, or an atomic: ``writer`` when it is to meet a plain store):
     the (lane, site) of another thread's access of this interval in the
     shadow ``row`` that it races with, or None."""
     if writer and row[WRITE_EPOCH] == epoch and row[WRITER] != lane \
-            and not _synced(row[WRITER], row[WRITER_SYNCWARPS], lane, w):
-        return int(row[WRITER]), int(_site(row[WRITER_SITE]))
+            and not _syncwarp_between(row[WRITER], row[WRITER_SYNCWARPS], lane, w):
+        return int(row[WRITER]), int(_site_of_entry(row[WRITER_SITE]))
     if row[READ_EPOCH] != epoch:
         return None
-    if row[READER] != lane and not _synced(row[READER], row[READER_SYNCWARPS], lane, w):
+    if row[READER] != lane and not _syncwarp_between(row[READER], row[READER_SYNCWARPS], lane, w):
         return int(row[READER]), int(row[READER_SITE])
     second = row[SECOND_READER]
     if second >= 0 and second != lane \
-            and not _synced(second, row[SECOND_READER_SYNCWARPS], lane, w):
+            and not _syncwarp_between(second, row[SECOND_READER_SYNCWARPS], lane, w):
         return int(second), int(row[SECOND_READER_SITE])
     return None
 
@@ -1017,9 +1018,9 @@ def _starts(sorted_keys: np.ndarray) -> np.ndarray:
     return np.flatnonzero(change)
 
 
-def _site(kept):
+def _site_of_entry(kept):
     """A shadow's site column read back: an atomic's kept as -(site + 1)
-    (helper_library's _tm_site)."""
+    (record_runtime's _tm_site_of_entry)."""
     return np.where(np.asarray(kept) >= 0, kept, -np.asarray(kept) - 1)
 
 

@@ -160,7 +160,7 @@ def module_text(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
         raise ValueError("the CPU emulation needs the types of the kernel's locals")
     text.add(_item_function(plan, dtype))
     text.add(f"_TM_I32MAX = _tm_i64({np.iinfo(np.int32).max})")  # encoded store numbers
-    text.add(f"_TM_WARP_SYNC = {uses_syncwarp(plan)}")  # (helper_library: _tm_synced)
+    text.add(f"_TM_WARP_SYNC = {uses_syncwarp(plan)}")  # (helper_library: _tm_syncwarp_between)
     # The rows of room below the sites' rows in _tm_req (records.py).
     text.add(f"_TM_SCRATCH = _tm_i64({max(len(access_sites(plan)), 1)})")
     layout = None

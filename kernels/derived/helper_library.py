@@ -340,24 +340,25 @@ def _record_helpers(emit, target: str, nd: int, role: str, atomics: tuple[str, .
     # or offset and lane (shared memory: banks are served per lane group).
     note = ""
     if cpu and role in ("in", "out"):
-        note = f"    _tm_note(req, site, lane, {offset})\n"
+        note = f"    _tm_note_lane_offset(req, site, lane, {offset})\n"
     elif cpu and role == "sh":
-        note = f"    e = {offset}\n    _tm_note(req, site, lane, e)\n"
+        note = f"    e = {offset}\n    _tm_note_lane_offset(req, site, lane, e)\n"
     hazard = {"ld": "", "st": "", "at": ""}
     if cpu and role == "sh":
         hazard = {
-            "ld": "    _tm_shared_read(shadow, e, lane, epoch, epoch0, race, uninit, block, ws, "
-                  f"sl, site, i, {j})\n",
-            "st": f"    _tm_shared_write(shadow, e, lane, epoch, race, block, ws, sl, site, i, "
-                  f"{j})\n",
-            "at": "    _tm_shared_atomic(shadow, e, lane, epoch, epoch0, race, uninit, block, ws, "
-                  f"sl, site, i, {j})\n",
+            "ld": "    _tm_check_shared_read(shadow, e, lane, epoch, epoch0, race, uninit, "
+                  f"block, ws, sl, site, i, {j})\n",
+            "st": "    _tm_check_shared_write(shadow, e, lane, epoch, race, block, ws, sl, "
+                  f"site, i, {j})\n",
+            "at": "    _tm_check_shared_atomic(shadow, e, lane, epoch, epoch0, race, uninit, "
+                  f"block, ws, sl, site, i, {j})\n",
         }
     if races:
         call = ("(gsh, grg, {offset}, lane, epoch, epoch0, grace, block, ws, g, sl, site, i, "
                 f"{j})\n").replace("{offset}", offset)
-        hazard = {"ld": "    _tm_global_read" + call, "st": "    _tm_global_write" + call,
-                  "at": "    _tm_global_atomic" + call}
+        hazard = {"ld": "    _tm_check_global_read" + call,
+                  "st": "    _tm_check_global_write" + call,
+                  "at": "    _tm_check_global_atomic" + call}
 
     def miss(direction: int, returned: str) -> str:
         # An out-of-bounds write to the output is also counted where it landed.

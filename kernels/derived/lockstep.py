@@ -292,18 +292,18 @@ class _Writer:
         loop recorded lane by lane (``"_tm_rb0, _tm_most"``), flushed at once."""
         for site in sites:
             if site.space == "shared" and self.item[site.array] == 4:
-                self.emit(indent, f"_tm_flush_shared4(_tm_req, _tm_i64({site.site}), _tm_accw, "
-                                  "_tm_wg0 + _tm_w)")
+                self.emit(indent, f"_tm_flush_shared_request_words(_tm_req, _tm_i64({site.site}), "
+                                  "_tm_accw, _tm_wg0 + _tm_w)")
                 continue
             if site.space == "shared":
-                self.emit(indent, f"_tm_flush_shared(_tm_req, _tm_i64({site.site}), "
+                self.emit(indent, f"_tm_flush_shared_request(_tm_req, _tm_i64({site.site}), "
                                   f"_tm_i64({self.item[site.array]}), _tm_accw, _tm_wg0 + _tm_w)")
                 continue
             # An input's loads also count its reads here.
             # (each input's by its place among the plan's inputs: A, B, or a
             # described kernel's any number)
             reads = site.kind == "load" and site.array in self.plan.inputs
-            function = "_tm_flush_reads" if reads else "_tm_flush_global"
+            function = "_tm_flush_input_request" if reads else "_tm_flush_global_request"
             counts = f", {reads_flat_param(self.plan.inputs.index(site.array))}" if reads else ""
             where = ""
             if rounds is not None:
@@ -363,8 +363,7 @@ class _Writer:
             body += ["_tm_na += 1", "if _tm_c:", "    _tm_nt += 1"]
             self._lanes(indent, f"_tm_M[{depth}, _tm_l]", body, sites, line, by_warp=True,
                         warp_head=["_tm_na = _tm_i64(0)", "_tm_nt = _tm_i64(0)"],
-                        warp_tail=[f"_tm_branch(_tm_br, _tm_brw, _tm_i64({site}), _tm_wg0 + _tm_w, "
-                                   "_tm_na, _tm_nt)",
+                        warp_tail=[_branch_record(site),
                                    "if _tm_nt > 0:", f"    {then} = True",
                                    "if _tm_nt < _tm_na:", f"    {other} = True"],
                         otherwise=[f"_tm_M[{inner}, _tm_l] = False"])
@@ -400,8 +399,7 @@ class _Writer:
         if self.record:
             self._lanes(indent, f"_tm_L[{k}, _tm_l]", body, sites, line, by_warp=True,
                         warp_head=["_tm_na = _tm_i64(0)", "_tm_nt = _tm_i64(0)"],
-                        warp_tail=[f"_tm_branch(_tm_br, _tm_brw, _tm_i64({site}), _tm_wg0 + _tm_w, "
-                                   "_tm_na, _tm_nt)", "if _tm_nt > 0:", f"    {flag} = True"],
+                        warp_tail=[_branch_record(site), "if _tm_nt > 0:", f"    {flag} = True"],
                         otherwise=[f"_tm_M[{inner}, _tm_l] = False"])
         else:
             self._lanes(indent, f"_tm_L[{k}, _tm_l]", body, sites, line,
@@ -492,8 +490,7 @@ class _Writer:
         self.emit(indent + 1, f"{flag} = False", line)
         self._lanes(indent + 1, f"_tm_L[{k}, _tm_l]", body, sites, last.lineno, by_warp=True,
                     warp_head=["_tm_na = _tm_i64(0)", "_tm_nt = _tm_i64(0)"],
-                    warp_tail=[f"_tm_branch(_tm_br, _tm_brw, _tm_i64({site}), _tm_wg0 + _tm_w, "
-                               "_tm_na, _tm_nt)", "if _tm_nt > 0:", f"    {flag} = True"])
+                    warp_tail=[_branch_record(site), "if _tm_nt > 0:", f"    {flag} = True"])
 
     def _lane_by_lane_for(self, stmt: ast.For, k: int, depth: int, site: int,
                           literal_step: int | None, indent: int) -> bool:
@@ -599,8 +596,7 @@ class _Writer:
         emit(i, "for _tm_r in range(_tm_most + 1):", line)
         emit(i + 1, "_tm_nt -= _tm_H[0, _tm_r]", line)
         emit(i + 1, "_tm_na = _tm_nt + _tm_H[1, _tm_r]", line)
-        emit(i + 1, f"_tm_branch(_tm_br, _tm_brw, _tm_i64({site}), _tm_wg0 + _tm_w, _tm_na, "
-                    "_tm_nt)", line)
+        emit(i + 1, _branch_record(site), line)
         emit(i, "if not _tm_live:", line)
         emit(i + 1, "break", line)
         return True
@@ -637,8 +633,7 @@ class _Writer:
             self.emit(indent + 3, "_tm_nt += 1", line)
             for text in retire:
                 self.emit(indent + 3, text, line)
-            self.emit(indent + 1, f"_tm_branch(_tm_br, _tm_brw, _tm_i64({site}), _tm_wg0 + _tm_w, _tm_na, "
-                                  "_tm_nt)", line)
+            self.emit(indent + 1, _branch_record(site), line)
         else:
             self._lanes(indent, f"_tm_M[{depth}, _tm_l]", retire, [], line)
 
@@ -668,8 +663,8 @@ class _Writer:
         self.emit(indent + 2, "_tm_first = _tm_l", line)
         if self.record:
             self.emit(indent, "if 0 < _tm_na < _tm_tpb:", line)
-            self.emit(indent + 1, f"_tm_barrier(_tm_bar, _tm_i64({site}), _tm_block, _tm_tpb, _tm_na, "
-                                  "_tm_first)", line)
+            self.emit(indent + 1, f"_tm_record_missed_barrier(_tm_bar, _tm_i64({site}), _tm_block, "
+                                  "_tm_tpb, _tm_na, _tm_first)", line)
             self.emit(indent, "_tm_epoch += 1", line)
         if what in VALUE_BARRIERS:
             value = {"syncthreads_count": "_tm_cnt",
@@ -723,10 +718,10 @@ class _Writer:
             if self.record:
                 self.emit(lane, "if (_tm_mk & _tm_live & ~_tm_act) != 0 or "
                                 "((_tm_mk >> _tm_j) & 1) == 0:", line)
-                self.emit(lane + 1, f"_tm_warp_hit(_tm_warp, 1, _tm_block, _tm_l, {line}, "
-                                    "_tm_mk, _tm_act, _tm_live)", line)
+                self.emit(lane + 1, f"_tm_record_warp_hazard(_tm_warp, 1, _tm_block, _tm_l, "
+                                    f"{line}, _tm_mk, _tm_act, _tm_live)", line)
         if what == "syncwarp":
-            if self.record:  # (orders the warp's shared accesses: helper _tm_synced)
+            if self.record:  # (orders the warp's shared accesses: helper _tm_syncwarp_between)
                 self.emit(lane, "_tm_ws[_tm_l] += 1", line)
             return
         result = entry(stmt.targets[0], "_tm_l")
@@ -742,8 +737,8 @@ class _Writer:
             self.emit(lane, "if ((_tm_act >> _tm_s) & 1) == 0 or ((_tm_mk >> _tm_s) & 1) == 0:",
                       line)
             if self.record:
-                self.emit(lane + 1, f"_tm_warp_hit(_tm_warp, 0, _tm_block, _tm_l, {line}, "
-                                    "_tm_s, _tm_mk, _tm_act)", line)
+                self.emit(lane + 1, f"_tm_record_warp_hazard(_tm_warp, 0, _tm_block, _tm_l, "
+                                    f"{line}, _tm_s, _tm_mk, _tm_act)", line)
             self.emit(lane + 1, "_tm_s = _tm_j", line)
             self.emit(lane, f"{result} = {entry(call.args[1], '_tm_wl + _tm_s')}", line)
             return
@@ -797,6 +792,12 @@ class _RoundNotes(ast.NodeTransformer):
             node.args[ndim + 2] = _name("_tm_r")
             node.args[-3] = _name(f"_tm_rb{self.slots[number]}")
         return node
+
+
+def _branch_record(site: int) -> str:
+    """The call that records a warp's lanes at branch site ``site``: how many
+    arrived (``_tm_na``) and how many took it (``_tm_nt``)."""
+    return f"_tm_record_branch(_tm_br, _tm_brw, _tm_i64({site}), _tm_wg0 + _tm_w, _tm_na, _tm_nt)"
 
 
 def _escapes(stmt: ast.stmt, inside_loop: bool) -> bool:

@@ -25,8 +25,8 @@ calls them (the names below); what each one holds:
   site's sums; rows from ``_TM_SCRATCH`` on are scratch room.  ``offs``,
   ``rounds``: a loop recorded lane by lane, its lanes' offsets by round.
 * ``accw``: per warp, its accesses; ``warp``: the warp's number in the launch.
-* ``site``: an access site (a branch or barrier site in ``_tm_branch`` and
-  ``_tm_barrier``); ``sl``: the checked array's slot; ``i``, ``j``: the
+* ``site``: an access site (a branch or barrier site in ``_tm_record_branch`` and
+  ``_tm_record_missed_barrier``); ``sl``: the checked array's slot; ``i``, ``j``: the
   access's indices, for the message.
 * ``sh``, ``gsh``: the shadow of a shared array, of a global array checked
   for races (``shadow.py`` names its columns); ``grg``: a global array's
@@ -107,14 +107,14 @@ def inlined(function: Callable) -> Callable:
 
 
 @compiled
-def _tm_note(req, site, lane, value):
+def _tm_note_lane_offset(req, site, lane, value):
     # The lane's element offset in its warp's request at this site (-1: the
     # lane did not get there, or was out of bounds).
     req[site, lane & 31] = value
 
 
 @compiled
-def _tm_sort(a, row, n):
+def _tm_sort_row(a, row, n):
     # Insertion sort of a[row, :n]: linear for the usual, ordered requests.
     for p in range(1, n):
         v = a[row, p]
@@ -126,7 +126,7 @@ def _tm_sort(a, row, n):
 
 
 @compiled
-def _tm_gather(offs, row, req):
+def _tm_gather_active(offs, row, req):
     # The active lanes' offsets of a request (offs[row]), into the first
     # scratch row of req.
     m = 0
@@ -137,7 +137,7 @@ def _tm_gather(offs, row, req):
 
 
 @compiled
-def _tm_sorted_request(a, row, n, counts, count, item):
+def _tm_measure_sorted_request(a, row, n, counts, count, item):
     # a[row, :n], ascending, of elements ``item`` bytes wide: (distinct
     # elements, distinct 32-byte sectors), adding each element's lanes to
     # counts[element] when ``count``.
@@ -160,7 +160,7 @@ def _tm_sorted_request(a, row, n, counts, count, item):
 
 
 @inlined
-def _tm_full_request(offs, row, item):
+def _tm_measure_full_request(offs, row, item):
     # All 32 lanes of offs[row] at once, without branches (the loop
     # vectorises): whether the elements ascend (then, lane 0 being active,
     # every lane is), the distinct elements and the distinct sectors.
@@ -177,23 +177,23 @@ def _tm_full_request(offs, row, item):
 
 
 @compiled
-def _tm_flush_reads(req, site, accw, warp, counts):
-    _tm_flush_reads_of(req, site, req, site, accw, warp, counts)
+def _tm_flush_input_request(req, site, accw, warp, counts):
+    _tm_flush_input_request_of(req, site, req, site, accw, warp, counts)
 
 
 @compiled
-def _tm_flush_reads_rounds(offs, rounds, req, site, accw, warp, counts):
+def _tm_flush_input_request_rounds(offs, rounds, req, site, accw, warp, counts):
     # The requests of rounds 0 .. rounds - 1 of a loop recorded lane by lane
     # (offs[r]: round r's), in one call: the flush is inlined here, which
     # halved its cost (32 -> 14 ns a request; most of it was the call).
     for r in range(rounds):
-        _tm_flush_reads_of(offs, r, req, site, accw, warp, counts)
+        _tm_flush_input_request_of(offs, r, req, site, accw, warp, counts)
 
 
 @inlined
-def _tm_flush_reads_of(offs, row, req, site, accw, warp, counts):
+def _tm_flush_input_request_of(offs, row, req, site, accw, warp, counts):
     # A warp request that loads an input (its lanes' offsets in offs[row]):
-    # as _tm_flush_global, and each element's reads added to counts (one add
+    # as _tm_flush_global_request, and each element's reads added to counts (one add
     # per element, not per lane).  A broadcast and 32 consecutive elements
     # (the usual requests of a matmul) are told apart in one pass without
     # branches.  Else counts are added as runs of lanes end; out of order,
@@ -209,16 +209,16 @@ def _tm_flush_reads_of(offs, row, req, site, accw, warp, counts):
             step |= e ^ (first + p)
         if spread == 0:
             counts[first] += 32
-            _tm_request_done(offs, row, req, site, accw, warp, 32, 1, 1)
+            _tm_add_global_request(offs, row, req, site, accw, warp, 32, 1, 1)
             return
         if step == 0:
             for p in range(32):
                 counts[first + p] += 1
             sectors = (((first + 31) * item) >> 5) - ((first * item) >> 5) + 1
-            _tm_request_done(offs, row, req, site, accw, warp, 32, 32, sectors)
+            _tm_add_global_request(offs, row, req, site, accw, warp, 32, 32, sectors)
             return
     if offs[row, 0] >= 0:
-        ascending, elements, sectors = _tm_full_request(offs, row, item)
+        ascending, elements, sectors = _tm_measure_full_request(offs, row, item)
         if ascending:
             first = offs[row, 0]
             if elements == 1:  # a broadcast
@@ -227,8 +227,8 @@ def _tm_flush_reads_of(offs, row, req, site, accw, warp, counts):
                 for p in range(32):
                     counts[offs[row, p]] += 1
             else:
-                _tm_sorted_request(offs, row, 32, counts, True, item)
-            _tm_request_done(offs, row, req, site, accw, warp, 32, elements, sectors)
+                _tm_measure_sorted_request(offs, row, 32, counts, True, item)
+            _tm_add_global_request(offs, row, req, site, accw, warp, 32, elements, sectors)
             return
     lanes = 0
     elements = 0
@@ -266,28 +266,28 @@ def _tm_flush_reads_of(offs, row, req, site, accw, warp, counts):
     if ordered:
         counts[last_element] += run
     else:
-        _tm_gather(offs, row, req)
+        _tm_gather_active(offs, row, req)
         for p in range(added):  # the runs already counted: the first lanes
             counts[req[_TM_SCRATCH, p]] -= 1
-        _tm_sort(req, _TM_SCRATCH, lanes)
-        elements, sectors = _tm_sorted_request(req, _TM_SCRATCH, lanes, counts, True, item)
-    _tm_request_done(offs, row, req, site, accw, warp, lanes, elements, sectors)
+        _tm_sort_row(req, _TM_SCRATCH, lanes)
+        elements, sectors = _tm_measure_sorted_request(req, _TM_SCRATCH, lanes, counts, True, item)
+    _tm_add_global_request(offs, row, req, site, accw, warp, lanes, elements, sectors)
 
 
 @compiled
-def _tm_flush_global(req, site, accw, warp):
-    _tm_flush_global_of(req, site, req, site, accw, warp)
+def _tm_flush_global_request(req, site, accw, warp):
+    _tm_flush_global_request_of(req, site, req, site, accw, warp)
 
 
 @compiled
-def _tm_flush_global_rounds(offs, rounds, req, site, accw, warp):
-    # As _tm_flush_reads_rounds, for a load that counts no reads.
+def _tm_flush_global_request_rounds(offs, rounds, req, site, accw, warp):
+    # As _tm_flush_input_request_rounds, for a load that counts no reads.
     for r in range(rounds):
-        _tm_flush_global_of(offs, r, req, site, accw, warp)
+        _tm_flush_global_request_of(offs, r, req, site, accw, warp)
 
 
 @inlined
-def _tm_flush_global_of(offs, row, req, site, accw, warp):
+def _tm_flush_global_request_of(offs, row, req, site, accw, warp):
     # One warp request to global memory (its lanes' offsets in offs[row],
     # its sums in req[site]): the distinct 32-byte sectors it
     # touches, against the fewest its distinct elements could fill.  A full
@@ -296,9 +296,9 @@ def _tm_flush_global_of(offs, row, req, site, accw, warp):
     # copied to the scratch row, sorted and counted there.
     item = _tm_item(site)
     if offs[row, 0] >= 0:
-        ascending, elements, sectors = _tm_full_request(offs, row, item)
+        ascending, elements, sectors = _tm_measure_full_request(offs, row, item)
         if ascending:
-            _tm_request_done(offs, row, req, site, accw, warp, 32, elements, sectors)
+            _tm_add_global_request(offs, row, req, site, accw, warp, 32, elements, sectors)
             return
     lanes = 0
     elements = 0
@@ -325,14 +325,14 @@ def _tm_flush_global_of(offs, row, req, site, accw, warp):
     if lanes == 0:
         return
     if not ordered:
-        _tm_gather(offs, row, req)
-        _tm_sort(req, _TM_SCRATCH, lanes)
-        elements, sectors = _tm_sorted_request(req, _TM_SCRATCH, lanes, req[0], False, item)
-    _tm_request_done(offs, row, req, site, accw, warp, lanes, elements, sectors)
+        _tm_gather_active(offs, row, req)
+        _tm_sort_row(req, _TM_SCRATCH, lanes)
+        elements, sectors = _tm_measure_sorted_request(req, _TM_SCRATCH, lanes, req[0], False, item)
+    _tm_add_global_request(offs, row, req, site, accw, warp, lanes, elements, sectors)
 
 
 @inlined
-def _tm_request_done(offs, row, req, site, accw, warp, active, elements, sectors):
+def _tm_add_global_request(offs, row, req, site, accw, warp, active, elements, sectors):
     # Empty the request's lanes and add it to its site's sums and its warp's.
     for p in range(32):
         offs[row, p] = -1
@@ -347,7 +347,7 @@ def _tm_request_done(offs, row, req, site, accw, warp, active, elements, sectors
 
 
 @compiled
-def _tm_bank_ways(req, first_lane, group, item):
+def _tm_count_bank_ways(req, first_lane, group, item):
     # Passes for lanes first_lane .. first_lane + group - 1 (their element
     # offsets in scratch row 2, -1 where none): the most distinct words any
     # one bank must deliver.
@@ -364,7 +364,7 @@ def _tm_bank_ways(req, first_lane, group, item):
         else:
             req[_TM_SCRATCH, m] = (e * item) >> 2
             m += 1
-    _tm_sort(req, _TM_SCRATCH, m)
+    _tm_sort_row(req, _TM_SCRATCH, m)
     for b in range(32):
         req[_TM_SCRATCH + 1, b] = 0
     ways = 0
@@ -381,7 +381,7 @@ def _tm_bank_ways(req, first_lane, group, item):
 
 
 @compiled
-def _tm_flush_shared(req, site, item, accw, warp):
+def _tm_flush_shared_request(req, site, item, accw, warp):
     # One warp request to shared memory: 32 banks of 4-byte words; lanes on one
     # word share it (a broadcast).  An access wider than 4 bytes is served in
     # passes of 32 // (item // 4) lanes (half-warps for 8 bytes); each pass
@@ -401,7 +401,7 @@ def _tm_flush_shared(req, site, item, accw, warp):
         if inactive == 0 and ((high * item) >> 2) - ((low * item) >> 2) < 32:
             for p in range(32):
                 req[site, p] = -1
-            _tm_shared_done(req, site, accw, warp, 32, 1, 1)
+            _tm_add_shared_request(req, site, accw, warp, 32, 1, 1)
             return
     words = item >> 2 if item >= 4 else 1
     group = 32 // words
@@ -434,14 +434,14 @@ def _tm_flush_shared(req, site, item, accw, warp):
         if high - low < 32:
             passes += 1
         else:
-            passes += _tm_bank_ways(req, first_lane, group, item)
+            passes += _tm_count_bank_ways(req, first_lane, group, item)
     if lanes:
-        _tm_shared_done(req, site, accw, warp, lanes, passes, groups)
+        _tm_add_shared_request(req, site, accw, warp, lanes, passes, groups)
 
 
 @compiled
-def _tm_flush_shared4(req, site, accw, warp):
-    # _tm_flush_shared for 4-byte elements (float32, int32), the usual case,
+def _tm_flush_shared_request_words(req, site, accw, warp):
+    # _tm_flush_shared_request for 4-byte elements (float32, int32), the usual case,
     # its fast path without the element size to test: a full warp whose
     # words span fewer than 32 takes one pass.
     if req[site, 0] >= 0:
@@ -456,13 +456,13 @@ def _tm_flush_shared4(req, site, accw, warp):
         if inactive == 0 and high - low < 32:
             for p in range(32):
                 req[site, p] = -1
-            _tm_shared_done(req, site, accw, warp, 32, 1, 1)
+            _tm_add_shared_request(req, site, accw, warp, 32, 1, 1)
             return
-    _tm_flush_shared(req, site, _tm_i64(4), accw, warp)
+    _tm_flush_shared_request(req, site, _tm_i64(4), accw, warp)
 
 
 @inlined
-def _tm_shared_done(req, site, accw, warp, lanes, passes, groups):
+def _tm_add_shared_request(req, site, accw, warp, lanes, passes, groups):
     # Add a shared-memory request to its site's sums and its warp's.
     req[site, 32] += 1
     req[site, 33] += passes
@@ -475,7 +475,7 @@ def _tm_shared_done(req, site, accw, warp, lanes, passes, groups):
 
 
 @compiled
-def _tm_branch(br, brw, site, warp, arrived, taken):
+def _tm_record_branch(br, brw, site, warp, arrived, taken):
     # One warp at a branch: ``arrived`` active lanes, ``taken`` of them go on
     # into its body (or stay in the loop, or return).
     if arrived == 0:
@@ -493,7 +493,7 @@ def _tm_branch(br, brw, site, warp, arrived, taken):
 
 
 @compiled
-def _tm_barrier(bar, site, block, tpb, arrived, first_missing):
+def _tm_record_missed_barrier(bar, site, block, tpb, arrived, first_missing):
     # A barrier that some threads of the block did not reach.
     bar[site, 0] += 1
     if bar[site, 2] != block:
@@ -507,7 +507,7 @@ def _tm_barrier(bar, site, block, tpb, arrived, first_missing):
 
 
 @compiled
-def _tm_warp_hit(warp, row, block, lane, line, a, b, c):
+def _tm_record_warp_hazard(warp, row, block, lane, line, a, b, c):
     # Row 0: a shuffle read a lane not taking part (a = source lane, b = mask,
     # c = active lanes); row 1: a call's mask named a lane that is not there,
     # or not the caller (a = mask, b = active lanes, c = lanes not exited).
@@ -522,7 +522,7 @@ def _tm_warp_hit(warp, row, block, lane, line, a, b, c):
 
 
 @compiled
-def _tm_race_hit(race, sh, e, block, other, other_site, lane, site, sl, i, j):
+def _tm_record_shared_race(race, sh, e, block, other, other_site, lane, site, sl, i, j):
     # Counted in elements, as races in global memory are: each element of a
     # block's shared array once, at its first race (the shadow's last column
     # holds the block that counted it), however many accesses race on it.
@@ -542,7 +542,7 @@ def _tm_race_hit(race, sh, e, block, other, other_site, lane, site, sl, i, j):
 
 
 @compiled
-def _tm_uninit_hit(uninit, block, lane, sl, site, i, j):
+def _tm_record_uninitialised_read(uninit, block, lane, sl, site, i, j):
     uninit[0] += 1
     if uninit[1] < 0:
         uninit[1] = block
@@ -557,11 +557,11 @@ def _tm_uninit_hit(uninit, block, lane, sl, site, i, j):
 # (shadow.py): the last write's interval (epoch), lane and site; the interval
 # of the reads noted, and two readers' lanes and sites; the syncwarps the
 # writer and each reader had passed; and last the block whose race on the
-# element was counted (_tm_race_hit).  Two accesses of one interval are
+# element was counted (_tm_record_shared_race).  Two accesses of one interval are
 # ordered when their lanes share a warp and a syncwarp came between them.
 
 @inlined
-def _tm_synced(a, wa, b, wb):
+def _tm_syncwarp_between(a, wa, b, wb):
     return _TM_WARP_SYNC and a // 32 == b // 32 and wa != wb
 
 
@@ -595,30 +595,30 @@ def _tm_note_reader(sh, e, lane, epoch, site, w):
 
 
 @inlined
-def _tm_site(kept):
+def _tm_site_of_entry(kept):
     # A shadow's site column: a plain store's site, or an atomic's, kept as
-    # -(site + 1) (_tm_shared_atomic).
+    # -(site + 1) (_tm_check_shared_atomic).
     return kept if kept >= 0 else -kept - 1
 
 
 @inlined
-def _tm_entry_met(sh, e, lane, epoch, w, writer):
+def _tm_racing_entry(sh, e, lane, epoch, w, writer):
     # The entry of another thread's access in this interval that an access by
     # lane races with (its lane and site, or -1, -1): the last write (when
     # writer: the access writes, or is an atomic meeting a plain store), else
     # the first reader, else the second.  One test for every kind of access
-    # that writes (_tm_shared_write, _tm_shared_atomic, _tm_global_plain_met).
+    # that writes (_tm_check_shared_write, _tm_check_shared_atomic, _tm_met_plain_access).
     if writer and sh[e, WRITE_EPOCH] == epoch and sh[e, WRITER] != lane \
-            and not _tm_synced(sh[e, WRITER], sh[e, WRITER_SYNCWARPS], lane, w):
-        return sh[e, WRITER], _tm_site(sh[e, WRITER_SITE])
+            and not _tm_syncwarp_between(sh[e, WRITER], sh[e, WRITER_SYNCWARPS], lane, w):
+        return sh[e, WRITER], _tm_site_of_entry(sh[e, WRITER_SITE])
     if sh[e, READ_EPOCH] != epoch:
         return _tm_i64(-1), _tm_i64(-1)
     if sh[e, READER] != lane \
-            and not _tm_synced(sh[e, READER], sh[e, READER_SYNCWARPS], lane, w):
+            and not _tm_syncwarp_between(sh[e, READER], sh[e, READER_SYNCWARPS], lane, w):
         return sh[e, READER], sh[e, READER_SITE]
     second = sh[e, SECOND_READER]
     if second >= 0 and second != lane \
-            and not _tm_synced(second, sh[e, SECOND_READER_SYNCWARPS], lane, w):
+            and not _tm_syncwarp_between(second, sh[e, SECOND_READER_SYNCWARPS], lane, w):
         return second, sh[e, SECOND_READER_SITE]
     return _tm_i64(-1), _tm_i64(-1)
 
@@ -633,45 +633,45 @@ def _tm_note_writer(sh, e, lane, epoch, kept_site, w):
 
 
 @compiled
-def _tm_shared_read(sh, e, lane, epoch, epoch0, race, uninit, block, ws, sl, site, i, j):
+def _tm_check_shared_read(sh, e, lane, epoch, epoch0, race, uninit, block, ws, sl, site, i, j):
     w = ws[lane] if _TM_WARP_SYNC else 0
     writer = sh[e, WRITER]
     if sh[e, WRITE_EPOCH] < epoch0:
-        _tm_uninit_hit(uninit, block, lane, sl, site, i, j)
+        _tm_record_uninitialised_read(uninit, block, lane, sl, site, i, j)
     elif sh[e, WRITE_EPOCH] == epoch and writer != lane \
-            and not _tm_synced(writer, sh[e, WRITER_SYNCWARPS], lane, w):
-        _tm_race_hit(race, sh, e, block, writer, _tm_site(sh[e, WRITER_SITE]), lane,
-                     site, sl, i, j)
+            and not _tm_syncwarp_between(writer, sh[e, WRITER_SYNCWARPS], lane, w):
+        _tm_record_shared_race(race, sh, e, block, writer, _tm_site_of_entry(sh[e, WRITER_SITE]),
+                               lane, site, sl, i, j)
     _tm_note_reader(sh, e, lane, epoch, site, w)
 
 
 @compiled
-def _tm_shared_write(sh, e, lane, epoch, race, block, ws, sl, site, i, j):
+def _tm_check_shared_write(sh, e, lane, epoch, race, block, ws, sl, site, i, j):
     w = ws[lane] if _TM_WARP_SYNC else 0
-    other, other_site = _tm_entry_met(sh, e, lane, epoch, w, True)
+    other, other_site = _tm_racing_entry(sh, e, lane, epoch, w, True)
     if other >= 0:
-        _tm_race_hit(race, sh, e, block, other, other_site, lane, site, sl, i, j)
+        _tm_record_shared_race(race, sh, e, block, other, other_site, lane, site, sl, i, j)
     _tm_note_writer(sh, e, lane, epoch, site, w)
 
 
 @compiled
-def _tm_shared_atomic(sh, e, lane, epoch, epoch0, race, uninit, block, ws, sl, site, i, j):
+def _tm_check_shared_atomic(sh, e, lane, epoch, epoch0, race, uninit, block, ws, sl, site, i, j):
     # Atomics do not race with each other; they read (so the element must have
     # been written) and write.  So an atomic races with another thread's plain
     # store or read of the element in the same interval: before it, found
     # here (a histogram's bins zeroed and then added to with no barrier
-    # between); after it, by _tm_shared_read and _tm_shared_write.  Its entry
+    # between); after it, by _tm_check_shared_read and _tm_check_shared_write.  Its entry
     # keeps its site as -(site + 1), so that a later atomic tells it from a
-    # plain store (_tm_site reads it back).
+    # plain store (_tm_site_of_entry reads it back).
     w = ws[lane] if _TM_WARP_SYNC else 0
     # (a plain store of this interval)
     stored = sh[e, WRITE_EPOCH] == epoch and sh[e, WRITER_SITE] >= 0
     if sh[e, WRITE_EPOCH] < epoch0:
-        _tm_uninit_hit(uninit, block, lane, sl, site, i, j)
+        _tm_record_uninitialised_read(uninit, block, lane, sl, site, i, j)
     else:
-        other, other_site = _tm_entry_met(sh, e, lane, epoch, w, stored)
+        other, other_site = _tm_racing_entry(sh, e, lane, epoch, w, stored)
         if other >= 0:
-            _tm_race_hit(race, sh, e, block, other, other_site, lane, site, sl, i, j)
+            _tm_record_shared_race(race, sh, e, block, other, other_site, lane, site, sl, i, j)
     if stored and sh[e, WRITER] == lane:
         return  # (its own store stays the entry: another thread's atomic races with it)
     _tm_note_writer(sh, e, lane, epoch, -site - 1, w)
@@ -690,7 +690,7 @@ def _tm_shared_atomic(sh, e, lane, epoch, epoch0, race, uninit, block, ws, sl, s
 # lowest such element (slot, then offset), its first in program order.
 
 @inlined
-def _tm_global_keys(grg, e, column, key):
+def _tm_widen_access_ranges(grg, e, column, key):
     if key < grg[e, column]:
         grg[e, column] = key
     if key > grg[e, column + 1]:
@@ -698,7 +698,7 @@ def _tm_global_keys(grg, e, column, key):
 
 
 @compiled
-def _tm_global_hit(grace, grg, sl, e, block, other, other_site, lane, site, i, j):
+def _tm_record_global_race(grace, grg, sl, e, block, other, other_site, lane, site, i, j):
     grg[e, 6] = 1
     grace[0] += 1
     if grace[1] < 0 or sl < grace[1] or (sl == grace[1] and e < grace[2]):
@@ -714,7 +714,7 @@ def _tm_global_hit(grace, grg, sl, e, block, other, other_site, lane, site, i, j
 
 
 @inlined
-def _tm_global_atomics_met(gsh, e, lane, interval):
+def _tm_racing_atomic(gsh, e, lane, interval):
     # Another thread's atomic update of the element in this interval (its
     # lane and site, or -1): the first, or a second, different one.
     if gsh[e, ATOMIC_EPOCH] != interval:
@@ -725,60 +725,60 @@ def _tm_global_atomics_met(gsh, e, lane, interval):
 
 
 @compiled
-def _tm_global_read(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, site, i, j):
+def _tm_check_global_read(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, site, i, j):
     if grg.shape[0] == 0:  # (an array too large to check: records.py)
         return
-    _tm_global_keys(grg, e, 0, g * _TM_SCRATCH + site)
+    _tm_widen_access_ranges(grg, e, 0, g * _TM_SCRATCH + site)
     interval = (block << 32) + (epoch - epoch0)
     w = ws[lane] if _TM_WARP_SYNC else 0
-    other, other_site = _tm_global_atomics_met(gsh, e, lane, interval)
+    other, other_site = _tm_racing_atomic(gsh, e, lane, interval)
     writer = gsh[e, WRITER]
     if gsh[e, WRITE_EPOCH] == interval and writer != lane \
-            and not _tm_synced(writer, gsh[e, WRITER_SYNCWARPS], lane, w):
-        _tm_global_hit(grace, grg, sl, e, block, writer, gsh[e, WRITER_SITE], lane, site,
+            and not _tm_syncwarp_between(writer, gsh[e, WRITER_SYNCWARPS], lane, w):
+        _tm_record_global_race(grace, grg, sl, e, block, writer, gsh[e, WRITER_SITE], lane, site,
                        i, j)
     elif other >= 0:
-        _tm_global_hit(grace, grg, sl, e, block, other, other_site, lane, site, i, j)
+        _tm_record_global_race(grace, grg, sl, e, block, other, other_site, lane, site, i, j)
     _tm_note_reader(gsh, e, lane, interval, site, w)
 
 
 @compiled
-def _tm_global_plain_met(gsh, grg, e, lane, interval, w, grace, block, sl, site, i, j):
+def _tm_met_plain_access(gsh, grg, e, lane, interval, w, grace, block, sl, site, i, j):
     # A write or an atomic update meeting another thread's plain write, or a
     # plain read, of this interval: a race (True when one was met).
-    other, other_site = _tm_entry_met(gsh, e, lane, interval, w, True)
+    other, other_site = _tm_racing_entry(gsh, e, lane, interval, w, True)
     if other < 0:
         return False
-    _tm_global_hit(grace, grg, sl, e, block, other, other_site, lane, site, i, j)
+    _tm_record_global_race(grace, grg, sl, e, block, other, other_site, lane, site, i, j)
     return True
 
 
 @compiled
-def _tm_global_write(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, site, i, j):
+def _tm_check_global_write(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, site, i, j):
     if grg.shape[0] == 0:
         return
-    _tm_global_keys(grg, e, 2, g * _TM_SCRATCH + site)
+    _tm_widen_access_ranges(grg, e, 2, g * _TM_SCRATCH + site)
     interval = (block << 32) + (epoch - epoch0)
     w = ws[lane] if _TM_WARP_SYNC else 0
-    if not _tm_global_plain_met(gsh, grg, e, lane, interval, w, grace, block, sl, site, i, j):
-        other, other_site = _tm_global_atomics_met(gsh, e, lane, interval)
+    if not _tm_met_plain_access(gsh, grg, e, lane, interval, w, grace, block, sl, site, i, j):
+        other, other_site = _tm_racing_atomic(gsh, e, lane, interval)
         if other >= 0:
-            _tm_global_hit(grace, grg, sl, e, block, other, other_site, lane, site, i, j)
+            _tm_record_global_race(grace, grg, sl, e, block, other, other_site, lane, site, i, j)
     _tm_note_writer(gsh, e, lane, interval, site, w)
 
 
 @compiled
-def _tm_global_atomic(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, site, i, j):
+def _tm_check_global_atomic(gsh, grg, e, lane, epoch, epoch0, grace, block, ws, g, sl, site, i, j):
     # Atomics do not race with each other; with another thread's plain write
     # or read of the interval, before or after, they do.  They are noted apart
     # (the shadow's atomic columns: interval, the first atomic lane and site,
     # and a second).
     if grg.shape[0] == 0:
         return
-    _tm_global_keys(grg, e, 4, g * _TM_SCRATCH + site)
+    _tm_widen_access_ranges(grg, e, 4, g * _TM_SCRATCH + site)
     interval = (block << 32) + (epoch - epoch0)
     w = ws[lane] if _TM_WARP_SYNC else 0
-    _tm_global_plain_met(gsh, grg, e, lane, interval, w, grace, block, sl, site, i, j)
+    _tm_met_plain_access(gsh, grg, e, lane, interval, w, grace, block, sl, site, i, j)
     if gsh[e, ATOMIC_EPOCH] != interval:
         gsh[e, ATOMIC_EPOCH] = interval
         gsh[e, ATOMIC_LANE] = lane

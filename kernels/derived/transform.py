@@ -79,7 +79,7 @@ def shadow_param(array: str) -> str:
 
 
 #: What the CPU emulation's helpers of a global array checked for races also
-#: take (helper_library's _tm_global_*): where in the block the access
+#: take (record_runtime's _tm_check_global_*): where in the block the access
 #: happens, and the record of the first race within a block.
 GLOBAL_RACE_ARGS = ("_tm_epoch", "_tm_epoch0", "_tm_grace", "_tm_block", "_tm_ws")
 

@@ -85,7 +85,7 @@ def warp_operations(plan: KernelPlan) -> bool:
 
 def uses_syncwarp(plan: KernelPlan) -> bool:
     """Whether the kernel calls cuda.syncwarp() (its race check then keeps the
-    syncwarps each shared access had passed: helper_library._tm_synced)."""
+    syncwarps each shared access had passed: record_runtime._tm_syncwarp_between)."""
     return any(warp_operation(node, plan.module.aliases) == "syncwarp"
                for node in ast.walk(plan.kernel.node))
 
