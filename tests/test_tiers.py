@@ -54,7 +54,26 @@ CASES = [
     ("ragged_loops.py", (13, 9, 11), (2, 3), (8, 3)),
     ("ragged_loops.py", (13, 9, 11), (1, 2), (16, 4)),
     ("store_then_add.py", (9, 7, 13), (2,), (40,)),
+    # a guard's return: warp 0 has no lane past row 40, so does not run it
+    ("guarded_rows.py", (40, 1, 1), (2,), (32,)),
+    ("guarded_rows.py", (40, 1, 1), (1,), (64,)),
+    ("guarded_rows.py", (40, 1, 1), (3,), (32,)),
 ]
+
+
+@pytest.mark.parametrize("tier", ["instant", "compiled"])
+@pytest.mark.parametrize("grid,block,warps_returning", [((2,), (32,), 1), ((1,), (64,), 1),
+                                                         ((3,), (32,), 2)])
+def test_a_return_counts_the_warps_that_run_it(tier, grid, block, warps_returning):
+    # 40 rows: threads 40 and up return.  Warp 0 (threads 0-31) has none
+    # there; warp 1 (32-63) has 24 of its 32; warp 2 (64-95) all 32.
+    result = run(_request("guarded_rows.py", (40, 1, 1), grid, block).with_(tier=tier))
+    test, leave = result.analysis.divergence
+    assert (test.branch.kind, leave.branch.kind) == ("if", "return")
+    warps = len(grid) and grid[0] * block[0] // 32
+    assert test.evaluations == warps
+    assert (leave.evaluations, leave.requests) == (warps_returning, warps_returning)
+    assert leave.divergent == 1 and leave.min_active_lanes == 24  # warp 1 splits 8 / 24
 
 
 @pytest.mark.parametrize("kernel,shape,grid,block", CASES)

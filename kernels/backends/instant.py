@@ -937,8 +937,10 @@ class VectorRuntime:
 
     # -- branches and barriers ------------------------------------------------------------
 
-    def branch(self, site: int, lanes, taken) -> None:
-        """Warps at a branch: their arrived lanes, and those taking it."""
+    def branch(self, site: int, lanes, taken, returning: bool = False) -> None:
+        """Warps at a branch: their arrived lanes, and those taking it.
+        ``returning``: a return, which a warp runs only where some of its
+        lanes are at it (its other lanes are the alive ones that stay)."""
         if not len(lanes):
             return
         warps = self.W[lanes]
@@ -948,8 +950,8 @@ class VectorRuntime:
         took = np.bincount(index, weights=np.asarray(taken, np.int64),
                            minlength=len(unique)).astype(np.int64)
         br = self.br[site]
-        br[0] += len(unique)
         going = took > 0
+        br[0] += int(going.sum()) if returning else len(unique)
         if going.any():
             br[1] += int(going.sum())
             br[2] += int(took.sum())
@@ -958,9 +960,9 @@ class VectorRuntime:
             self.brw[site, unique[going], 1] += took[going]
             br[4] += int((going & (took < arrived)).sum())
 
-    def branch_masks(self, site: int, arrived, taken) -> None:
+    def branch_masks(self, site: int, arrived, taken, returning: bool = False) -> None:
         lanes = np.flatnonzero(arrived)
-        self.branch(site, lanes, taken[lanes])
+        self.branch(site, lanes, taken[lanes], returning)
 
     def barrier(self, site: int, mask) -> int:
         arrived = int(mask.sum())

@@ -633,7 +633,10 @@ class _Writer:
             self.emit(indent + 3, "_tm_nt += 1", line)
             for text in retire:
                 self.emit(indent + 3, text, line)
-            self.emit(indent + 1, _branch_record(site), line)
+            # A warp none of whose lanes is here does not run the return (the
+            # unit, a block, may have other warps that do).
+            self.emit(indent + 1, "if _tm_nt > 0:", line)
+            self.emit(indent + 2, _branch_record(site), line)
         else:
             self._lanes(indent, f"_tm_M[{depth}, _tm_l]", retire, [], line)
 

@@ -524,7 +524,7 @@ class _VectorWriter:
     def _return(self, stmt: ast.Return, depth: int, loops, indent: int) -> None:
         site = self.lowered.return_site(stmt)
         self.emit(indent, f"_tm_sel = _tm_M[{depth}].copy()")
-        self.emit(indent, f"_tm_r.branch_masks({site}, _tm_M[0], _tm_sel)")
+        self.emit(indent, f"_tm_r.branch_masks({site}, _tm_M[0], _tm_sel, returning=True)")
         self._retire(indent, range(depth + 1), [k for k, _ in loops])
 
     def _leave(self, stmt: ast.stmt, depth: int, loops, indent: int) -> None:
