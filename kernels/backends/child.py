@@ -440,9 +440,9 @@ MESSAGE_MODULES = frozenset(f"kernels.{name}" for name in (
     "analyses.diagnoses.diagnosis", "analyses.diagnoses.source", "analyses.diff",
     "analyses.divergence", "analyses.findings", "analyses.hazards",
     "analyses.lockstep_analysis", "analyses.occupancy", "backends.common", "backends.cpu",
-    "backends.instant", "cache", "check", "derived.codegen", "derived.local_types",
-    "derived.lockstep", "derived.lowering", "derived.native", "derived.transform",
-    "derived.vector", "errors",
+    "backends.instant", "cache", "check", "derived.codegen", "derived.intrinsics",
+    "derived.local_types", "derived.lockstep", "derived.lowering", "derived.native",
+    "derived.transform", "derived.vector", "errors",
     "live", "maps_file", "outputs", "records", "reference_code", "request", "result", "search",
     "sources.allow", "sources.arguments", "sources.catalogue", "sources.plan",
     "sources.signature", "sources.source", "stow", "sweep", "tour", "work"))

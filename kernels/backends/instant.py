@@ -36,6 +36,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..derived.intrinsics import vector_form
 from ..derived.local_types import kernel_types
 from ..derived.lowering import lower
 from ..derived.shadow import (
@@ -350,6 +351,10 @@ class VectorRuntime:
     @staticmethod
     def f_pow_float(a, b):
         return np.power(np.asarray(a, np.float64), b)
+
+    @staticmethod
+    def intrinsic(name, *args):
+        return vector_form(name, *args)
 
     @staticmethod
     def ufunc(name, *args):

@@ -31,6 +31,7 @@ from ..cache import GENERATED_PREFIX, CacheError, cache_dir, prune_cache
 from ..element_types import dtype_of, is_uniform
 from ..sources.allow import constant_source
 from ..sources.plan import RECORDED_ATOMICS, KernelPlan, cuda_attribute
+from . import intrinsics
 from .helper_library import helper_library
 from .local_types import KernelTypes
 from .lockstep import lockstep_code
@@ -165,6 +166,8 @@ def module_text(plan: KernelPlan, target: str, dtype: str, types: KernelTypes | 
     text.add(f"_TM_SCRATCH = _tm_i64({max(len(access_sites(plan)), 1)})")
     layout = None
     lowered = lower(plan, types)
+    if uses_intrinsics(plan):
+        text.add(_LINK_INTRINSICS)
     for mode in ("record", "plain"):
         text.add(helper_library("cpu", mode, atomic_updates(plan),
                                 races=bool(lowered.race_arrays), ranks=helper_ranks(plan)))
@@ -195,6 +198,22 @@ def _item_function(plan: KernelPlan, element_types: str) -> str:
     return (f"_TM_SITE_ITEM = _tm_np.array({list(items) or [4]}, _tm_np.int64)\n\n\n"
             "@_tm_njit(inline=\"always\", **_TM_OPTS)\ndef _tm_item(site):\n"
             "    return _TM_SITE_ITEM[site]\n")
+
+
+#: CUDA's scalar intrinsics for the compiled tier (intrinsics.py), named as the
+#: lowering names them (``_tm_popc``).
+_LINK_INTRINSICS = f"""
+# CUDA's scalar intrinsics {intrinsics.DIGEST} (kernels/derived/intrinsics.py)
+from kernels.derived.intrinsics import lane_functions as _tm_lane_intrinsics
+globals().update(_tm_lane_intrinsics())
+"""
+
+
+def uses_intrinsics(plan: KernelPlan) -> bool:
+    """Whether the kernel calls ``cuda.popc`` or another scalar intrinsic."""
+    return any(isinstance(node, ast.Call)
+               and cuda_attribute(node.func, plan.module.aliases) in intrinsics.INTRINSICS
+               for node in ast.walk(plan.kernel.node))
 
 
 def helper_ranks(plan: KernelPlan) -> tuple[int, ...]:

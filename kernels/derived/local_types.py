@@ -39,6 +39,7 @@ from ..sources.allow import (
 )
 from ..sources.plan import KernelPlan, cuda_attribute
 from ..sources.source import allowed_aliases, qualified_name
+from .intrinsics import INTRINSIC_REASON, lane_functions
 from .transform import COORDINATE_PARAMS, CoordinateRewriter
 from .warp_ops import MATCH, QUERIES, SHUFFLES, VOTES, placed_body, placed_operation
 
@@ -275,6 +276,11 @@ def _typing_message(plan: KernelPlan, exc: Exception) -> str:
     text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
     what = [line.strip() for line in text.splitlines()
             if line.strip() and not line.strip().startswith(("During:", "File \"", "<source"))]
+    # An intrinsic's own reason (intrinsics.signature), under numba's "No
+    # implementation of function Function(<intrinsic _tm_ffs>)".
+    # ("TypingError: cuda.ffs of a int8: ...", several times over)
+    what = [match.group(0) for line in what
+            if (match := INTRINSIC_REASON.search(line))][:1] or what
     message = f"numba could not compile {plan.name!r}:\n" + "\n".join(what[:3])
     line = getattr(getattr(exc, "loc", None), "line", None)
     if line:
@@ -359,6 +365,7 @@ def _allowed_namespace(plan: KernelPlan) -> dict:
 
     namespace: dict = {"_tm_np": np}
     namespace["_tm_numba"] = importlib.import_module("numba")
+    namespace.update(lane_functions())  # (cuda.popc ... as the lowering names them)
     for local, qualified in allowed_aliases(plan.module.aliases).items():
         try:
             namespace[local] = importlib.import_module(qualified)

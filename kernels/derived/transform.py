@@ -37,6 +37,7 @@ from ..records import (
     written_param,
 )
 from ..sources.plan import CALLED_ATOMICS, KernelPlan, cuda_attribute, subscript_chain
+from .intrinsics import INTRINSICS, LOWERED_NAMES
 
 #: Explicit thread coordinates of an emulated thread.
 COORDINATE_PARAMS = ("_tm_tx", "_tm_ty", "_tm_bx", "_tm_by",
@@ -564,7 +565,8 @@ class AccessRewriter(ast.NodeTransformer):
 
 
 class CoordinateRewriter(ast.NodeTransformer):
-    """Replace CUDA's thread coordinates by the emulated thread's parameters."""
+    """Replace CUDA's thread coordinates by the emulated thread's parameters,
+    and its scalar intrinsics by their lane forms (``_tm_popc``)."""
 
     def __init__(self, plan: KernelPlan):
         self.plan = plan
@@ -595,6 +597,16 @@ class CoordinateRewriter(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         what = cuda_attribute(node.func, self.aliases)
+        if what in LOWERED_NAMES:
+            # A scalar intrinsic: one call of its lane form, which each tier
+            # emits as its own (intrinsics.py).
+            arity = INTRINSICS[what].arity
+            if node.keywords or len(node.args) != arity:
+                raise self.fail(f"cuda.{what}() takes {arity} argument{'s' if arity > 1 else ''}"
+                                ", by position", node)
+            node = self.generic_visit(node)
+            return ast.copy_location(ast.Call(func=_name(LOWERED_NAMES[what]),
+                                              args=node.args, keywords=[]), node)
         if what not in ("grid", "gridsize"):
             return self.generic_visit(node)
         if len(node.args) != 1 or not isinstance(node.args[0], ast.Constant) \

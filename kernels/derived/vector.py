@@ -43,6 +43,7 @@ import numpy as np
 
 from ..errors import EmulationUnsupported
 from ..sources.source import qualified_name
+from .intrinsics import LOWERED_NAMES
 from .local_types import VALUE_BARRIERS
 from .lowering import LockstepLayout, LoweredKernel
 from .warp_ops import placed_operation
@@ -66,6 +67,8 @@ _MATH = {"sqrt": "sqrt", "exp": "exp", "expm1": "expm1", "log": "log", "log10": 
          "copysign": "copysign", "fmod": "fmod", "isnan": "isnan", "isinf": "isinf",
          "isfinite": "isfinite", "degrees": "degrees", "radians": "radians"}
 _MATH_TO_INT = {"floor": "floor", "ceil": "ceil", "trunc": "trunc"}
+#: CUDA's scalar intrinsics, by their lowered name: ``_tm_r.intrinsic(name, ...)``.
+_INTRINSICS = {lowered: name for name, lowered in LOWERED_NAMES.items()}
 
 
 @dataclass(frozen=True)
@@ -204,6 +207,9 @@ class _VectorExpressions(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         func = node.func
+        if isinstance(func, ast.Name) and func.id in _INTRINSICS:
+            return ast.copy_location(_runtime("intrinsic", [
+                ast.Constant(_INTRINSICS[func.id])] + [self.visit(a) for a in node.args]), node)
         if isinstance(func, ast.Name) and func.id.startswith("_tm_"):
             return self._helper(node)
         if node.keywords:

@@ -32,15 +32,18 @@ RECORDED_ATOMICS = ("add", "sub", "max", "min", "and_", "or_", "xor", "exch", "i
 #: The atomic updates a kernel may call: ``compare_and_swap(ary, old, val)`` is
 #: ``cas(ary, 0, old, val)`` on a 1-D array (derived/transform.py).
 CALLED_ATOMICS = RECORDED_ATOMICS + ("compare_and_swap",)
+#: CUDA's scalar intrinsics: pure functions of one thread's values, which the
+#: emulation runs in both tiers (derived/intrinsics.py, where each is written).
+INTRINSIC_CALLS = frozenset({"popc", "brev", "clz", "ffs", "fma", "cbrt", "selp"})
 #: CUDA names the lockstep emulation runs besides the thread coordinates:
 #: block arrays, memory fences (no-ops where memory is sequentially
-#: consistent), and warp-level operations.
+#: consistent), warp-level operations and the scalar intrinsics.
 EMULATED_CALLS = frozenset({"shared.array", "local.array", "threadfence",
                             "threadfence_block", "threadfence_system",
                             # warp-level operations (derived/warp_ops.py)
                             "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync",
                             "ballot_sync", "any_sync", "all_sync", "eq_sync", "activemask",
-                            "lanemask_lt", "syncwarp", "match_any_sync"})
+                            "lanemask_lt", "syncwarp", "match_any_sync"}) | INTRINSIC_CALLS
 #: Barriers: placed where every thread of the block must arrive.
 BARRIERS = frozenset({"syncthreads", "syncthreads_count", "syncthreads_and",
                       "syncthreads_or"})

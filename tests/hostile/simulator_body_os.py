@@ -1,4 +1,4 @@
-# hostile: a body that the simulator would run as Python (cuda.popc sends it there)
+# hostile: a body that the simulator would run as Python (a loop over a tuple sends it there)
 # expect: 'np.testing._private.utils.os.system' (numpy.testing._private.utils.os.system
 import numpy as np
 from numba import cuda
@@ -7,7 +7,8 @@ from numba import cuda
 @cuda.jit
 def matmul(A, B, C):
     i, j = cuda.grid(2)
-    if cuda.popc(i) > 100:
-        np.testing._private.utils.os.system("touch MARKER")
+    for step in (1, 2):
+        if i > 100 * step:
+            np.testing._private.utils.os.system("touch MARKER")
     if i < C.shape[0] and j < C.shape[1]:
         C[i, j] = A[i, 0] * B[0, j]
