@@ -315,7 +315,8 @@ def test_a_run_estimated_over_a_minute_needs_yes_and_gets_a_smaller_launch(tmp_p
 
 def test_kernel_files_get_a_default_time_limit_on_the_command_line():
     from kernels import RunRequest
-    from kernels.cli import build_parser, time_limit
+    from kernels.cli.options import time_limit
+    from kernels.cli.parser import build_parser
     args = build_parser().parse_args(["run", "--out", "x"])
     assert time_limit(args, RunRequest(kernel=None, kernel_file="k.py")) == 300
     assert time_limit(args, RunRequest(kernel="tiled")) is None
@@ -375,7 +376,7 @@ def test_the_summary_is_printed_to_stdout_as_it_is_at_each_call(monkeypatch):
     import io
 
     from kernels import RunRequest, run
-    from kernels.cli import print_summary
+    from kernels.cli.printing import print_summary
 
     result = run(RunRequest(kernel="grid-stride", m=8, k=4, n=8, grid=(1,), block=(32,),
                             backend="cpu", repeats=1))

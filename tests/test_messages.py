@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from kernels.cli_progress import CommandLineProgress
+from kernels.cli.progress import CommandLineProgress
 from kernels.result import BACKEND_LABELS
 from kernels.errors import ThreadMapError
 from kernels.request import RunRequest

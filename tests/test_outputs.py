@@ -78,7 +78,7 @@ def test_an_interrupted_write_keeps_the_previous_pair(earlier, tmp_path, monkeyp
 
     monkeypatch.setattr(kernels.maps_file, "save_maps", interrupted)
     from kernels import RunRequest, run
-    from kernels.cli import write_outputs
+    from kernels.run_files import write_outputs
 
     result = run(RunRequest(kernel="naive-2d", m=24, k=8, n=16, grid=(2, 2), block=(16, 16),
                             backend="cpu", seed=3))

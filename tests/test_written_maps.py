@@ -216,7 +216,7 @@ def test_the_app_draws_and_names_them(files):
 
 
 def test_the_command_line_refuses_an_array_it_does_not_write(files, tmp_path):
-    from kernels.cli import check_described_map
+    from kernels.cli.options import check_described_map
     from kernels.errors import ThreadMapError
 
     request = describe_request(RunRequest(kernel=None, kernel_file=str(files / "split.py"),
