@@ -38,6 +38,10 @@ def histogram(x):
     return np.bincount(bins, minlength=16)
 
 
+def count_warp_aggregated(x):
+    return np.array([np.count_nonzero(x > 0)])
+
+
 def softmax_rows(x):
     e = np.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)

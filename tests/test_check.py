@@ -227,7 +227,7 @@ def test_the_course_passes_at_its_own_launches_against_its_own_references(tmp_pa
     assert threadmap("check", str(EXAMPLES), "--reference", str(EXAMPLES / "references.py"),
                      "--out", str(out)) == 0
     rows = rows_of(out)
-    assert len(EXAMPLE_KERNELS) == 17
+    assert len(EXAMPLE_KERNELS) == 18
     assert sorted(Path(r["file"]).name for r in rows) == EXAMPLE_KERNELS  # one row each
     assert [r["verdict"] for r in rows] == ["PASS"] * len(EXAMPLE_KERNELS), \
         [(r["file"], r["verdict"], r["reasons"]) for r in rows]
@@ -239,7 +239,7 @@ def test_the_course_passes_at_its_own_launches_against_its_own_references(tmp_pa
     assert by_file["reduce_sequential.py"]["launch"] == "file: 8:128"
     assert by_file["reduce_sequential.py"]["shape"] == "x=float32[1024], partial=float32[8]"
     captured = capsys.readouterr()
-    assert "17 cases: 17 PASS, 0 FAIL, 0 ERROR; 1 file skipped" in captured.out
+    assert "18 cases: 18 PASS, 0 FAIL, 0 ERROR; 1 file skipped" in captured.out
     assert f"skipped {EXAMPLES / 'references.py'}: your --reference" in captured.err
     assert json.loads((out / "report.json").read_text())["skipped"] == [
         {"file": str(EXAMPLES / "references.py"),

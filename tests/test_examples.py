@@ -17,7 +17,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 NAMES = ("vector_add", "saxpy", "transpose_naive", "transpose_tiled", "transpose_padded",
          "reduce_interleaved", "reduce_strided", "reduce_sequential", "reduce_first_add",
          "reduce_last_warp", "reduce_unrolled", "reduce_shuffle", "stencil_1d", "histogram",
-         "scan_hillis_steele", "scan_blelloch", "softmax_rows")
+         "scan_hillis_steele", "scan_blelloch", "softmax_rows", "count_warp_aggregated")
 
 _results: dict = {}
 
@@ -160,6 +160,28 @@ def test_the_histogram_counts_every_element_atomically():
     assert result.c.dtype == np.int32 and result.verdict.errors.exact
     np.testing.assert_array_equal(result.c.reshape(-1), np.bincount(bins, minlength=16))
     assert result.verdict.word == "PASS"
+
+
+def test_a_warp_counts_its_votes_with_one_atomic():
+    result = example("count_warp_aggregated")
+    request = result.request
+    (x,) = make_described_inputs(request.arguments, ("x",), request.pattern, request.seed)
+    positive = x > 0
+    # 16 blocks of 256: 128 warps, each with a positive element (so a leader)
+    assert positive.reshape(128, 32).any(axis=1).all()
+    # one atomic add per warp, where one per positive element would be 2,072
+    assert int(result.maps.atomics.sum()) == 128 and result.maps.collided == 0
+    assert int(positive.sum()) == 2072
+    np.testing.assert_array_equal(result.maps.count, 0)  # no plain store
+    assert result.c.reshape(-1).tolist() == [2072]
+    assert result.verdict.word == "PASS" and result.verdict.errors.exact
+    # the leader's test lets 1 lane of each warp in: every warp splits, 1 / 31;
+    # the guard splits none (4,096 is 128 whole warps)
+    guard, leader = result.analysis.divergence
+    assert (guard.evaluations, guard.requests, guard.divergent) == (128, 128, 0)
+    assert (leader.evaluations, leader.requests, leader.divergent,
+            leader.min_active_lanes) == (128, 128, 128, 1)
+    assert result.analysis.warp == ()  # the ballot's full mask: every lane takes part
 
 
 def test_one_thread_per_row_reads_32_sectors_a_request():
