@@ -43,6 +43,7 @@ from .transform import (
     shadow_param,
     written_arrays,
 )
+from .loop_else import else_of
 from .warp_ops import placed_body, placed_operation, uses_syncwarp
 
 
@@ -278,7 +279,9 @@ class LoweredKernel:
                                                         ast.unparse(stmt.value))
 
     def _branch(self, kind: str, stmt: ast.stmt) -> None:
-        if kind == "if":
+        if kind == "if" and else_of(stmt) is not None:
+            text = f"else of the loop at line {else_of(stmt)}"
+        elif kind == "if":
             text = f"if {ast.unparse(stmt.test)}"
         elif kind == "for":
             text = f"for {ast.unparse(stmt.target)} in {ast.unparse(stmt.iter)}"
@@ -365,8 +368,6 @@ class LoweredKernel:
     def range_loop(self, stmt: ast.For) -> RangeLoop:
         """A ``for`` over ``range(...)``: its number, branch site, variable and
         bounds; any other ``for`` refused."""
-        if stmt.orelse:
-            raise self.fail("'for ... else' is not supported by the lockstep emulation", stmt)
         start, stop, step, literal_step = self._range_arguments(stmt)
         target = stmt.target.id
         variable = self.variables[target]
@@ -376,9 +377,8 @@ class LoweredKernel:
                          start, stop, step, literal_step)
 
     def while_loop(self, stmt: ast.While) -> tuple[int, int]:
-        """A ``while`` loop's number and branch site; ``while ... else`` refused."""
-        if stmt.orelse:
-            raise self.fail("'while ... else' is not supported by the lockstep emulation", stmt)
+        """A ``while`` loop's number and branch site (a loop's ``else`` is an
+        ``if`` after it by now: loop_else.py)."""
         return self.loop_of[id(stmt)], self.branch_of[id(stmt)].site
 
     def return_site(self, stmt: ast.Return) -> int:

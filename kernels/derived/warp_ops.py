@@ -35,6 +35,7 @@ import copy
 
 from ..errors import EmulationUnsupported
 from ..sources.plan import KernelPlan, cuda_attribute
+from .loop_else import has_loop_else, without_loop_else
 
 #: Shuffles and the PTX mode each is (``shfl.sync.<mode>``).
 SHUFFLES = {"shfl_sync": "idx", "shfl_up_sync": "up", "shfl_down_sync": "down",
@@ -91,11 +92,15 @@ def uses_syncwarp(plan: KernelPlan) -> bool:
 
 
 def placed_body(plan: KernelPlan) -> list[ast.stmt]:
-    """The kernel's body with every warp operation placed as a statement of
-    its own (the body itself, unchanged, when it has none)."""
+    """The kernel's body as the emulation runs it: each loop's ``else`` made
+    into a flag and an ``if`` (loop_else.py), and every warp operation placed
+    as a statement of its own (the body itself, unchanged, when it has
+    neither).  numba types this body, and the lowering lowers it."""
     key = (plan.module.path, plan.module.text, plan.name)
     if key not in _PLACED:
         body = plan.kernel.node.body
+        if has_loop_else(body):
+            body = without_loop_else(copy.deepcopy(body))
         if warp_operations(plan):
             body = _Placer(plan.module.aliases).body(copy.deepcopy(body))
         _PLACED[key] = body

@@ -906,8 +906,6 @@ class _Planner:
         block_arrays = {local.name for local in self._local_arrays()}
         blockers = []
         for node in self._walk():
-            if isinstance(node, (ast.For, ast.While)) and node.orelse:
-                blockers.append((f"'{type(node).__name__.lower()} ... else'", node.lineno))
             if isinstance(node, ast.For) and not (
                     isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name)
                     and node.iter.func.id == "range"):
