@@ -40,9 +40,25 @@ import numpy as np
 from ..errors import EmulationUnsupported
 from ..records import reads_flat_param
 from .local_types import VALUE_BARRIERS
-from .lowering import LaneVariable, LockstepLayout, LoweredKernel, recording_params
+from .lowering import (
+    Barrier,
+    Exit,
+    ForRange,
+    LaneVariable,
+    Leave,
+    LockstepLayout,
+    LoweredKernel,
+    Operation,
+    Refused,
+    Simple,
+    Skip,
+    Split,
+    WarpExchange,
+    WhileLoop,
+    recording_params,
+)
 from .transform import AccessSite, written_arrays
-from .warp_ops import MATCH, SHUFFLES, holds_warp_operation, placed_operation
+from .warp_ops import MATCH, SHUFFLES, placed_operation
 
 _BLOCK_SCALARS = ("_tm_bx", "_tm_by", "_tm_bdx", "_tm_bdy", "_tm_gdx", "_tm_gdy", "_tm_block",
                   "_tm_lane0", "_tm_lane1")
@@ -74,7 +90,7 @@ class _Writer:
         self.mode = mode
         self.record = mode == "record"
         self.aliases = plan.module.aliases
-        self.body = lowered.body
+        self.operations = lowered.operations
         self.sites = lowered.sites
         self.access = lowered.access_rewriter(mode)
         self.coordinates = lowered.coordinate_rewriter()
@@ -94,7 +110,7 @@ class _Writer:
     def write(self) -> LockstepCode:
         plan = self.plan
         body_start = len(self.lines)
-        self._statements(self.body, 0, [], 1)
+        self._statements(self.operations, 0, [], 1)
         body = self.lines[body_start:]
         del self.lines[body_start:]
         layout = self.lowered.layout(self.round_sites)
@@ -151,12 +167,12 @@ class _Writer:
 
     # -- statements --------------------------------------------------------------------
 
-    def _statements(self, body: list[ast.stmt], depth: int, loops: list[tuple[int, int]],
-                    indent: int) -> None:
+    def _statements(self, body: tuple[Operation, ...], depth: int,
+                    loops: list[tuple[int, int]], indent: int) -> None:
         start = len(self.lines)
         if self.record:
-            for stmt in body:
-                self._statement(stmt, depth, loops, indent)
+            for op in body:
+                self._statement(op, depth, loops, indent)
         else:
             # Fission at barriers (MCUDA): the plain run needs lockstep only
             # where a barrier orders the threads, so a stretch of statements
@@ -164,13 +180,13 @@ class _Writer:
             # locals in registers.  (The recording run stays in lockstep
             # throughout: its warp requests must be the warps' real ones.)
             stretch: list[ast.stmt] = []
-            for stmt in body:
-                if self._thread_by_thread(stmt):
-                    stretch.append(stmt)
+            for op in body:
+                if self._thread_by_thread(op.stmt):
+                    stretch.append(op.stmt)
                     continue
                 self._per_thread(stretch, depth, indent)
                 stretch = []
-                self._statement(stmt, depth, loops, indent)
+                self._statement(op, depth, loops, indent)
             self._per_thread(stretch, depth, indent)
         if len(self.lines) == start:
             self.emit(indent, "pass")
@@ -234,17 +250,18 @@ class _Writer:
                 self.emit(indent, f"_tm_V_{variable.dtype}[{variable.row}, _tm_l] = "
                                   f"{variable.name}", line)
 
-    def _statement(self, stmt: ast.stmt, depth: int, loops: list[tuple[int, int]],
+    def _statement(self, op: Operation, depth: int, loops: list[tuple[int, int]],
                    indent: int) -> None:
-        kind = self.lowered.statement_kind(stmt)
-        if kind == "barrier":
-            self._barrier(stmt, depth, indent)
-        elif kind == "warp":
-            self._warp(stmt, depth, indent)
-        elif kind == "simple":
-            self._simple(stmt, depth, indent)
-        elif kind != "skip":
-            getattr(self, f"_{kind}")(stmt, depth, loops, indent)
+        if isinstance(op, Refused):
+            raise copy.copy(op.error)
+        if isinstance(op, Barrier):
+            self._barrier(op, depth, indent)
+        elif isinstance(op, WarpExchange):
+            self._warp(op.stmt, depth, indent)
+        elif isinstance(op, Simple):
+            self._simple(op.stmt, depth, indent)
+        elif not isinstance(op, Skip):
+            self._CONTROL[type(op)](self, op, depth, loops, indent)
 
     # -- expressions -------------------------------------------------------------------
 
@@ -349,8 +366,8 @@ class _Writer:
         self._lanes(indent, f"_tm_M[{depth}, _tm_l]", self._lane_statements(statements), sites,
                     stmt.lineno)
 
-    def _if(self, stmt: ast.If, depth: int, loops, indent: int) -> None:
-        site = self.lowered.branch_of[id(stmt)].site
+    def _if(self, op: Split, depth: int, loops, indent: int) -> None:
+        stmt, site = op.stmt, op.site.site
         test, sites = self._expression(stmt.test)
         inner = depth + 1
         then, other = f"_tm_any_t{depth}", f"_tm_any_e{depth}"
@@ -372,13 +389,13 @@ class _Writer:
             self._lanes(indent, f"_tm_M[{depth}, _tm_l]", body, sites, line,
                         otherwise=[f"_tm_M[{inner}, _tm_l] = False"])
         self.emit(indent, f"if {then}:", line)
-        self._statements(stmt.body, inner, loops, indent + 1)
-        if stmt.orelse:
+        self._statements(op.body, inner, loops, indent + 1)
+        if op.orelse:
             self.emit(indent, f"if {other}:", line)
             self.emit(indent + 1, "for _tm_l in range(_tm_lane0, _tm_lane1):", line)
             self.emit(indent + 2, f"_tm_M[{inner}, _tm_l] = _tm_M[{depth}, _tm_l] and not "
                                   f"_tm_C[{depth}, _tm_l]", line)
-            self._statements(stmt.orelse, inner, loops, indent + 1)
+            self._statements(op.orelse, inner, loops, indent + 1)
 
     def _loop_lanes(self, indent: int, k: int, depth: int, site: int, line: int,
                     test: list[str], sites: list[int], go_on: list[str] = (),
@@ -408,8 +425,8 @@ class _Writer:
             self.emit(indent, f"if not {flag}:", line)
             self.emit(indent + 1, "break", line)
 
-    def _for(self, stmt: ast.For, depth: int, loops, indent: int) -> None:
-        loop = self.lowered.range_loop(stmt)
+    def _for(self, op: ForRange, depth: int, loops, indent: int) -> None:
+        stmt, loop = op.stmt, op.loop
         k, site, target = loop.number, loop.site, loop.variable.name
         start, stop, step, literal_step = loop.start, loop.stop, loop.step, loop.literal_step
         inner = depth + 1
@@ -438,25 +455,17 @@ class _Writer:
         # A lane that goes on takes the counter's value, then the counter
         # advances (the body may assign the loop variable, as Python allows).
         go_on = [f"_tm_i = {cur}", ast.unparse(ast.fix_missing_locations(store[0])), advance]
-        if self.record and self._straight(stmt.body):
+        if self.record and all(isinstance(b, Simple) for b in op.body):  # (straight-line)
             if LANE_BY_LANE and self._lane_by_lane_for(stmt, k, depth, site, literal_step,
                                                        indent):
                 return
-            self._fused_for(stmt, k, depth, site, test, go_on, loops, indent)
+            self._fused_for(op, k, depth, site, test, go_on, loops, indent)
             return
         self.emit(indent, "while True:", line)
         self._loop_lanes(indent + 1, k, depth, site, line, [f"_tm_c = {test}"], [], go_on)
-        self._statements(stmt.body, inner, loops + [(k, inner)], indent + 1)
+        self._statements(op.body, inner, loops + [(k, inner)], indent + 1)
 
-    def _straight(self, body: list[ast.stmt]) -> bool:
-        """Only simple statements: no branch, loop, exit or barrier."""
-        return all(isinstance(b, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr))
-                   and self.lowered.barrier_call(b) is None and not self.lowered.is_declaration(b)
-                   and not holds_warp_operation(b, self.aliases)
-                   and not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))
-                   for b in body)
-
-    def _fused_for(self, stmt: ast.For, k: int, depth: int, site: int, test: str,
+    def _fused_for(self, op: ForRange, k: int, depth: int, site: int, test: str,
                    go_on: list[str], loops, indent: int) -> None:
         """A range loop whose body is straight-line: each lane's test for the
         next iteration runs in the same pass as its last statement (the test
@@ -464,7 +473,7 @@ class _Writer:
         saves a pass over the block per iteration.  No lane leaves such a
         body early, so the lanes in the loop are the lanes running it."""
         inner = depth + 1
-        line = stmt.lineno
+        line = op.line
         flag = f"_tm_any{depth}"
         first = f"_tm_first{k}"
         self.emit(indent, f"{first} = True", line)
@@ -475,9 +484,9 @@ class _Writer:
                          leave=False)
         self.emit(indent + 1, f"if not {flag}:", line)
         self.emit(indent + 2, "break", line)
-        for b in stmt.body[:-1]:
-            self._simple(b, inner, indent + 1)
-        last = stmt.body[-1]
+        for b in op.body[:-1]:
+            self._simple(b.stmt, inner, indent + 1)
+        last = op.body[-1].stmt
         statements = self.access.rewrite_body([copy.deepcopy(last)])
         sites = self.access.take_sites()
         lines = self._lane_statements(statements)
@@ -601,8 +610,8 @@ class _Writer:
         emit(i + 1, "break", line)
         return True
 
-    def _while(self, stmt: ast.While, depth: int, loops, indent: int) -> None:
-        k, site = self.lowered.while_loop(stmt)
+    def _while(self, op: WhileLoop, depth: int, loops, indent: int) -> None:
+        stmt, k, site = op.stmt, op.number, op.site
         inner = depth + 1
         line = stmt.lineno
         self.emit(indent, "for _tm_l in range(_tm_lane0, _tm_lane1):", line)
@@ -610,16 +619,16 @@ class _Writer:
         self.emit(indent, "while True:", line)
         test, sites = self._expression(stmt.test)
         self._loop_lanes(indent + 1, k, depth, site, line, [f"_tm_c = bool({test})"], sites)
-        self._statements(stmt.body, inner, loops + [(k, inner)], indent + 1)
+        self._statements(op.body, inner, loops + [(k, inner)], indent + 1)
 
     def _retire(self, depths: range, loops: list[int]) -> list[str]:
         return [f"_tm_M[{d}, _tm_l] = False" for d in depths] + [
             f"_tm_L[{k}, _tm_l] = False" for k in loops]
 
-    def _return(self, stmt: ast.Return, depth: int, loops, indent: int) -> None:
-        site = self.lowered.return_site(stmt)
+    def _return(self, op: Exit, depth: int, loops, indent: int) -> None:
+        site = op.site
         retire = self._retire(range(depth + 1), [k for k, _ in loops])
-        line = stmt.lineno
+        line = op.line
         if self.record:
             # Lanes of the warp still alive (arrived) and those returning (taken).
             self.emit(indent, "for _tm_w in range(_tm_w0, _tm_w1):", line)
@@ -640,18 +649,18 @@ class _Writer:
         else:
             self._lanes(indent, f"_tm_M[{depth}, _tm_l]", retire, [], line)
 
-    def _leave(self, stmt: ast.stmt, depth: int, loops, indent: int) -> None:
+    def _leave(self, op: Leave, depth: int, loops, indent: int) -> None:
         k, body_depth = loops[-1]
-        retire = self._retire(range(body_depth, depth + 1),
-                              [k] if isinstance(stmt, ast.Break) else [])
-        self._lanes(indent, f"_tm_M[{depth}, _tm_l]", retire, [], stmt.lineno)
+        retire = self._retire(range(body_depth, depth + 1), [k] if op.broke else [])
+        self._lanes(indent, f"_tm_M[{depth}, _tm_l]", retire, [], op.line)
 
-    def _barrier(self, stmt: ast.stmt, depth: int, indent: int) -> None:
-        what = self.lowered.barrier_call(stmt)
-        if what != "syncthreads" and what not in VALUE_BARRIERS:
+    _CONTROL = {Split: _if, ForRange: _for, WhileLoop: _while, Exit: _return, Leave: _leave}
+
+    def _barrier(self, op: Barrier, depth: int, indent: int) -> None:
+        stmt, what, site = op.stmt, op.what, op.site
+        if site is None:
             return  # a fence: memory is sequentially consistent here
-        site = self.lowered.barrier_of[id(stmt)].site
-        line = stmt.lineno
+        line = op.line
         if what in VALUE_BARRIERS:
             predicate, sites = self._expression(stmt.value.args[0])
             self.emit(indent, "_tm_cnt = _tm_i64(0)", line)

@@ -5,8 +5,13 @@ numpy) write the same derivation of a kernel two ways.  What they must agree
 on is worked out here, once, from the kernel's plan and the types of its
 locals (:class:`LoweredKernel`):
 
-* the statements, each warp operation a statement of its own (``warp_ops.py``),
-  and what each is to an emitter (:meth:`LoweredKernel.statement_kind`);
+* the operations (:attr:`LoweredKernel.operations`): a tree of typed
+  statements (:class:`Simple`, :class:`Split`, :class:`ForRange`,
+  :class:`WhileLoop`, :class:`Exit`, :class:`Leave`, :class:`Barrier`,
+  :class:`WarpExchange`, :class:`Skip`, :class:`Refused`), each carrying the
+  numbers below that its emitters need (:func:`outline` prints it), made from
+  the body with each loop's ``else`` rewritten (``loop_else.py``) and each
+  warp operation a statement of its own (``warp_ops.py``);
 * the access sites (``transform.access_sites``), numbered in source order;
 * the lane variables: each local's rows of ``_tm_V_<dtype>``;
 * the block arrays (shared and local);
@@ -16,8 +21,9 @@ locals (:class:`LoweredKernel`):
   and the deepest nesting (rows of the masks ``_tm_M``);
 * the layout of the records and workspace (:class:`LockstepLayout`).
 
-An emitter looks these numbers up by node; it never counts them itself, so
-the figures of both tiers are filed under the same sites by construction.
+An emitter walks the operations and takes the numbers they carry; it never
+counts them itself, so the figures of both tiers are filed under the same
+sites by construction.
 What cannot be lowered is refused with its line
 (:class:`~kernels.errors.EmulationUnsupported`), with one message on both tiers.
 """
@@ -190,6 +196,146 @@ class RangeLoop:
     literal_step: int | None
 
 
+# -- the lowered kernel: a tree of operations ---------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class Operation:
+    """One statement of the kernel as the emulation runs it, with every number
+    an emitter needs.  ``stmt`` is the statement it lowers (its line, and the
+    expressions the emitter rewrites for its lanes)."""
+
+    stmt: ast.stmt
+
+    @property
+    def line(self) -> int:
+        return self.stmt.lineno
+
+    def outline(self) -> str:
+        return type(self).__name__
+
+
+@dataclass(frozen=True, eq=False)
+class Simple(Operation):
+    """An assignment or an expression, run by every active lane."""
+
+    def outline(self) -> str:
+        return f"Simple: {ast.unparse(self.stmt)}"
+
+
+@dataclass(frozen=True, eq=False)
+class Skip(Operation):
+    """Nothing to run: ``pass``, a docstring, a block array's declaration
+    (the driver's, poisoned before each block)."""
+
+    def outline(self) -> str:
+        return f"Skip: {ast.unparse(self.stmt)[:60]}"
+
+
+@dataclass(frozen=True, eq=False)
+class Split(Operation):
+    """An ``if``: the lanes that take it run ``body``, the others ``orelse``."""
+
+    site: BranchSite
+    body: tuple[Operation, ...]
+    orelse: tuple[Operation, ...]
+
+    def outline(self) -> str:
+        return f"Split site {self.site.site}: {self.site.text}"
+
+
+@dataclass(frozen=True, eq=False)
+class ForRange(Operation):
+    """A ``for`` over ``range(...)``: loop k, its counter's rows, its site."""
+
+    loop: RangeLoop
+    body: tuple[Operation, ...]
+
+    def outline(self) -> str:
+        return (f"ForRange k={self.loop.number} site {self.loop.site}: "
+                f"{self.loop.variable.name} (row {self.loop.variable.row})")
+
+
+@dataclass(frozen=True, eq=False)
+class WhileLoop(Operation):
+    """A ``while``: loop ``number``, its test a branch site."""
+
+    number: int
+    site: int
+    body: tuple[Operation, ...]
+
+    def outline(self) -> str:
+        return f"WhileLoop k={self.number} site {self.site}"
+
+
+@dataclass(frozen=True, eq=False)
+class Exit(Operation):
+    """A ``return``: the lanes here leave the kernel (a branch site)."""
+
+    site: int
+
+    def outline(self) -> str:
+        return f"Exit site {self.site}"
+
+
+@dataclass(frozen=True, eq=False)
+class Leave(Operation):
+    """``break`` (``broke``) or ``continue``: the lanes here leave the loop's
+    body, and for a break the loop."""
+
+    broke: bool
+
+    def outline(self) -> str:
+        return "Leave (break)" if self.broke else "Leave (continue)"
+
+
+@dataclass(frozen=True, eq=False)
+class Barrier(Operation):
+    """``syncthreads`` (or a value form, ``what``) at barrier site ``site``;
+    a memory fence has no site (memory is sequentially consistent here)."""
+
+    what: str
+    site: int | None
+
+    def outline(self) -> str:
+        return f"Barrier {self.what}" + (f" site {self.site}" if self.site is not None else "")
+
+
+@dataclass(frozen=True, eq=False)
+class WarpExchange(Operation):
+    """A warp operation, placed as a statement of its own (warp_ops.py)."""
+
+    what: str
+
+    def outline(self) -> str:
+        return f"WarpExchange {self.what}"
+
+
+@dataclass(frozen=True, eq=False)
+class Refused(Operation):
+    """What the emulation cannot run: the emitter that meets it raises
+    ``error`` (so a kernel's first refusal in program order is the one said)."""
+
+    error: EmulationUnsupported
+
+    def outline(self) -> str:
+        return f"Refused: {self.error}"
+
+
+def outline(operations: tuple[Operation, ...], indent: int = 0) -> str:
+    """The operations as an indented list, one per line with its kernel line:
+    what ``LoweredKernel.operations`` holds, for a reader."""
+    lines = []
+    for op in operations:
+        lines.append(f"{'  ' * indent}{op.line:4d}  {op.outline()}")
+        for field in ("body", "orelse"):
+            inner = getattr(op, field, ())
+            if inner:
+                if field == "orelse":
+                    lines.append(f"{'  ' * indent}      else:")
+                lines.append(outline(inner, indent + 1))
+    return "\n".join(line for line in lines if line)
+
+
 class LoweredKernel:
     """A kernel lowered for the lockstep emulation: the facts and numbers both
     emitters share (see the module docstring).  Made once per kernel and
@@ -212,6 +358,9 @@ class LoweredKernel:
         self.barrier_of: dict[int, BarrierSite] = {}
         self.depth = 1
         self._number(self.body, 0)
+        #: the kernel as the emitters run it: a tree of typed operations,
+        #: each with its numbers (:func:`outline` prints it)
+        self.operations = self._operations(self.body)
 
     # -- what the kernel holds -------------------------------------------------------
 
@@ -294,6 +443,38 @@ class LoweredKernel:
     @property
     def loops(self) -> int:
         return len(self.loop_of)
+
+    # -- the operations ----------------------------------------------------------------
+
+    def _operations(self, body: list[ast.stmt]) -> tuple[Operation, ...]:
+        return tuple(self._operation(stmt) for stmt in body)
+
+    def _operation(self, stmt: ast.stmt) -> Operation:
+        """``stmt`` lowered, or :class:`Refused` with why (the emitter that
+        meets it raises, so refusals come in program order)."""
+        try:
+            kind = self.statement_kind(stmt)
+            if kind == "if":
+                return Split(stmt, self.branch_of[id(stmt)], self._operations(stmt.body),
+                             self._operations(stmt.orelse))
+            if kind == "for":
+                return ForRange(stmt, self.range_loop(stmt), self._operations(stmt.body))
+            if kind == "while":
+                number, site = self.while_loop(stmt)
+                return WhileLoop(stmt, number, site, self._operations(stmt.body))
+            if kind == "return":
+                return Exit(stmt, self.return_site(stmt))
+            if kind == "leave":
+                return Leave(stmt, isinstance(stmt, ast.Break))
+            if kind == "barrier":
+                barrier = self.barrier_of.get(id(stmt))
+                return Barrier(stmt, self.barrier_call(stmt),
+                               barrier.site if barrier is not None else None)
+            if kind == "warp":
+                return WarpExchange(stmt, placed_operation(stmt, self.aliases))
+            return Skip(stmt) if kind == "skip" else Simple(stmt)
+        except EmulationUnsupported as error:
+            return Refused(stmt, error)
 
     # -- what a statement is -----------------------------------------------------------
 

@@ -45,7 +45,21 @@ from ..errors import EmulationUnsupported
 from ..sources.source import qualified_name
 from .intrinsics import LOWERED_NAMES
 from .local_types import VALUE_BARRIERS
-from .lowering import LockstepLayout, LoweredKernel
+from .lowering import (
+    Barrier,
+    Exit,
+    ForRange,
+    Leave,
+    LockstepLayout,
+    LoweredKernel,
+    Operation,
+    Refused,
+    Simple,
+    Skip,
+    Split,
+    WarpExchange,
+    WhileLoop,
+)
 from .warp_ops import placed_operation
 
 #: Per-lane coordinates of the unit, by the name CoordinateRewriter gives them.
@@ -321,30 +335,31 @@ class _VectorWriter:
         self.emit(1, f"_tm_I = _tm_np.zeros(({max(3 * layout.loops, 1)}, _tm_n), _tm_np.int64)")
         for dtype, rows in layout.rows:
             self.emit(1, f"_tm_V_{dtype} = _tm_np.zeros(({rows}, _tm_n), _tm_np.{dtype})")
-        self._statements(self.lowered.body, 0, [], 1)  # (warp operations placed: warp_ops.py)
+        self._statements(self.lowered.operations, 0, [], 1)
         self.emit(1, "return")
         return VectorCode("\n".join(self.lines) + "\n", layout, dict(self.constants),
                           tuple(self.lane_by_lane))
 
     # -- statements --------------------------------------------------------------------
 
-    def _statements(self, body, depth: int, loops, indent: int) -> None:
+    def _statements(self, body: tuple[Operation, ...], depth: int, loops, indent: int) -> None:
         start = len(self.lines)
-        for stmt in body:
-            self._statement(stmt, depth, loops, indent)
+        for op in body:
+            self._statement(op, depth, loops, indent)
         if len(self.lines) == start:
             self.emit(indent, "pass")
 
-    def _statement(self, stmt: ast.stmt, depth: int, loops, indent: int) -> None:
-        kind = self.lowered.statement_kind(stmt)
-        if kind == "barrier":
-            self._barrier(stmt, depth, indent)
-        elif kind == "warp":
-            self._warp(stmt, depth, indent)
-        elif kind == "simple":
-            self._simple(stmt, depth, indent)
-        elif kind != "skip":
-            getattr(self, f"_{kind}")(stmt, depth, loops, indent)
+    def _statement(self, op: Operation, depth: int, loops, indent: int) -> None:
+        if isinstance(op, Refused):
+            raise copy.copy(op.error)
+        if isinstance(op, Barrier):
+            self._barrier(op, depth, indent)
+        elif isinstance(op, WarpExchange):
+            self._warp(op.stmt, depth, indent)
+        elif isinstance(op, Simple):
+            self._simple(op.stmt, depth, indent)
+        elif not isinstance(op, Skip):
+            self._CONTROL[type(op)](self, op, depth, loops, indent)
 
     def _vector_lines(self, statements: list[ast.stmt]) -> list[str]:
         out = []
@@ -429,8 +444,8 @@ class _VectorWriter:
         lines, sites = self._rewritten(stmt)
         self._lanes(indent, f"_tm_M[{depth}]", lines, sites, stmt.lineno)
 
-    def _if(self, stmt: ast.If, depth: int, loops, indent: int) -> None:
-        site = self.lowered.branch_of[id(stmt)].site
+    def _if(self, op: Split, depth: int, loops, indent: int) -> None:
+        stmt, site = op.stmt, op.site.site
         test, sites = self._expression(stmt.test)
         inner = depth + 1
         if self._one_lane_at_a_time(sites):
@@ -445,14 +460,14 @@ class _VectorWriter:
         self.emit(indent, f"_tm_Cd[{depth}][_tm_L] = _tm_c")
         self.emit(indent, f"_tm_M[{inner}][:] = _tm_Cd[{depth}]")
         self.emit(indent, "if _tm_c.any():")
-        self._statements(stmt.body, inner, loops, indent + 1)
-        if stmt.orelse:
+        self._statements(op.body, inner, loops, indent + 1)
+        if op.orelse:
             self.emit(indent, f"if (_tm_M[{depth}] & ~_tm_Cd[{depth}]).any():")
             self.emit(indent + 1, f"_tm_M[{inner}][:] = _tm_M[{depth}] & ~_tm_Cd[{depth}]")
-            self._statements(stmt.orelse, inner, loops, indent + 1)
+            self._statements(op.orelse, inner, loops, indent + 1)
 
-    def _for(self, stmt: ast.For, depth: int, loops, indent: int) -> None:
-        loop = self.lowered.range_loop(stmt)
+    def _for(self, op: ForRange, depth: int, loops, indent: int) -> None:
+        stmt, loop = op.stmt, op.loop
         k, site, variable = loop.number, loop.site, loop.variable
         start, stop, step, literal_step = loop.start, loop.stop, loop.step, loop.literal_step
         inner = depth + 1
@@ -496,10 +511,10 @@ class _VectorWriter:
         self.emit(i + 1, "break")
         self.emit(i, f"_tm_V_{variable.dtype}[{variable.row}, _tm_on] = _tm_cur[_tm_c]")
         self.emit(i, f"{cur}[_tm_on] = ({advance})[_tm_c]")
-        self._statements(stmt.body, inner, loops + [(k, inner)], i)
+        self._statements(op.body, inner, loops + [(k, inner)], i)
 
-    def _while(self, stmt: ast.While, depth: int, loops, indent: int) -> None:
-        k, site = self.lowered.while_loop(stmt)
+    def _while(self, op: WhileLoop, depth: int, loops, indent: int) -> None:
+        stmt, k, site = op.stmt, op.number, op.site
         inner = depth + 1
         test, sites = self._expression(stmt.test)
         if self._one_lane_at_a_time(sites):
@@ -519,7 +534,7 @@ class _VectorWriter:
         self.emit(i, f"_tm_LP[{k}][_tm_L[~_tm_c]] = False")
         self.emit(i, "if not _tm_c.any():")
         self.emit(i + 1, "break")
-        self._statements(stmt.body, inner, loops + [(k, inner)], i)
+        self._statements(op.body, inner, loops + [(k, inner)], i)
 
     def _retire(self, indent: int, depths, loop_numbers) -> None:
         for d in depths:
@@ -527,17 +542,17 @@ class _VectorWriter:
         for k in loop_numbers:
             self.emit(indent, f"_tm_LP[{k}][_tm_sel] = False")
 
-    def _return(self, stmt: ast.Return, depth: int, loops, indent: int) -> None:
-        site = self.lowered.return_site(stmt)
+    def _return(self, op: Exit, depth: int, loops, indent: int) -> None:
         self.emit(indent, f"_tm_sel = _tm_M[{depth}].copy()")
-        self.emit(indent, f"_tm_r.branch_masks({site}, _tm_M[0], _tm_sel, returning=True)")
+        self.emit(indent, f"_tm_r.branch_masks({op.site}, _tm_M[0], _tm_sel, returning=True)")
         self._retire(indent, range(depth + 1), [k for k, _ in loops])
 
-    def _leave(self, stmt: ast.stmt, depth: int, loops, indent: int) -> None:
+    def _leave(self, op: Leave, depth: int, loops, indent: int) -> None:
         k, body_depth = loops[-1]
         self.emit(indent, f"_tm_sel = _tm_M[{depth}].copy()")
-        self._retire(indent, range(body_depth, depth + 1),
-                     [k] if isinstance(stmt, ast.Break) else [])
+        self._retire(indent, range(body_depth, depth + 1), [k] if op.broke else [])
+
+    _CONTROL = {Split: _if, ForRange: _for, WhileLoop: _while, Exit: _return, Leave: _leave}
 
     def _warp(self, stmt: ast.stmt, depth: int, indent: int) -> None:
         """A placed warp operation: the runtime exchanges the lanes' arguments
@@ -553,11 +568,10 @@ class _VectorWriter:
         self.emit(indent, f"_tm_r.warp_op({what!r}, {stmt.lineno}, _tm_M[{depth}], _tm_M[0], "
                           f"{out}, ({args}))")
 
-    def _barrier(self, stmt: ast.stmt, depth: int, indent: int) -> None:
-        what = self.lowered.barrier_call(stmt)
-        if what != "syncthreads" and what not in VALUE_BARRIERS:
+    def _barrier(self, op: Barrier, depth: int, indent: int) -> None:
+        stmt, what, site = op.stmt, op.what, op.site
+        if site is None:
             return  # a fence
-        site = self.lowered.barrier_of[id(stmt)].site
         if what in VALUE_BARRIERS:
             predicate, sites = self._expression(stmt.value.args[0])
             if self._one_lane_at_a_time(sites):
