@@ -98,6 +98,25 @@ def global_ranges_param(array: str) -> str:
     return f"_tm_granges_{array}"
 
 
+def _per_plan(derive):
+    """``derive(plan)`` worked out once per plan (plans are cached by the
+    loader, so a sweep's 64 runs share one): it walks a copy of the kernel's
+    tree, ~4 ms a run."""
+    cache: dict[int, tuple[KernelPlan, object]] = {}
+
+    @functools.wraps(derive)
+    def remembered(plan: KernelPlan):
+        entry = cache.get(id(plan))
+        if entry is None or entry[0] is not plan:
+            if len(cache) >= 32:
+                cache.pop(next(iter(cache)))
+            entry = cache[id(plan)] = (plan, derive(plan))
+        return entry[1]
+
+    return remembered
+
+
+@_per_plan
 def race_checked_arrays(plan: KernelPlan) -> tuple[str, ...]:
     """The global arrays of a described kernel whose accesses can race (issue
     22, point 4): stored into and also read, updated atomically, or not the
@@ -215,24 +234,6 @@ def array_slots(plan: KernelPlan) -> tuple[ArraySlot, ...]:
             slots.append(ArraySlot(local.name, len(slots), local.ndim,
                                    "sh" if local.kind == "shared" else "lc"))
     return tuple(slots)
-
-
-def _per_plan(derive):
-    """``derive(plan)`` worked out once per plan (plans are cached by the
-    loader, so a sweep's 64 runs share one): it walks a copy of the kernel's
-    tree, ~4 ms a run."""
-    cache: dict[int, tuple[KernelPlan, object]] = {}
-
-    @functools.wraps(derive)
-    def remembered(plan: KernelPlan):
-        entry = cache.get(id(plan))
-        if entry is None or entry[0] is not plan:
-            if len(cache) >= 32:
-                cache.pop(next(iter(cache)))
-            entry = cache[id(plan)] = (plan, derive(plan))
-        return entry[1]
-
-    return remembered
 
 
 @_per_plan
