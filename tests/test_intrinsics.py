@@ -148,22 +148,25 @@ def _hard_triples(dtype: str, count: int = 4000) -> tuple[np.ndarray, ...]:
     return a, b, c
 
 
+_FMA = LANE["_tm_fma"]
+
+
+@njit
+def _fma_lanes(a, b, c):
+    """The compiled tier's fma, lane after lane."""
+    out = np.empty_like(a)
+    for i in range(a.size):
+        out[i] = _FMA(a[i], b[i], c[i])
+    return out
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_fma_is_rounded_once_in_both_tiers(dtype):
     a, b, c = _hard_triples(dtype)
     expected = np.array([_exact_fma(x, y, z, dtype) for x, y, z in zip(a, b, c)], dtype)
-    function = LANE["_tm_fma"]
-
-    @njit
-    def lanes(a, b, c):
-        out = np.empty_like(a)
-        for i in range(a.size):
-            out[i] = function(a[i], b[i], c[i])
-        return out
-
     vector = vector_form("fma", a, b, c)
     np.testing.assert_array_equal(vector, expected)
-    np.testing.assert_array_equal(lanes(a, b, c), expected)
+    np.testing.assert_array_equal(_fma_lanes(a, b, c), expected)
     assert vector.dtype == np.dtype(dtype)
     # and the test can tell: the product rounded first gives other values
     assert (((a * b) + c) != expected).sum() > 100
@@ -190,16 +193,7 @@ def test_fma_at_the_edges_of_the_range():
     assert out[9] == 2.0 ** 1022                  # 3 * 2**1022 - 2**1023, inside the range
     for i in (1, 2, 7, 8, 9):
         assert out[i] == _exact_fma(a[i], b[i], c[i], "float64")
-    function = LANE["_tm_fma"]
-
-    @njit
-    def lanes(a, b, c):
-        out = np.empty_like(a)
-        for i in range(a.size):
-            out[i] = function(a[i], b[i], c[i])
-        return out
-
-    np.testing.assert_array_equal(lanes(a, b, c), out)
+    np.testing.assert_array_equal(_fma_lanes(a, b, c), out)
 
 
 # -- types, as numba-cuda gives them ---------------------------------------------------
