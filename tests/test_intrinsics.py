@@ -333,7 +333,7 @@ def test_an_intrinsic_numba_cuda_cannot_compile_is_refused_with_its_line(tmp_pat
         with pytest.raises(ThreadMapError) as caught:
             _run("matmul", (8, 4, 8), (1, 1), (8, 8), tier, file=str(path))
         text = str(caught.value)
-        assert "cuda.ffs of a int8: numba-cuda has code for 32- and 64-bit integers only" \
+        assert "cuda.ffs of int8: numba-cuda has code for 32- and 64-bit integers only" \
             in text, text
         assert "line 9" in text or ":9" in text, text
 

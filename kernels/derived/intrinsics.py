@@ -227,7 +227,7 @@ class IntrinsicTypeError(TypeError):
     """An intrinsic called with arguments CUDA has no form of."""
 
 
-#: Such a reason, in numba's message (``cuda.ffs of a int8: ...``).
+#: Such a reason, in numba's message (``cuda.ffs of int8: ...``).
 INTRINSIC_REASON = re.compile(rf"cuda\.({'|'.join(INTRINSICS)}) (takes|has|of) .*")
 
 
@@ -253,7 +253,7 @@ def signature(typing_context, name: str, args: tuple) -> object:
     if chosen is None:
         raise IntrinsicTypeError(f"cuda.{name} has no form for {', '.join(map(str, args))}")
     if str(chosen.args[0]) in _UNCOMPILED.get(name, ()):
-        raise IntrinsicTypeError(f"cuda.{name} of a {chosen.args[0]}: numba-cuda has code for "
+        raise IntrinsicTypeError(f"cuda.{name} of {chosen.args[0]}: numba-cuda has code for "
                                  "32- and 64-bit integers only")
     return chosen
 

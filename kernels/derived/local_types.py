@@ -278,7 +278,7 @@ def _typing_message(plan: KernelPlan, exc: Exception) -> str:
             if line.strip() and not line.strip().startswith(("During:", "File \"", "<source"))]
     # An intrinsic's own reason (intrinsics.signature), under numba's "No
     # implementation of function Function(<intrinsic _tm_ffs>)".
-    # ("TypingError: cuda.ffs of a int8: ...", several times over)
+    # ("TypingError: cuda.ffs of int8: ...", several times over)
     what = [match.group(0) for line in what
             if (match := INTRINSIC_REASON.search(line))][:1] or what
     message = f"numba could not compile {plan.name!r}:\n" + "\n".join(what[:3])
