@@ -58,16 +58,20 @@ CASES = [
     ("guarded_rows.py", (40, 1, 1), (2,), (32,)),
     ("guarded_rows.py", (40, 1, 1), (1,), (64,)),
     ("guarded_rows.py", (40, 1, 1), (3,), (32,)),
+    ("guarded_shared.py", (40, 1, 1), (1,), (64,)),
 ]
 
 
 @pytest.mark.parametrize("tier", ["instant", "compiled"])
-@pytest.mark.parametrize("grid,block,warps_returning", [((2,), (32,), 1), ((1,), (64,), 1),
-                                                         ((3,), (32,), 2)])
-def test_a_return_counts_the_warps_that_run_it(tier, grid, block, warps_returning):
+@pytest.mark.parametrize("kernel,grid,block,warps_returning", [
+    ("guarded_rows.py", (2,), (32,), 1), ("guarded_rows.py", (1,), (64,), 1),
+    ("guarded_rows.py", (3,), (32,), 2), ("guarded_shared.py", (1,), (64,), 1)])
+def test_a_return_counts_the_warps_that_run_it(tier, kernel, grid, block, warps_returning):
     # 40 rows: threads 40 and up return.  Warp 0 (threads 0-31) has none
-    # there; warp 1 (32-63) has 24 of its 32; warp 2 (64-95) all 32.
-    result = run(_request("guarded_rows.py", (40, 1, 1), grid, block).with_(tier=tier))
+    # there; warp 1 (32-63) has 24 of its 32; warp 2 (64-95) all 32.  (With
+    # shared memory, one block of 64 is one unit in both tiers: both had
+    # counted warp 0 too.)
+    result = run(_request(kernel, (40, 1, 1), grid, block).with_(tier=tier))
     test, leave = result.analysis.divergence
     assert (test.branch.kind, leave.branch.kind) == ("if", "return")
     warps = len(grid) and grid[0] * block[0] // 32
