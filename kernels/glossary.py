@@ -69,8 +69,14 @@ PROJECT_WORDS: dict[str, str] = {
             "the app and the command line import nothing else of kernels/, and "
             "tests/test_seam.py checks it.",
     "lowering": "A kernel's plan made ready for the CPU emulation, once "
-                "(derived/lowering.py, LoweredKernel): what each statement is, and every "
-                "number the emulation files its figures under. Both tiers are emitted from it.",
+                "(derived/lowering.py, LoweredKernel): its operations, and every number the "
+                "emulation files its figures under. Both tiers are emitted from it.",
+    "operation": "One statement of the lowered kernel, typed by what it is to the emulation "
+                 "(Simple, Split, ForRange, WhileLoop, Exit, Leave, Barrier, WarpExchange, "
+                 "Skip, Refused) and carrying its numbers; lowering.outline prints the tree.",
+    "intrinsic": "One of CUDA's functions of one thread's values (cuda.popc, clz, ffs, brev, "
+                 "fma, cbrt, selp): written once in derived/intrinsics.py, with numba-cuda's "
+                 "types, as a numba form for the compiled tier and a numpy one for the instant.",
     "tier": "One of the CPU emulation's two ways to run a kernel: the instant tier "
             "(derived/vector.py, numpy over vectors of lanes, nothing to compile) and the "
             "compiled tier (derived/lockstep.py, numba). They record the same figures; "
