@@ -58,15 +58,19 @@ _FLOATS = ("float32", "float64")
 
 @dataclass(frozen=True)
 class Intrinsic:
-    """One intrinsic: numba-cuda's typing cases, and its numpy form."""
+    """One intrinsic: numba-cuda's typing cases, and its two forms."""
 
     name: str
     #: numba-cuda's cases, ``(result, *arguments)`` as numba names the types;
-    #: empty for ``selp``, whose rule is not a table (:func:`_selp_signature`)
+    #: empty for ``selp``, whose rule is not a table (:func:`signature`)
     cases: tuple[tuple[str, ...], ...]
     arity: int
-    #: the lanes' values, already cast to the case's arguments, to the results
+    #: the instant tier's: the lanes' values, already cast to the case's
+    #: arguments, to the results (numpy)
     vector: Callable[..., np.ndarray]
+    #: the compiled tier's: ``(context, builder, sig, args)`` to one lane's
+    #: value (llvmlite), as a numba intrinsic's code
+    lane: Callable
 
 
 # -- the numpy forms -------------------------------------------------------------------
@@ -199,20 +203,71 @@ def _selp(test: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(test != 0, a, b)
 
 
-def _same_integer(name: str, vector: Callable) -> Intrinsic:
-    return Intrinsic(name, tuple((t, t) for t in _INTEGERS), 1, vector)
+# -- the compiled tier's code for one lane (llvmlite; numba-cuda's own operations) -------
+
+def _i1(value: int):
+    from llvmlite import ir
+    return ir.Constant(ir.IntType(1), value)
+
+
+def _popc_lane(context, builder, sig, args):
+    return builder.ctpop(args[0])
+
+
+def _clz_lane(context, builder, sig, args):
+    return builder.ctlz(args[0], _i1(0))  # (0 is defined: the width)
+
+
+def _ffs_lane(context, builder, sig, args):
+    from llvmlite import ir
+    x = args[0]
+    position = builder.add(builder.cttz(x, _i1(0)), ir.Constant(x.type, 1))
+    found = builder.select(builder.icmp_unsigned("==", x, ir.Constant(x.type, 0)),
+                           ir.Constant(x.type, 0), position)
+    return builder.trunc(found, ir.IntType(32)) if x.type.width > 32 else found
+
+
+def _brev_lane(context, builder, sig, args):
+    return builder.bitreverse(args[0])
+
+
+def _fma_lane(context, builder, sig, args):
+    return builder.fma(*args)
+
+
+def _cbrt_lane(context, builder, sig, args):
+    """libm's ``cbrt`` (float32 through float64, as the numpy form)."""
+    from llvmlite import ir
+    from numba.core import cgutils
+    double = ir.DoubleType()
+    function = cgutils.get_or_insert_function(builder.module,
+                                              ir.FunctionType(double, [double]), "cbrt")
+    x = args[0]
+    if x.type == double:
+        return builder.call(function, [x])
+    return builder.fptrunc(builder.call(function, [builder.fpext(x, double)]), x.type)
+
+
+def _selp_lane(context, builder, sig, args):
+    from numba.core import types
+    test = context.cast(builder, args[0], sig.args[0], types.boolean)
+    return builder.select(test, args[1], args[2])
+
+
+def _same_integer(name: str, vector: Callable, lane: Callable) -> Intrinsic:
+    return Intrinsic(name, tuple((t, t) for t in _INTEGERS), 1, vector, lane)
 
 
 #: The intrinsics the emulation runs, by their name in numba.cuda (their
-#: cases copied from numba-cuda 0.30's cudadecl.py).
+#: cases copied from numba-cuda 0.30's cudadecl.py): each its two forms.
 INTRINSICS: dict[str, Intrinsic] = {spec.name: spec for spec in (
-    _same_integer("popc", _popc),
-    _same_integer("clz", _clz),
-    Intrinsic("ffs", tuple(("uint32", t) for t in _INTEGERS), 1, _ffs),
-    Intrinsic("brev", (("uint32", "uint32"), ("uint64", "uint64")), 1, _brev),
-    Intrinsic("fma", tuple((t, t, t, t) for t in _FLOATS), 3, _fma),
-    Intrinsic("cbrt", tuple((t, t) for t in _FLOATS), 1, _cbrt),
-    Intrinsic("selp", (), 3, _selp),
+    _same_integer("popc", _popc, _popc_lane),
+    _same_integer("clz", _clz, _clz_lane),
+    Intrinsic("ffs", tuple(("uint32", t) for t in _INTEGERS), 1, _ffs, _ffs_lane),
+    Intrinsic("brev", (("uint32", "uint32"), ("uint64", "uint64")), 1, _brev, _brev_lane),
+    Intrinsic("fma", tuple((t, t, t, t) for t in _FLOATS), 3, _fma, _fma_lane),
+    Intrinsic("cbrt", tuple((t, t) for t in _FLOATS), 1, _cbrt, _cbrt_lane),
+    Intrinsic("selp", (), 3, _selp, _selp_lane),
 )}
 #: The name each has in the lowered code.
 LOWERED_NAMES = {name: f"_tm_{name}" for name in INTRINSICS}
@@ -295,7 +350,7 @@ def _lane_function(name: str):
     from numba.core.errors import TypingError
     from numba.extending import intrinsic
 
-    lower = _LANE_CODE[name]
+    lower = INTRINSICS[name].lane
 
     def typed(typing_context, args):
         try:
@@ -312,53 +367,3 @@ def _lane_function(name: str):
             return typed(typing_context, (x, y, z))
     typer.__name__ = LOWERED_NAMES[name]
     return intrinsic(typer)
-
-
-def _lane_code() -> dict[str, Callable]:
-    """llvmlite code for one lane, by intrinsic: ``(context, builder, sig, args)``."""
-    def i1(value: int):
-        from llvmlite import ir
-        return ir.Constant(ir.IntType(1), value)
-
-    def popc(context, builder, sig, args):
-        return builder.ctpop(args[0])
-
-    def clz(context, builder, sig, args):
-        return builder.ctlz(args[0], i1(0))  # (0 is defined: the width)
-
-    def ffs(context, builder, sig, args):
-        from llvmlite import ir
-        x = args[0]
-        zeros = builder.cttz(x, i1(0))
-        position = builder.add(zeros, ir.Constant(x.type, 1))
-        found = builder.select(builder.icmp_unsigned("==", x, ir.Constant(x.type, 0)),
-                               ir.Constant(x.type, 0), position)
-        return builder.trunc(found, ir.IntType(32)) if x.type.width > 32 else found
-
-    def brev(context, builder, sig, args):
-        return builder.bitreverse(args[0])
-
-    def fma(context, builder, sig, args):
-        return builder.fma(*args)
-
-    def cbrt(context, builder, sig, args):
-        from llvmlite import ir
-        from numba.core import cgutils
-        double = ir.DoubleType()
-        function = cgutils.get_or_insert_function(builder.module,
-                                                  ir.FunctionType(double, [double]), "cbrt")
-        x = args[0]
-        if x.type == double:
-            return builder.call(function, [x])
-        return builder.fptrunc(builder.call(function, [builder.fpext(x, double)]), x.type)
-
-    def selp(context, builder, sig, args):
-        from numba.core import types
-        test = context.cast(builder, args[0], sig.args[0], types.boolean)
-        return builder.select(test, args[1], args[2])
-
-    return {"popc": popc, "clz": clz, "ffs": ffs, "brev": brev, "fma": fma, "cbrt": cbrt,
-            "selp": selp}
-
-
-_LANE_CODE = _lane_code()

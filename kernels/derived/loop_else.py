@@ -22,6 +22,7 @@ then run the rewritten body: the construct costs neither emitter a line.
 from __future__ import annotations
 
 import ast
+import itertools
 
 #: The attribute the rewritten ``if`` carries: the loop's line.
 _ELSE_OF = "_tm_else_of"
@@ -30,7 +31,7 @@ _ELSE_OF = "_tm_else_of"
 def without_loop_else(body: list[ast.stmt]) -> list[ast.stmt]:
     """``body`` (already a copy: it is rewritten in place) with every loop's
     ``else`` made into a flag and an ``if``."""
-    return _Rewriter().statements(body)
+    return _rewritten(body, itertools.count())
 
 
 def has_loop_else(body: list[ast.stmt]) -> bool:
@@ -43,25 +44,16 @@ def else_of(stmt: ast.stmt) -> int | None:
     return getattr(stmt, _ELSE_OF, None)
 
 
-class _Rewriter:
-    def __init__(self):
-        self.count = 0
-
-    def statements(self, body: list[ast.stmt]) -> list[ast.stmt]:
-        out: list[ast.stmt] = []
-        for stmt in body:
-            out.extend(self.statement(stmt))
-        return out
-
-    def statement(self, stmt: ast.stmt) -> list[ast.stmt]:
-        for field in ("body", "orelse", "handlers", "finalbody"):
-            inner = getattr(stmt, field, None)
-            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                setattr(stmt, field, self.statements(inner))
+def _rewritten(body: list[ast.stmt], flags) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, (ast.If, ast.For, ast.While)):  # (the statements with bodies)
+            stmt.body = _rewritten(stmt.body, flags)  # inner loops first
+            stmt.orelse = _rewritten(stmt.orelse, flags)
         if not isinstance(stmt, (ast.For, ast.While)) or not stmt.orelse:
-            return [stmt]
-        flag = f"_tm_broke{self.count}"
-        self.count += 1
+            out.append(stmt)
+            continue
+        flag = f"_tm_broke{next(flags)}"
         orelse, stmt.orelse = stmt.orelse, []
         stmt.body = _flag_breaks(stmt.body, flag)
         start = ast.copy_location(ast.Assign(targets=[ast.Name(flag, ast.Store())],
@@ -69,22 +61,21 @@ class _Rewriter:
         test = ast.UnaryOp(op=ast.Not(), operand=ast.Name(flag, ast.Load()))
         after = ast.copy_location(ast.If(test=test, body=orelse, orelse=[]), orelse[0])
         setattr(after, _ELSE_OF, stmt.lineno)
-        return [ast.fix_missing_locations(start), stmt, ast.fix_missing_locations(after)]
+        out += [ast.fix_missing_locations(start), stmt, ast.fix_missing_locations(after)]
+    return out
 
 
 def _flag_breaks(body: list[ast.stmt], flag: str) -> list[ast.stmt]:
-    """``body`` with each ``break`` of its loop (not of a loop inside it)
-    setting ``flag`` first."""
+    """``body`` with each ``break`` of its loop (not of a loop inside it, which
+    has its own) setting ``flag`` first."""
     out: list[ast.stmt] = []
     for stmt in body:
         if isinstance(stmt, ast.Break):
             out.append(ast.fix_missing_locations(ast.copy_location(
                 ast.Assign(targets=[ast.Name(flag, ast.Store())], value=ast.Constant(True)),
                 stmt)))
-        elif not isinstance(stmt, (ast.For, ast.While)):  # (a loop inside has its own breaks)
-            for field in ("body", "orelse"):
-                inner = getattr(stmt, field, None)
-                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                    setattr(stmt, field, _flag_breaks(inner, flag))
+        elif isinstance(stmt, ast.If):
+            stmt.body = _flag_breaks(stmt.body, flag)
+            stmt.orelse = _flag_breaks(stmt.orelse, flag)
         out.append(stmt)
     return out

@@ -459,9 +459,9 @@ class LoweredKernel:
                              self._operations(stmt.orelse))
             if kind == "for":
                 return ForRange(stmt, self.range_loop(stmt), self._operations(stmt.body))
-            if kind == "while":
-                number, site = self.while_loop(stmt)
-                return WhileLoop(stmt, number, site, self._operations(stmt.body))
+            if kind == "while":  # (its else is an if after it by now: loop_else.py)
+                return WhileLoop(stmt, self.loop_of[id(stmt)], self.branch_of[id(stmt)].site,
+                                 self._operations(stmt.body))
             if kind == "return":
                 return Exit(stmt, self.return_site(stmt))
             if kind == "leave":
@@ -556,11 +556,6 @@ class LoweredKernel:
             raise self.fail(f"loop variable {target!r} cannot be a tuple", stmt)
         return RangeLoop(self.loop_of[id(stmt)], self.branch_of[id(stmt)].site, variable,
                          start, stop, step, literal_step)
-
-    def while_loop(self, stmt: ast.While) -> tuple[int, int]:
-        """A ``while`` loop's number and branch site (a loop's ``else`` is an
-        ``if`` after it by now: loop_else.py)."""
-        return self.loop_of[id(stmt)], self.branch_of[id(stmt)].site
 
     def return_site(self, stmt: ast.Return) -> int:
         """A ``return``'s branch site; a return with a value refused."""
