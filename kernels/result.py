@@ -5,9 +5,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .analyses.bank_conflicts import MODEL as BANK_MODEL
 from .analyses.correctness import ErrorFigures
 from .analyses.lockstep_analysis import LockstepAnalysis
+from .analyses.record_clients import LOCKSTEP_ORDER, unmeasured_summary
 from .records import AccessMaps, WriteMaps
 from .request import RunRequest
 from .sources.arguments import drawn_shape
@@ -193,11 +193,7 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures,
     hazards = {}
     if analysis is not None:
         reasons.extend(analysis.reasons())
-        hazards = dict(barrier_divergence=len(analysis.barrier_divergence),
-                       shared_races=analysis.races.count,
-                       uninitialised_shared_reads=analysis.uninitialised.count,
-                       warp_hazards=sum(hazard.count for hazard in analysis.warp),
-                       global_races=analysis.global_races.count)
+        hazards = analysis.fault_counts()
     passed = not reasons and errors.within_tolerance
     if reasons and errors.within_tolerance and errors.elements and not reference_note:
         why = values_right_all_the_same(maps, errors, analysis, output, unwritten, collided)
@@ -209,25 +205,17 @@ def make_verdict(maps: AccessMaps, errors: ErrorFigures,
                    reference_note=reference_note, **hazards)
 
 
-#: Why an output can come out right in the emulation with a check failed,
-#: by check: what the emulation does there that a GPU need not.
-_LOCKSTEP_ORDER = ("the emulation's one fixed order of the threads (lockstep: warp after "
-                   "warp, block after block) decided every race")
+#: Why an output can come out right in the emulation with a check of the
+#: maps failed, by check: what the emulation does there that a GPU need not
+#: (the lockstep analyses' checks say their own: record_clients.py).
 _WHY_RIGHT = {
     "unwritten element": "the elements never written kept their starting values, which "
                          "the reference has there",
-    "collision": _LOCKSTEP_ORDER,
+    "collision": LOCKSTEP_ORDER,
     "out-of-bounds read": "out-of-bounds reads read 0 in the emulation",
     "out-of-bounds write": "out-of-bounds writes are skipped in the emulation",
     "division by zero": "a division by zero gave a value the output did not take (numba "
                         "gives 0 for an integer // or %, inf or NaN for floats)",
-    "barrier divergence": "the emulation lets the threads that reach a barrier go on without "
-                          "those that returned or went another way",
-    "shared-memory race": _LOCKSTEP_ORDER,
-    "uninitialised shared read": "shared memory starts at 0 in the emulation",
-    "warp operation": "the emulation gives a shuffle of a lane not taking part that lane's "
-                      "own value, and never hangs on a mask",
-    "global-memory race": _LOCKSTEP_ORDER,
 }
 
 
@@ -239,6 +227,7 @@ def values_right_all_the_same(maps: AccessMaps, errors: ErrorFigures,
     where a GPU's result is undefined), so that a right output is not read
     as a kernel that works.  ("" where no check it knows failed.)"""
     failed = []
+    why_right = dict(_WHY_RIGHT)
     if unwritten:
         failed.append("unwritten element")
     if collided:
@@ -249,22 +238,15 @@ def values_right_all_the_same(maps: AccessMaps, errors: ErrorFigures,
     if maps.divisions_by_zero:
         failed.append("division by zero")
     if analysis is not None:
-        if analysis.barrier_divergence:
-            failed.append("barrier divergence")
-        if analysis.races.count:
-            failed.append("shared-memory race")
-        if analysis.uninitialised.count:
-            failed.append("uninitialised shared read")
-        if analysis.warp:
-            failed.append("warp operation")
-        if analysis.global_races.count:
-            failed.append("global-memory race")
+        for check, why in analysis.failed_checks():
+            failed.append(check)
+            why_right[check] = why
     if not failed:
         return ""
     how = "matches the reference exactly" if errors.exact \
         else "is within its bound of the reference"
     checks = f"{_joined(failed)} check{'s' if len(failed) > 1 else ''}"
-    whys = _joined(list(dict.fromkeys(_WHY_RIGHT[check] for check in failed)))
+    whys = _joined(list(dict.fromkeys(why_right[check] for check in failed)))
     return (f"every element of {output} {how} all the same: the FAIL comes from the {checks}, "
             f"not from its values, which come out right here because {whys}; on a GPU they "
             "need not")
@@ -511,10 +493,7 @@ class RunResult:
         """The lockstep figures' keys; null (with the reason) where not measured."""
         if self.analysis is not None:
             return dict(self.analysis.summary(), analysis_source=self.analysis_note)
-        return {"coalescing": None, "bank_conflicts": None, "bank_conflict_model": BANK_MODEL,
-                "divergence": None, "barrier_divergence": None, "shared_races": None,
-                "uninitialised_shared_reads": None, "warp_operations": None,
-                "global_races": None, "analysis_source": self.analysis_note}
+        return dict(unmeasured_summary(), analysis_source=self.analysis_note)
 
     def array_shapes(self) -> dict[str, dict]:
         """A described run's arrays: each one's own shape, and the shape

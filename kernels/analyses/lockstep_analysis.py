@@ -8,25 +8,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..derived.lowering import LockstepLayout
-from ..element_types import dtype_of
-from ..records import site_sums
 from ..request import RunRequest
-from .bank_conflicts import MODEL as BANK_MODEL
-from .bank_conflicts import SiteConflicts, bank_conflicts
-from .coalescing import SiteCoalescing, coalescing
-from .divergence import BranchDivergence, divergence
-from .hazards import (
-    BarrierDivergence,
-    GlobalRaces,
-    SharedRaces,
-    UninitialisedReads,
-    WarpHazard,
-    barrier_divergence,
-    global_races,
-    shared_races,
-    uninitialised_reads,
-    warp_hazards,
-)
+from .bank_conflicts import SiteConflicts
+from .coalescing import SiteCoalescing
+from .divergence import BranchDivergence
+from .finding import Finding
+from .hazards import BarrierDivergence, GlobalRaces, SharedRaces, UninitialisedReads, WarpHazard
+from .record_clients import CLIENTS, RunFrame, read_figures
 
 #: A run with no global array checked for races, or none found.
 NO_GLOBAL_RACES = GlobalRaces(0)
@@ -47,70 +35,42 @@ class LockstepAnalysis:
     #: races in global memory (a described kernel's arrays it reads and writes)
     global_races: GlobalRaces = NO_GLOBAL_RACES
 
+    # Each of these walks the record clients (record_clients.py), where each
+    # analysis says what it adds to a result.
     def reasons(self) -> list[str]:
         """What makes the run FAIL: each barrier reached divergently, races,
         reads of unwritten shared memory, warp operations with undefined results."""
-        reasons = [barrier.describe() for barrier in self.barrier_divergence]
-        if self.races.count:
-            reasons.append(self.races.describe())
-        if self.uninitialised.count:
-            reasons.append(self.uninitialised.describe())
-        reasons.extend(hazard.describe() for hazard in self.warp)
-        if self.global_races.count:
-            reasons.append(self.global_races.describe())
-        return reasons
+        return [reason for client in CLIENTS for reason in client.reasons(self._figure(client))]
 
     def summary(self) -> dict:
         """The keys of result.json these figures fill."""
-        return {
-            "coalescing": [c.summary() for c in self.coalescing],
-            "bank_conflicts": [c.summary() for c in self.bank_conflicts],
-            "bank_conflict_model": BANK_MODEL,
-            "divergence": [d.summary() for d in self.divergence],
-            "barrier_divergence": [b.summary() for b in self.barrier_divergence],
-            "shared_races": self.races.summary(),
-            "uninitialised_shared_reads": self.uninitialised.summary(),
-            "warp_operations": [hazard.summary() for hazard in self.warp],
-            "global_races": self.global_races.summary(),
-        }
+        summary = {}
+        for client in CLIENTS:
+            summary[client.key] = client.summarise(self._figure(client))
+            summary.update(client.constants)
+        return summary
+
+    def fault_counts(self) -> dict[str, int]:
+        """The verdict's count of each check's faults, by its field there."""
+        return {client.verdict_field: client.faults(self._figure(client))
+                for client in CLIENTS if client.verdict_field}
+
+    def failed_checks(self) -> list[tuple[str, str]]:
+        """Each check that failed: its name, and why values can come out right
+        in the emulation all the same."""
+        return [(client.check, client.why_right) for client in CLIENTS
+                if client.verdict_field and client.faults(self._figure(client))]
+
+    def findings(self) -> list[Finding]:
+        """What each analysis found, by line."""
+        return [finding for client in CLIENTS for finding in client.findings(self._figure(client))]
+
+    def _figure(self, client):
+        return getattr(self, client.field)
 
 
 def read_analysis(lockstep: dict[str, np.ndarray], layout: LockstepLayout,
                   request: RunRequest, slots: tuple[tuple[str, str, int], ...]) -> LockstepAnalysis:
     """Figures from a recording run's lockstep records; ``slots`` gives
     (name, role, ndim) of each checked array, as the helpers number them."""
-    blocks = request.blocks
-    item = {name: np.dtype(dtype_of(request.element_types, name)).itemsize
-            for name, role, _ in slots if role not in ("shared", "local")}
-    names = tuple(name for name, _, _ in slots)
-    ndims = tuple(ndim for _, _, ndim in slots)
-    shared_bytes = {a.name: np.dtype(a.dtype).itemsize for a in layout.block_arrays}
-    acc, accw = site_sums(lockstep), lockstep["_tm_accw"]
-    return LockstepAnalysis(
-        coalescing=coalescing(acc, accw, layout.sites, blocks, item),
-        bank_conflicts=bank_conflicts(acc, accw, layout.sites, blocks, shared_bytes),
-        divergence=divergence(lockstep["_tm_br"], lockstep["_tm_brw"], layout.branches, blocks),
-        barrier_divergence=barrier_divergence(lockstep["_tm_bar"], layout.barriers,
-                                              request.grid2, request.block2),
-        races=shared_races(lockstep["_tm_race"], layout.sites, names, ndims, request.grid2,
-                           request.block2),
-        uninitialised=uninitialised_reads(lockstep["_tm_uninit"], layout.sites, names, ndims,
-                                          request.grid2, request.block2),
-        warp=warp_hazards(lockstep["_tm_warp"], request.grid2, request.block2),
-        global_races=global_races(lockstep, layout.race_arrays, layout.sites, names,
-                                  _kernel_shapes(request, slots), request.grid2,
-                                  request.block2))
-
-
-def _kernel_shapes(request: RunRequest, slots: tuple[tuple[str, str, int], ...]
-                   ) -> dict[str, tuple[int, ...]]:
-    """Each described array's shape as the kernel indexes it (1-D when it
-    indexes it flat)."""
-    shapes = {}
-    for argument in request.arguments:
-        if hasattr(argument, "shape"):
-            shapes[argument.name] = tuple(argument.shape)
-    for name, _, ndim in slots:
-        if name in shapes and ndim == 1:
-            shapes[name] = (int(np.prod(shapes[name])),)
-    return shapes
+    return LockstepAnalysis(**read_figures(lockstep, RunFrame(layout, request, slots)))

@@ -438,8 +438,9 @@ class _RunClock:
 MESSAGE_MODULES = frozenset(f"kernels.{name}" for name in (
     "analyses.bank_conflicts", "analyses.coalescing", "analyses.correctness",
     "analyses.diagnoses.diagnosis", "analyses.diagnoses.source", "analyses.diff",
-    "analyses.divergence", "analyses.findings", "analyses.hazards",
-    "analyses.lockstep_analysis", "analyses.occupancy", "backends.common", "backends.cpu",
+    "analyses.divergence", "analyses.finding", "analyses.hazards",
+    "analyses.lockstep_analysis", "analyses.occupancy", "analyses.record_clients",
+    "backends.common", "backends.cpu",
     "backends.instant", "cache", "check", "derived.codegen", "derived.intrinsics",
     "derived.local_types", "derived.lockstep", "derived.lowering", "derived.native",
     "derived.transform", "derived.vector", "errors",
