@@ -77,6 +77,9 @@ PROJECT_WORDS: dict[str, str] = {
     "intrinsic": "One of CUDA's functions of one thread's values (cuda.popc, clz, ffs, brev, "
                  "fma, cbrt, selp): written once in derived/intrinsics.py, with numba-cuda's "
                  "types, as a numba form for the compiled tier and a numpy one for the instant.",
+    "record client": "One analysis of the lockstep records (analyses/record_clients.py): "
+                     "the records it reads, how it reads them, and what its figure adds to a "
+                     "result (result.json's keys, a FAIL's reasons, the verdict, findings).",
     "tier": "One of the CPU emulation's two ways to run a kernel: the instant tier "
             "(derived/vector.py, numpy over vectors of lanes, nothing to compile) and the "
             "compiled tier (derived/lockstep.py, numba). They record the same figures; "
