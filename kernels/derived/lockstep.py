@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import EmulationUnsupported
 from ..records import reads_flat_param
+from .emitter import OperationEmitter
 from .local_types import VALUE_BARRIERS
 from .lowering import (
     Barrier,
@@ -49,11 +50,8 @@ from .lowering import (
     LockstepLayout,
     LoweredKernel,
     Operation,
-    Refused,
     Simple,
-    Skip,
     Split,
-    WarpExchange,
     WhileLoop,
     recording_params,
 )
@@ -83,8 +81,9 @@ def _name(id_: str) -> ast.Name:
     return ast.Name(id=id_, ctx=ast.Load())
 
 
-class _Writer:
+class _Writer(OperationEmitter):
     def __init__(self, lowered: LoweredKernel, mode: str):
+        super().__init__()
         self.lowered = lowered
         self.plan = plan = lowered.plan
         self.mode = mode
@@ -98,14 +97,7 @@ class _Writer:
         self.variables = lowered.variables
         self.lanes = _LaneRenamer(self.variables, lowered.local_arrays)
         self.item = {a.name: np.dtype(a.dtype).itemsize for a in self.block_arrays}
-        self.lines: list[tuple[str, int | None]] = []
         self.round_sites = 0
-
-    # -- output ----------------------------------------------------------------------
-
-    def emit(self, indent: int, text: str, line: int | None = None) -> None:
-        for part in text.split("\n"):
-            self.lines.append(("    " * indent + part, line))
 
     def write(self) -> LockstepCode:
         plan = self.plan
@@ -169,25 +161,24 @@ class _Writer:
 
     def _statements(self, body: tuple[Operation, ...], depth: int,
                     loops: list[tuple[int, int]], indent: int) -> None:
-        start = len(self.lines)
         if self.record:
-            for op in body:
-                self._statement(op, depth, loops, indent)
-        else:
-            # Fission at barriers (MCUDA): the plain run needs lockstep only
-            # where a barrier orders the threads, so a stretch of statements
-            # without barriers or early exits runs thread by thread, its
-            # locals in registers.  (The recording run stays in lockstep
-            # throughout: its warp requests must be the warps' real ones.)
-            stretch: list[ast.stmt] = []
-            for op in body:
-                if self._thread_by_thread(op.stmt):
-                    stretch.append(op.stmt)
-                    continue
-                self._per_thread(stretch, depth, indent)
-                stretch = []
-                self._statement(op, depth, loops, indent)
+            super()._statements(body, depth, loops, indent)
+            return
+        start = len(self.lines)
+        # Fission at barriers (MCUDA): the plain run needs lockstep only
+        # where a barrier orders the threads, so a stretch of statements
+        # without barriers or early exits runs thread by thread, its
+        # locals in registers.  (The recording run stays in lockstep
+        # throughout: its warp requests must be the warps' real ones.)
+        stretch: list[ast.stmt] = []
+        for op in body:
+            if self._thread_by_thread(op.stmt):
+                stretch.append(op.stmt)
+                continue
             self._per_thread(stretch, depth, indent)
+            stretch = []
+            self._statement(op, depth, loops, indent)
+        self._per_thread(stretch, depth, indent)
         if len(self.lines) == start:
             self.emit(indent, "pass")
 
@@ -250,29 +241,11 @@ class _Writer:
                 self.emit(indent, f"_tm_V_{variable.dtype}[{variable.row}, _tm_l] = "
                                   f"{variable.name}", line)
 
-    def _statement(self, op: Operation, depth: int, loops: list[tuple[int, int]],
-                   indent: int) -> None:
-        if isinstance(op, Refused):
-            raise copy.copy(op.error)
-        if isinstance(op, Barrier):
-            self._barrier(op, depth, indent)
-        elif isinstance(op, WarpExchange):
-            self._warp(op.stmt, depth, indent)
-        elif isinstance(op, Simple):
-            self._simple(op.stmt, depth, indent)
-        elif not isinstance(op, Skip):
-            self._CONTROL[type(op)](self, op, depth, loops, indent)
-
     # -- expressions -------------------------------------------------------------------
 
     def _lane_statements(self, statements: list[ast.stmt]) -> list[str]:
         """Kernel statements, their accesses checked, as lines for one lane."""
-        out = []
-        for stmt in statements:
-            stmt = self.coordinates.visit(stmt)
-            for lowered in self.lanes.statement(stmt):
-                out.extend(ast.unparse(ast.fix_missing_locations(lowered)).split("\n"))
-        return out
+        return self._unparsed(statements, self.lanes.statement)
 
     def _expression(self, expr: ast.expr) -> tuple[str, list[int]]:
         """An expression of the kernel, for one lane, and the sites it touches."""

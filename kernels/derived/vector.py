@@ -43,6 +43,7 @@ import numpy as np
 
 from ..errors import EmulationUnsupported
 from ..sources.source import qualified_name
+from .emitter import OperationEmitter
 from .intrinsics import LOWERED_NAMES
 from .local_types import VALUE_BARRIERS
 from .lowering import (
@@ -52,12 +53,7 @@ from .lowering import (
     Leave,
     LockstepLayout,
     LoweredKernel,
-    Operation,
-    Refused,
-    Simple,
-    Skip,
     Split,
-    WarpExchange,
     WhileLoop,
 )
 from .warp_ops import placed_operation
@@ -302,8 +298,9 @@ def _typed_constant(value):
     return value
 
 
-class _VectorWriter:
+class _VectorWriter(OperationEmitter):
     def __init__(self, lowered: LoweredKernel):
+        super().__init__()
         self.lowered = lowered
         self.plan = lowered.plan
         self.layout = lowered.layout()
@@ -311,14 +308,9 @@ class _VectorWriter:
         # this emitter's own (they keep state as they go).
         self.access = lowered.access_rewriter("record")
         self.coordinates = lowered.coordinate_rewriter()
-        self.lines: list[str] = []
         self.constants: dict[str, object] = {}
         self.expressions = _VectorExpressions(self)
         self.lane_by_lane: list[int] = []
-
-    def emit(self, indent: int, text: str) -> None:
-        for part in text.split("\n"):
-            self.lines.append("    " * indent + part)
 
     def write(self) -> VectorCode:
         layout = self.layout
@@ -337,37 +329,13 @@ class _VectorWriter:
             self.emit(1, f"_tm_V_{dtype} = _tm_np.zeros(({rows}, _tm_n), _tm_np.{dtype})")
         self._statements(self.lowered.operations, 0, [], 1)
         self.emit(1, "return")
-        return VectorCode("\n".join(self.lines) + "\n", layout, dict(self.constants),
+        return VectorCode("\n".join(text for text, _ in self.lines) + "\n", layout, dict(self.constants),
                           tuple(self.lane_by_lane))
 
     # -- statements --------------------------------------------------------------------
 
-    def _statements(self, body: tuple[Operation, ...], depth: int, loops, indent: int) -> None:
-        start = len(self.lines)
-        for op in body:
-            self._statement(op, depth, loops, indent)
-        if len(self.lines) == start:
-            self.emit(indent, "pass")
-
-    def _statement(self, op: Operation, depth: int, loops, indent: int) -> None:
-        if isinstance(op, Refused):
-            raise copy.copy(op.error)
-        if isinstance(op, Barrier):
-            self._barrier(op, depth, indent)
-        elif isinstance(op, WarpExchange):
-            self._warp(op.stmt, depth, indent)
-        elif isinstance(op, Simple):
-            self._simple(op.stmt, depth, indent)
-        elif not isinstance(op, Skip):
-            self._CONTROL[type(op)](self, op, depth, loops, indent)
-
     def _vector_lines(self, statements: list[ast.stmt]) -> list[str]:
-        out = []
-        for stmt in statements:
-            stmt = self.coordinates.visit(stmt)
-            for lowered in self._lane_statement(stmt):
-                out.extend(ast.unparse(ast.fix_missing_locations(lowered)).split("\n"))
-        return out
+        return self._unparsed(statements, self._lane_statement)
 
     def _lane_statement(self, stmt: ast.stmt) -> list[ast.stmt]:
         """``stmt`` over the lanes ``_tm_L``: a tuple variable assigned entry by
