@@ -73,7 +73,7 @@ from .sweep import (
     sweep_requests,
     write_sweep,
 )
-from .thumbnail import MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR, REPEAT_COLOUR
+from .thumbnail import ATOMIC_COLOUR, MANY_COLOURS, MISSING_COLOUR, ONCE_COLOUR, REPEAT_COLOUR
 from .thumbnail import png as encode_png
 from .watch import FileWatcher
 from .words import counted, percent
@@ -283,7 +283,7 @@ __all__ = [
     "ArgumentsNeeded", "ASSUMED_REGISTERS", "BACKEND_LABELS", "BACKEND_SHORT", "BACKENDS", "BackendUnavailable",
     "bank_conflict_model", "bytes_in_memory", "CATALOGUE", "check_estimate", "check_gpu_model",
     "check_request", "command_line",
-    "COUNT_COLOURS", "REPEAT_COLOUR", "counted", "default_launch", "describe_request", "describe_seconds", "diff_category_names",
+    "ATOMIC_COLOUR", "COUNT_COLOURS", "REPEAT_COLOUR", "counted", "default_launch", "describe_request", "describe_seconds", "diff_category_names",
     "Diagnosis", "diff_runs", "dims_heading", "dims_order", "DTYPES", "encode_png", "file_launch_dims", "Finding", "format_bytes",
     "format_dims", "format_seconds", "gpu_available", "GPU_MODEL_NAMES", "gpu_model_source",
     "gpu_status", "hunt", "HuntReport", "KERNEL_FILE_TIME_LIMIT", "kernel_names",

@@ -539,8 +539,9 @@ def _check_cases(path: str, kernel: str | None, shapes, launches, dtype: str, se
                        time_what=f"{timing.label}" if timing else None,
                        thumbnail=base64.b64encode(
                            count_thumbnail(
-                               result.maps.count, one_writer=(
-                                   result.maps.min_writer == result.maps.max_writer))).decode())
+                               result.maps.writes, one_writer=(
+                                   result.maps.min_writer == result.maps.max_writer),
+                               atomic=result.maps.atomic_mask)).decode())
     return rows
 
 
@@ -1125,7 +1126,8 @@ th.file {{ text-align: left; }} img {{ image-rendering: pixelated; display: bloc
 <p>{len(groups)} kernels or files, {len(rows)} cases: {passed} PASS, {checked_text}
 {sum(r['verdict'] == 'FAIL' for r in rows)} FAIL, {sum(r['verdict'] == 'ERROR' for r in rows)}
 ERROR. Count maps: black = never written, green = once, blue = more than once by one thread,
-orange to dark red = more than once by several threads (collisions). "guessed:" marks a launch
+orange to dark red = more than once by several threads (collisions), lavender = updated
+atomically by several threads (no collision). "guessed:" marks a launch
 ThreadMap guessed for a file that gives none.</p>
 <table><tr><th>file, kernel</th>{head}</tr>
 {''.join(body)}

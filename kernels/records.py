@@ -571,6 +571,15 @@ class _WriteFigures:
         return (self.count >= 1) & (self.min_writer != self.max_writer)
 
     @property
+    def atomic_mask(self) -> np.ndarray:
+        """Elements updated by more than one thread, every update atomic (no
+        plain store): not a collision, since atomics lose no update, and drawn
+        apart from the collisions that the same write counts would be."""
+        if self.min_writer is self.max_writer:  # (equal: read_back made them one)
+            return np.zeros(self.count.shape, bool)
+        return (self.count == 0) & (self.min_writer != self.max_writer)
+
+    @property
     def collided(self) -> int:
         if self.min_writer is self.max_writer:  # (equal: read_back made them one)
             return 0

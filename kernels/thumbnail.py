@@ -1,6 +1,7 @@
 """Small PNG images of a count map, without Qt, for reports (``threadmap
 check``): every element one pixel or a few, 0 black, 1 green, more than once
-orange to dark red.  The app draws the same colours (its count colouring
+orange to dark red, blue where one thread stored it again and lavender where
+several threads updated it atomically.  The app draws the same colours (its count colouring
 takes them from here)."""
 from __future__ import annotations
 
@@ -16,16 +17,22 @@ MANY_COLOURS = ("#fdae61", "#d73027", "#67001f")
 #: An element stored more than once, every time by the same thread (``C[i, j]
 #: +=`` in a loop): correct, and never drawn as a collision.
 REPEAT_COLOUR = "#4575b4"
+#: An element updated by several threads, every update atomic (a histogram's
+#: bins): no collision, atomics lose no update (``AccessMaps.atomic_mask``).
+ATOMIC_COLOUR = "#9e9ac8"
 
 
 def _rgb(colour: str) -> np.ndarray:
     return np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)], np.uint8)
 
 
-def count_rgb(count: np.ndarray, one_writer: np.ndarray | None = None) -> np.ndarray:
-    """RGB bytes of a write-count map: 0, 1 and more than once apart, the
-    last on a log scale from 2 to the maximum; where ``one_writer`` (the
-    elements stored more than once, all by one thread), :data:`REPEAT_COLOUR`."""
+def count_rgb(count: np.ndarray, one_writer: np.ndarray | None = None,
+              atomic: np.ndarray | None = None) -> np.ndarray:
+    """RGB bytes of a write-count map (stores and atomic updates): 0, 1 and
+    more than once apart, the last on a log scale from 2 to the maximum;
+    where ``one_writer`` (the elements written more than once, all by one
+    thread), :data:`REPEAT_COLOUR`; where ``atomic`` (updated by several
+    threads, all atomically), :data:`ATOMIC_COLOUR`."""
     rgb = np.empty(count.shape + (3,), np.uint8)
     rgb[count <= 0] = _rgb(MISSING_COLOUR)
     rgb[count == 1] = _rgb(ONCE_COLOUR)
@@ -39,6 +46,8 @@ def count_rgb(count: np.ndarray, one_writer: np.ndarray | None = None) -> np.nda
         rgb[many] = np.where(first, low + (mid - low) * t, mid + (high - mid) * t).astype(np.uint8)
     if one_writer is not None:
         rgb[one_writer & many] = _rgb(REPEAT_COLOUR)
+    if atomic is not None:
+        rgb[atomic & many] = _rgb(ATOMIC_COLOUR)
     return rgb
 
 
@@ -66,12 +75,14 @@ def png(pixels: np.ndarray, level: int = 6) -> bytes:
 
 
 def count_thumbnail(count: np.ndarray, size: int = 96,
-                    one_writer: np.ndarray | None = None) -> bytes:
+                    one_writer: np.ndarray | None = None,
+                    atomic: np.ndarray | None = None) -> bytes:
     """A PNG of ``count`` about ``size`` pixels on its longer side: small maps
     are enlarged by whole pixels; large ones keep, in each pixel, the block's
     most telling value (0 if any element there was missed, else the most
     writes, drawn as one thread's repeated stores only where every element
-    stored more than once there was: ``one_writer``)."""
+    written more than once there was: ``one_writer``; as atomic updates only
+    where every one was updated atomically by several threads: ``atomic``)."""
     rows, cols = count.shape
     step = max(1, -(-max(rows, cols) // size))
     if step > 1:
@@ -84,9 +95,11 @@ def count_thumbnail(count: np.ndarray, size: int = 96,
         blocks = blocks_of(count, 1)
         if one_writer is not None:
             one_writer = blocks_of(one_writer | (count <= 1), True).all(axis=(1, 3))
+        if atomic is not None:
+            atomic = blocks_of(atomic | (count <= 1), True).all(axis=(1, 3))
         most = blocks.max(axis=(1, 3))
         count = np.where(blocks.min(axis=(1, 3)) == 0, 0, most)
-    rgb = count_rgb(count, one_writer)
+    rgb = count_rgb(count, one_writer, atomic)
     scale = max(1, size // max(count.shape))
     if scale > 1:
         rgb = rgb.repeat(scale, axis=0).repeat(scale, axis=1)

@@ -1,10 +1,12 @@
 """Colour that tells the truth (issue 10, point 6): never / once / many stay
 apart at any maximum, colour bars label their range, writer maps stay
 readable at 1,024 threads."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from kernels import REPEAT_COLOUR, RunRequest, run
+from kernels import ATOMIC_COLOUR, REPEAT_COLOUR, RunRequest, describe_request, run
 
 
 @pytest.fixture
@@ -26,15 +28,14 @@ def test_never_once_and_many_keep_their_bands_at_a_maximum_of_1024(maps_module):
     assert tuple(rgba[1, :3]) == once  # once: green, not a sliver of orange
     many = [tuple(c) for c in rgba[2:, :3]]
     assert len(set(many)) == 3 and once not in many and (0, 0, 0) not in many
-    # On the bar, writes outside C, one thread's repeated stores, 0 and 1 each
-    # hold 1/5.5 of its height (0 and 1 held 1/1025 each on a linear scale).
+    # On the bar, atomic updates by several threads, writes outside C, one
+    # thread's repeated stores, 0 and 1 each hold 1/6.5 of its height (0 and
+    # 1 held 1/1025 each on a linear scale).
     low, high = image.levels
-    assert (0.5 - low) / (high - low) == pytest.approx(3 / 5.5)
+    assert (0.5 - low) / (high - low) == pytest.approx(4 / 6.5)
 
 
 def test_one_thread_storing_an_element_again_is_not_drawn_as_a_collision(maps_module):
-    from pathlib import Path
-
     maps, colors, heatmap = maps_module
     kernel = str(Path(__file__).parent / "kernels" / "accumulate_in_c.py")
     correct = run(RunRequest(kernel=None, kernel_file=kernel, m=20, k=6, n=12, grid=(3, 2),
@@ -51,7 +52,46 @@ def test_one_thread_storing_an_element_again_is_not_drawn_as_a_collision(maps_mo
         assert (is_blue[stored_again] == expected).all()
         assert not is_blue[~stored_again].any()
     assert "blue = stored more than once by one thread" in image.legend
-    assert heatmap.count_ticks(7)[1] == (-1.0, "1 thread, 2+")
+    assert heatmap.count_ticks(7)[2] == (-1.0, "1 thread, 2+")
+
+
+HISTOGRAM = Path(__file__).parent.parent / "examples" / "histogram.py"
+
+
+def test_atomic_updates_by_several_threads_are_not_drawn_as_collisions(maps_module):
+    # The course's histogram: 4,096 elements into 16 bins, every write an
+    # atomic add, so each bin is updated by many threads and none collides.
+    maps, colors, heatmap = maps_module
+    request = describe_request(RunRequest(kernel=None, kernel_file=str(HISTOGRAM), grid=(16,),
+                                          block=(256,), backend="cpu", repeats=1),
+                               as_it_is_unless_matmul=True)
+    result = run(request)
+    bins = result.maps
+    assert bins.collided == 0 and int(bins.atomics.sum()) == 4096
+    assert bins.atomic_mask.all()  # every bin: several threads, atomics only
+    image = maps.make_map(result, "count")
+    rgba = colors.image_rgba(image)[..., :3]
+    lavender = tuple(int(c) for c in bytes.fromhex(ATOMIC_COLOUR[1:]))
+    assert (rgba == lavender).all(axis=-1).all()
+    reds = {tuple(int(x) for x in bytes.fromhex(c[1:])) for c in maps.MANY_COLOURS}
+    assert not any((rgba == red).all(axis=-1).any() for red in reds)
+    assert "lavender = updated atomically by several threads" in image.legend
+    hover = maps.hover_text(result, image, 0, 0)
+    assert "(+" in hover and "atomic updates: no collision" in hover
+    assert "(collision)" not in hover
+    # A plain store by several threads is still a collision, drawn in the
+    # reds, and a run with no atomic update says nothing of the band.
+    broken = run(RunRequest(kernel="tid-rows", m=16, k=4, n=16, grid=(1,), block=(64,),
+                            backend="cpu", repeats=1))
+    assert broken.verdict.collided and not broken.maps.atomic_mask.any()
+    image = maps.make_map(broken, "count")
+    drawn = colors.image_rgba(image)[..., :3]
+    assert not (drawn == lavender).all(axis=-1).any()
+    assert "lavender" not in image.legend
+    # the check's thumbnail draws the bins as the app does, never as unwritten
+    from kernels.thumbnail import count_rgb
+    thumb = count_rgb(bins.writes, bins.min_writer == bins.max_writer, bins.atomic_mask)
+    assert (thumb == lavender).all(axis=-1).all()
 
 
 def test_count_bar_ticks_are_whole_numbers_up_to_the_maximum(maps_module):
@@ -59,9 +99,9 @@ def test_count_bar_ticks_are_whole_numbers_up_to_the_maximum(maps_module):
     labels = [label for _, label in heatmap.count_ticks(1024)]
     # (below 0: the band of one thread's repeated stores)
     # (from 2 up: the collisions, named where they start)
-    assert labels[:5] == ["outside C", "1 thread, 2+", "0", "1", "2 collide"]
+    assert labels[:6] == ["atomic, 2+", "outside C", "1 thread, 2+", "0", "1", "2 collide"]
     assert labels[-1] == "1,024"
-    assert all(label.replace(",", "").isdigit() for label in labels[2:4] + labels[5:])
+    assert all(label.replace(",", "").isdigit() for label in labels[3:5] + labels[6:])
     positions = [p for p, _ in heatmap.count_ticks(1024)]
     assert positions == sorted(positions)
     # never two labels closer than about a label's height on a 200 px bar

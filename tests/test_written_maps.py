@@ -207,7 +207,7 @@ def test_the_app_draws_and_names_them(files):
     assert hover_text(result, count, 2, 1) == "outside sums: 1 out-of-bounds write landed here"
     # its colour bar names the array written outside too
     from app.views.heatmap import colour_bar_ticks
-    assert colour_bar_ticks(count)[0][0] == (-2.0, "outside sums")
+    assert colour_bar_ticks(count)[0][1] == (-2.0, "outside sums")
     assert "around sums = writes outside sums landed" in count.legend
     iteration = make_map(result, "iteration:sums")
     assert np.isnan(iteration.data[0, 1]) and iteration.data[1, 1] == 1

@@ -87,8 +87,8 @@ class MapImage:
     @property
     def levels(self) -> tuple[float, float]:
         c = self.colouring
-        if c.kind == "count":  # see count_scale; -1 stored again by one thread, -2 outside C
-            return (-2.5, 3.0)
+        if c.kind == "count":  # see count_scale; -1 stored again by one thread, -2 outside
+            return (-3.5, 3.0)  # C, -3 updated atomically by several threads
         if c.kind == "categorical":  # -1 never written, -2 outside C
             return (-2.5, len(PALETTE) - 0.5)
         if c.kind == "warp-lane":
@@ -248,6 +248,11 @@ def count_scale(counts: np.ndarray, top: float) -> np.ndarray:
 #: Where count_scale's map puts an element stored more than once, every time
 #: by the same thread: a band of its own below "never written".
 REPEATED = -1.0
+#: Where it puts an element updated by several threads, every update atomic
+#: (``AccessMaps.atomic_mask``): no collision, a band of its own, lowest.
+ATOMIC = -3.0
+#: The legend's words for that band, said where a run made atomic updates.
+ATOMIC_LEGEND = "; lavender = updated atomically by several threads (no update is lost: no collision)"
 #: Where the count and writer maps put a cell of the margin around C where
 #: out-of-bounds writes landed (a band of its own, below the others).
 OUTSIDE = -2.0
@@ -270,6 +275,11 @@ def with_margin(result: RunResult, data: np.ndarray, maps=None) -> tuple[np.ndar
                                                          else np.float64)
     framed[m:m + data.shape[0], m:m + data.shape[1]] = data
     return framed, m
+
+
+def _atomic_legend(maps) -> str:
+    """The atomic band's words, where ``maps`` have an element in it."""
+    return ATOMIC_LEGEND if maps.atomic_mask.any() else ""
 
 
 def repeated_by_one_thread(result: RunResult, maps=None) -> np.ndarray:
@@ -372,13 +382,14 @@ def _make_map(result: RunResult, name: str, writer_kind: str,
         top = float(shared_top if shared_top is not None else max(int(maps.writes.max()), 1))
         data = count_scale(maps.writes, top)
         data[repeated_by_one_thread(result)] = REPEATED
+        data[maps.atomic_mask] = ATOMIC
         data, margin = with_margin(result, data)
         return MapImage(name, "Write count", data, Colouring("count", top),
                         "black = never written, green = written once, blue = stored more than "
                         f"once by one thread ({_accumulate_example(result)} in a loop: no "
                         "collision), orange to dark "
                         "red = written more than once by several threads (a collision)"
-                        + (OUTSIDE_LEGEND.format(m=margin) if margin else ""),
+                        + _atomic_legend(maps) + (OUTSIDE_LEGEND.format(m=margin) if margin else ""),
                         *c_labels, "C", margin=margin)
     if name == "writer" and writer_kind == "thread" and \
             result.request.total_threads > len(PALETTE):
@@ -474,12 +485,14 @@ def _written_map(result: RunResult, base: str, array: str, writer_kind: str,
         top = float(shared_top if shared_top is not None else max(int(maps.writes.max()), 1))
         data = count_scale(maps.writes, top)
         data[repeated_by_one_thread(result, maps)] = REPEATED
+        data[maps.atomic_mask] = ATOMIC
         data, margin = with_margin(result, data, maps)
         legend = ("black = never written, green = written once, blue = stored more than once "
                   "by one thread, orange to dark red = written by several threads (a race: "
                   "the value depends on which came last)")
         return MapImage(name, title, data, Colouring("count", top),
-                        legend + drawn + (OUTSIDE_LEGEND.format(m=margin) if margin else ""),
+                        legend + _atomic_legend(maps) + drawn
+                        + (OUTSIDE_LEGEND.format(m=margin) if margin else ""),
                         *labels, "written", context=maps, margin=margin)
     if base == "writer":
         ids = writer_ids(result, writer_kind, maps.min_writer)
@@ -642,7 +655,8 @@ def hover_text(result: RunResult, image: MapImage, row: int, col: int) -> str | 
                 lines.append(f"iteration: {int(maps.iteration[row, col])}")
             else:
                 lines.append(f"writers: lowest {low.describe()}")
-                lines.append(f"         highest {high.describe()}  (collision)")
+                lines.append(f"         highest {high.describe()}  "
+                             + ("(collision)" if count else "(atomic updates: no collision)"))
                 lines.append(f"iteration: {int(maps.iteration[row, col])} (the lowest over "
                              "its writers' stores)")
         else:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels import REPEAT_COLOUR
+from kernels import ATOMIC_COLOUR, REPEAT_COLOUR
 
 #: a cell of the margin around C where writes outside C landed
 OUTSIDE_COLOUR = "#c51b8a"
@@ -42,19 +42,21 @@ def colour_map(colouring: Colouring) -> pg.ColorMap:
     black = _rgb(MISSING_COLOUR)
     outside = _rgb(OUTSIDE_COLOUR)
     if colouring.kind == "count":
-        # Over the levels of maps.count_scale (-2.5 to 3): -2 a write outside
-        # C landed there, -1 stored again by one thread, 0 never written,
-        # 1 once, 1.5..3 more than once by several threads (log scale from 2
-        # to the top).  The same bands whatever the run: one colour bar.
+        # Over the levels of maps.count_scale (-3.5 to 3): -3 updated
+        # atomically by several threads, -2 a write outside C landed there,
+        # -1 stored again by one thread, 0 never written, 1 once, 1.5..3 more
+        # than once by several threads (log scale from 2 to the top).  The
+        # same bands whatever the run: one colour bar.
         green = _rgb(ONCE_COLOUR)
-        unit = 1 / 5.5
+        unit = 1 / 6.5
         low, mid, high = (_rgb(c) for c in MANY_COLOURS)
-        blue = _rgb(REPEAT_COLOUR)
-        middle = 4 * unit + (1 - 4 * unit) / 2
-        return _stepped([(0.0, unit, outside, outside), (unit, 2 * unit, blue, blue),
-                         (2 * unit, 3 * unit, black, black),
-                         (3 * unit, 4 * unit, green, green),
-                         (4 * unit, middle, low, mid), (middle, 1.0, mid, high)])
+        blue, lavender = _rgb(REPEAT_COLOUR), _rgb(ATOMIC_COLOUR)
+        middle = 5 * unit + (1 - 5 * unit) / 2
+        return _stepped([(0.0, unit, lavender, lavender), (unit, 2 * unit, outside, outside),
+                         (2 * unit, 3 * unit, blue, blue),
+                         (3 * unit, 4 * unit, black, black),
+                         (4 * unit, 5 * unit, green, green),
+                         (5 * unit, middle, low, mid), (middle, 1.0, mid, high)])
     if colouring.kind == "categorical":
         n = len(PALETTE) + 2
         bins = [(0.0, 1 / n, outside, outside), (1 / n, 2 / n, black, black)]

@@ -58,9 +58,10 @@ def count_ticks(top: float, outside: str = "outside C") -> list[tuple[float, str
     """Ticks of the write-count colour bar: 0, 1, 2, then whole numbers on its
     log scale up to the maximum (1-2-5 steps, kept apart), the maximum labelled."""
     top = int(top)
-    # every band named, whatever the run: outside C, stored again by the same
-    # thread, never, once
-    ticks = [(-2.0, outside), (-1.0, "1 thread, 2+"), (0.0, "0"), (1.0, "1")]
+    # every band named, whatever the run: updated atomically by several
+    # threads, outside C, stored again by the same thread, never, once
+    ticks = [(-3.0, "atomic, 2+"), (-2.0, outside), (-1.0, "1 thread, 2+"), (0.0, "0"),
+             (1.0, "1")]
     if top < 2:
         return ticks
     # (the band from 2 up is the collisions: named, not just numbered)
@@ -75,15 +76,15 @@ def count_ticks(top: float, outside: str = "outside C") -> list[tuple[float, str
 
     for value in [10 ** e for e in range(1, 13) if 2 < 10 ** e < top] + [top]:
         if place(value) - ticks[-1][0] >= GAP or value == top:
-            if value == top and place(value) - ticks[-1][0] < GAP and len(ticks) > 5:
+            if value == top and place(value) - ticks[-1][0] < GAP and len(ticks) > 6:
                 ticks.pop()  # the maximum's label wins over a close neighbour
             ticks.append((float(place(value)), f"{value:,}"))
     return ticks
 
 
-#: Least distance between two labels of the count bar, in its units (5 units
-#: from "outside C" to the maximum).
-GAP = 0.4
+#: Least distance between two labels of the count bar, in its units (6 units
+#: from "atomic, 2+" to the maximum).
+GAP = 0.45
 
 
 def draw_map(item: pg.ImageItem, image: MapImage, rgba: np.ndarray | None = None) -> None:
