@@ -76,6 +76,9 @@ def test_atomic_updates_by_several_threads_are_not_drawn_as_collisions(maps_modu
     reds = {tuple(int(x) for x in bytes.fromhex(c[1:])) for c in maps.MANY_COLOURS}
     assert not any((rgba == red).all(axis=-1).any() for red in reds)
     assert "lavender = updated atomically by several threads" in image.legend
+    # the bar names the band outside the output by the output's name
+    labels = [label for _, label in heatmap.colour_bar_ticks(image)[0]]
+    assert "outside bins" in labels and "outside C" not in labels
     hover = maps.hover_text(result, image, 0, 0)
     assert "(+" in hover and "atomic updates: no collision" in hover
     assert "(collision)" not in hover

@@ -174,9 +174,6 @@ class ThreadId:
         return (f"thread {self.gtid} = block {self.block} ({bx},{by}), thread {self.thread} "
                 f"({tx},{ty}), warp {self.warp}")
 
-    def short(self) -> str:
-        return f"(block {self.block}, thread {self.thread}, warp {self.warp})"
-
 
 def decode_thread(result: RunResult, gtid: int) -> ThreadId:
     request = result.request
@@ -354,10 +351,12 @@ def make_map(result: RunResult, name: str, writer_kind: str = "thread",
         return image
     array = {"C": result.output, "written": name.partition(":")[2]}.get(image.domain,
                                                                         image.domain)
+    # (the count bar names the band outside the array whatever the run: its
+    # name, never C's, also where no write landed outside it)
+    image = dataclasses.replace(image, outside_label=f"outside {array}")
     if image.margin:
         image = dataclasses.replace(
-            image, outside_label=f"outside {array}",
-            legend=image.legend.replace("outside C", f"outside {array}")
+            image, legend=image.legend.replace("outside C", f"outside {array}")
             .replace("around C", f"around {array}"))
     return _sliced(result, image, array)
 

@@ -206,7 +206,6 @@ class VectorRuntime:
         #: when the compiled tier would have finished (its compile included):
         #: past it, the instant tier hands over (see TooSlow)
         self.deadline: float | None = None
-        self.progress_note = ""
         #: per loop, the vector steps its body is projected to take in this
         #: unit: its trip count times its enclosing loop's (see loop_entered)
         self.nest: dict[int, float] = {}
