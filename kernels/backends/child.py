@@ -168,69 +168,100 @@ class ChildRunner:
             given = request.kernel_file
             if given:
                 request = request.with_(kernel_file=os.path.abspath(given))
-            try:
-                self._to_child.send(("run", request, backend_note,
-                                     sandbox.cpu_budget(time_limit), compile_ahead,
-                                     known_types, self._by_memory))
-            except OSError:  # it died between runs: start a fresh one
-                self.stop()
-                self._start(key)
-                fresh = True
-                self._to_child.send(("run", request, backend_note,
-                                     sandbox.cpu_budget(time_limit), compile_ahead,
-                                     known_types, self._by_memory))
+            fresh = self._send(key, ("run", request, backend_note, sandbox.cpu_budget(time_limit),
+                                     compile_ahead, known_types, self._by_memory)) or fresh
             start_up: float | None = None
             clock = _RunClock(started, fresh)
-            while True:
-                if cancel():
-                    self.stop()
-                    raise RunCancelled("run cancelled")
+            for message in self._replies(cancel, lambda code: KernelRuntimeError(_ended_how(code)),
+                                         self._run_message):
                 if time_limit is not None:
                     timed_out = clock.past(time_limit)
                     if timed_out:
                         self.stop()
                         raise RunTimedOut(*timed_out)
-                if self._from_child.poll(0.05):
-                    try:
-                        message = child_message(self._from_child.recv_bytes())
-                        if message[0] == "result_memory":
-                            message = result_from_memory(message, self._process.pid)
-                            try:  # (mapped here: the child may close its memfds)
-                                self._to_child.send(("release",))
-                            except OSError:
-                                pass
-                    except (EOFError, OSError):
-                        # (an OSError may come from a child still alive: never wait on it)
-                        code = self._process.poll() if self._process else None
-                        self.stop()
-                        raise KernelRuntimeError(_ended_how(code)) from None
-                    except KernelRuntimeError:
-                        self.stop()
-                        raise
-                    kind = message[0]
-                    if kind == "ready":
-                        start_up = _start_up(message, started) if fresh else None
-                        self._ready = True
-                        clock.ready()
-                        # (what the sandbox applied: a dict; the "compiling"
-                        # message's flag had been taken for it, and a cold
-                        # cache's True then failed on .get)
-                        self.sandbox = message[1] if len(message) > 1 \
-                            and isinstance(message[1], dict) else None
-                    elif kind == "compiling":
-                        clock.compiling(bool(message[1]),
-                                        str(message[2]) if len(message) > 2 else phases.COMPILE)
-                    elif kind == "progress":
-                        progress(message[1], message[2])
-                    elif kind == "result":
-                        result = _with_start_up(message[1], start_up, self.simulator)
-                        return self._as_given(result, asked)
-                    elif kind == "error":
-                        raise message[1]
-                elif self._process is not None and self._process.poll() is not None:
-                    code = self._process.returncode
+                kind = message[0] if message is not None else None
+                if kind == "ready":
+                    start_up = _start_up(message, started) if fresh else None
+                    clock.ready()
+                elif kind == "compiling":
+                    clock.compiling(bool(message[1]),
+                                    str(message[2]) if len(message) > 2 else phases.COMPILE)
+                elif kind == "progress":
+                    progress(message[1], message[2])
+                elif kind == "result":
+                    result = _with_start_up(message[1], start_up, self.simulator)
+                    return self._as_given(result, asked)
+        raise AssertionError("unreachable: the child's replies end only by raising")
+
+    def _run_message(self, data: bytes) -> tuple:
+        """A run's message from the child, its result read from the memory
+        it was sent in (mapped here: the child may then close its memfds)."""
+        message = child_message(data)
+        if message[0] == "result_memory":
+            message = result_from_memory(message, self._process.pid)
+            try:
+                self._to_child.send(("release",))
+            except OSError:
+                pass
+        return message
+
+    def _send(self, key: str, message: tuple) -> bool:
+        """Send ``message`` to the child for ``key``, started first where it has
+        none or another's; True when a child was started for it."""
+        started = False
+        if not self.alive or key != self._cache_key:
+            self.stop()
+            self._start(key)
+            started = True
+        assert self._to_child is not None and self._from_child is not None
+        try:
+            self._to_child.send(message)
+        except OSError:  # it died between runs: start a fresh one
+            self.stop()
+            self._start(key)
+            started = True
+            self._to_child.send(message)
+        return started
+
+    def _replies(self, cancel: CancelCallback, ended, read=None):
+        """The child's messages as they come, ``read`` from their bytes, and
+        None every 50 ms without one.  A cancel, the child's end (``ended``
+        of its exit status makes the error) or a message it cannot read
+        stop the child and raise here; a "ready" message sets what the
+        sandbox applied before it is given, and an "error" message is raised.
+        (The one loop of a run's and of a question's replies.)"""
+        read = read or child_message
+        while True:
+            if cancel():
+                self.stop()
+                raise RunCancelled("run cancelled")
+            if self._from_child.poll(0.05):
+                try:
+                    message = read(self._from_child.recv_bytes())
+                except (EOFError, OSError):
+                    # (an OSError may come from a child still alive: never wait on it)
+                    code = self._process.poll() if self._process else None
                     self.stop()
-                    raise KernelRuntimeError(_ended_how(code))
+                    raise ended(code) from None
+                except KernelRuntimeError:
+                    self.stop()
+                    raise
+                if message[0] == "ready":
+                    self._ready = True
+                    # (what the sandbox applied: a dict; the "compiling"
+                    # message's flag had been taken for it, and a cold
+                    # cache's True then failed on .get)
+                    self.sandbox = message[1] if len(message) > 1 \
+                        and isinstance(message[1], dict) else None
+                elif message[0] == "error":
+                    raise message[1]
+                yield message
+            elif self._process is not None and self._process.poll() is not None:
+                code = self._process.returncode
+                self.stop()
+                raise ended(code)
+            else:
+                yield None
 
     def kernel_types(self, plan, dtype: str, scalar_types: tuple[str, ...],
                      time_limit: float, cancel: CancelCallback = _never):
@@ -277,54 +308,24 @@ class ChildRunner:
 
         with self._lock:
             key = TYPIST_KEY if self.typist else source_key(plan.module.text)
-            if not self.alive or key != self._cache_key:
-                self.stop()
-                self._start(key)
-            assert self._to_child is not None and self._from_child is not None
-            message = (question[0], plan.module.text, plan.module.path, plan.name, plan.matmul,
-                       sandbox.cpu_budget(time_limit)) + tuple(question[1:])
-            try:
-                self._to_child.send(message)
-            except OSError:  # it died between runs: start a fresh one
-                self.stop()
-                self._start(key)
-                self._to_child.send(message)
+            self._send(key, (question[0], plan.module.text, plan.module.path, plan.name,
+                             plan.matmul, sandbox.cpu_budget(time_limit)) + tuple(question[1:]))
             # (counted from when the child is ready: its start-up is not the kernel's)
             deadline = None
-            while True:
-                if cancel():
-                    self.stop()
-                    raise RunCancelled("run cancelled")
+            for reply in self._replies(cancel, lambda code: failed(f"failed: {_ended_how(code)}")):
+                if reply is None:
+                    if deadline is None and self._ready:
+                        deadline = time.monotonic() + time_limit
+                elif reply[0] == "ready":
+                    deadline = time.monotonic() + time_limit
+                elif reply[0] == question[0]:
+                    return reply[1]
                 if deadline is not None and time.monotonic() > deadline:
                     self.stop()
                     raise failed(f"did not end within {time_limit:g} s (real kernels take "
                                  "well under a second; deeply nested tuples or very long "
                                  "expressions make it grow without bound)")
-                if self._from_child.poll(0.05):
-                    try:
-                        reply = child_message(self._from_child.recv_bytes())
-                    except (EOFError, OSError):
-                        code = self._process.poll() if self._process else None
-                        self.stop()
-                        raise failed(f"failed: {_ended_how(code)}") from None
-                    except KernelRuntimeError:
-                        self.stop()
-                        raise
-                    if reply[0] == "ready":
-                        self._ready = True
-                        self.sandbox = reply[1] if len(reply) > 1 \
-                            and isinstance(reply[1], dict) else None
-                        deadline = time.monotonic() + time_limit
-                    elif reply[0] == question[0]:
-                        return reply[1]
-                    elif reply[0] == "error":
-                        raise reply[1]
-                elif self._process is not None and self._process.poll() is not None:
-                    code = self._process.returncode
-                    self.stop()
-                    raise failed(f"failed: {_ended_how(code)}")
-                elif deadline is None and self._ready:
-                    deadline = time.monotonic() + time_limit
+        raise AssertionError("unreachable: the child's replies end only by raising")
 
     def _as_given(self, result, asked):
         """The result with the request as the caller asked it (the kernel file
