@@ -575,8 +575,11 @@ class _WriteFigures:
         """Elements updated by more than one thread, every update atomic (no
         plain store): not a collision, since atomics lose no update, and drawn
         apart from the collisions that the same write counts would be."""
-        if self.min_writer is self.max_writer:  # (equal: read_back made them one)
-            return np.zeros(self.count.shape, bool)
+        if self.min_writer is self.max_writer or (
+                not any(self.atomics.strides) and not self.atomics.flat[0]):
+            # (none: equal writers, which read_back made one, or no atomic
+            # update recorded; read it, never write into it)
+            return np.broadcast_to(np.False_, self.count.shape)
         return (self.count == 0) & (self.min_writer != self.max_writer)
 
     @property

@@ -274,9 +274,14 @@ def with_margin(result: RunResult, data: np.ndarray, maps=None) -> tuple[np.ndar
     return framed, m
 
 
-def _atomic_legend(maps) -> str:
-    """The atomic band's words, where ``maps`` have an element in it."""
-    return ATOMIC_LEGEND if maps.atomic_mask.any() else ""
+def _atomic_band(data: np.ndarray, maps) -> bool:
+    """Put the elements of ``maps`` updated atomically by several threads in
+    their band of ``data`` (a count map); whether there were any."""
+    atomic = maps.atomic_mask
+    if not atomic.size or (not any(atomic.strides) and not atomic.flat[0]):  # (none recorded)
+        return False
+    data[atomic] = ATOMIC
+    return bool(atomic.any())
 
 
 def repeated_by_one_thread(result: RunResult, maps=None) -> np.ndarray:
@@ -381,14 +386,15 @@ def _make_map(result: RunResult, name: str, writer_kind: str,
         top = float(shared_top if shared_top is not None else max(int(maps.writes.max()), 1))
         data = count_scale(maps.writes, top)
         data[repeated_by_one_thread(result)] = REPEATED
-        data[maps.atomic_mask] = ATOMIC
+        atomic = _atomic_band(data, maps)
         data, margin = with_margin(result, data)
         return MapImage(name, "Write count", data, Colouring("count", top),
                         "black = never written, green = written once, blue = stored more than "
                         f"once by one thread ({_accumulate_example(result)} in a loop: no "
                         "collision), orange to dark "
                         "red = written more than once by several threads (a collision)"
-                        + _atomic_legend(maps) + (OUTSIDE_LEGEND.format(m=margin) if margin else ""),
+                        + (ATOMIC_LEGEND if atomic else "")
+                        + (OUTSIDE_LEGEND.format(m=margin) if margin else ""),
                         *c_labels, "C", margin=margin)
     if name == "writer" and writer_kind == "thread" and \
             result.request.total_threads > len(PALETTE):
@@ -484,13 +490,13 @@ def _written_map(result: RunResult, base: str, array: str, writer_kind: str,
         top = float(shared_top if shared_top is not None else max(int(maps.writes.max()), 1))
         data = count_scale(maps.writes, top)
         data[repeated_by_one_thread(result, maps)] = REPEATED
-        data[maps.atomic_mask] = ATOMIC
+        atomic = _atomic_band(data, maps)
         data, margin = with_margin(result, data, maps)
         legend = ("black = never written, green = written once, blue = stored more than once "
                   "by one thread, orange to dark red = written by several threads (a race: "
                   "the value depends on which came last)")
         return MapImage(name, title, data, Colouring("count", top),
-                        legend + _atomic_legend(maps) + drawn
+                        legend + (ATOMIC_LEGEND if atomic else "") + drawn
                         + (OUTSIDE_LEGEND.format(m=margin) if margin else ""),
                         *labels, "written", context=maps, margin=margin)
     if base == "writer":
