@@ -174,12 +174,15 @@ class ChildRunner:
             clock = _RunClock(started, fresh)
             for message in self._replies(cancel, lambda code: KernelRuntimeError(_ended_how(code)),
                                          self._run_message):
+                kind = message[0] if message is not None else None
+                if kind == "result":  # (received whole: never thrown away as timed out)
+                    result = _with_start_up(message[1], start_up, self.simulator)
+                    return self._as_given(result, asked)
                 if time_limit is not None:
                     timed_out = clock.past(time_limit)
                     if timed_out:
                         self.stop()
                         raise RunTimedOut(*timed_out)
-                kind = message[0] if message is not None else None
                 if kind == "ready":
                     start_up = _start_up(message, started) if fresh else None
                     clock.ready()
@@ -188,9 +191,6 @@ class ChildRunner:
                                     str(message[2]) if len(message) > 2 else phases.COMPILE)
                 elif kind == "progress":
                     progress(message[1], message[2])
-                elif kind == "result":
-                    result = _with_start_up(message[1], start_up, self.simulator)
-                    return self._as_given(result, asked)
         raise AssertionError("unreachable: the child's replies end only by raising")
 
     def _run_message(self, data: bytes) -> tuple:
