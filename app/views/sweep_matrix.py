@@ -57,8 +57,9 @@ def sample(image: MapImage, rows: int, cols: int) -> np.ndarray:
     if image.colouring.kind != "count" or (height <= rows and width <= cols):
         return data[np.ix_(row_at, col_at)]
     # count maps: each region's telling value, via reduceat over the sampled
-    # edges: missed (0) before a collision (> 1) before one thread's repeated
-    # stores (< 0) before once (1)
+    # edges: missed (0) before a collision (> 1) before the bands below 0
+    # (the lowest: updated atomically by several threads, outside the array,
+    # one thread's repeated stores) before once (1)
     row_edges, col_edges = np.unique(row_at), np.unique(col_at)
 
     def region(reduce, values):
