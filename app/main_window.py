@@ -336,6 +336,9 @@ class MainWindow(QtWidgets.QMainWindow):
         request = s.request()
         if request is not None:
             self.controls.set_request(request)
+            described = s.described()
+            if described is not None and request.kernel_file:
+                self.controls.describe(*described)
         geometry = s.value("window/geometry")
         if geometry is not None:
             self.restoreGeometry(geometry)

@@ -65,6 +65,20 @@ class Settings(QtCore.QSettings):
         self.setValue("request/grid", "x".join(map(str, request.grid)))
         self.setValue("request/block", "x".join(map(str, request.block)))
         self.setValue("request/scalars", ",".join(f"{n}={v}" for n, v in request.scalars))
+        # (a kernel run as it is: its Arguments and Reference as shown; without
+        # them a restart showed a described file as C = A @ B, whose Run failed)
+        self.setValue("request/arguments", " ".join(str(a) for a in request.arguments))
+        self.setValue("request/reference", request.reference or "")
+
+    def described(self) -> tuple[str, str] | None:
+        """The saved request's Arguments and Reference, where it ran a kernel
+        as it is (None: it ran C = A @ B)."""
+        arguments = self.value("request/arguments", "") or ""
+        if isinstance(arguments, list):  # (an unquoted "a, b" read as a list)
+            arguments = ", ".join(map(str, arguments))
+        if not str(arguments).strip():
+            return None
+        return str(arguments), str(self.value("request/reference", "") or "")
 
     def sweep_lists(self) -> tuple[str | None, str | None]:
         return self.value("sweep/blocks"), self.value("sweep/threads")

@@ -202,6 +202,33 @@ def test_start_up_names_no_launch_of_a_kernel_file_not_selected(qtbot, settings)
     assert not second.status.currentMessage().startswith("launch")
 
 
+def test_a_kernel_run_as_it_is_comes_back_so_after_a_restart(qtbot, settings):
+    """The saxpy example with its Arguments edited and a Reference: a restart
+    shows them, not M, K and N (it showed C = A @ B, and Run then refused the
+    file: 'expected the matmul convention'), and Run runs the edited ones."""
+    from app.main_window import MainWindow
+    examples = ROOT / "examples"
+    first = MainWindow(synchronous=True, settings=settings)
+    qtbot.addWidget(first)
+    assert first.controller.open_kernel_file(str(examples / "saxpy.py"))
+    edited = "x=float32[512] y=float32[512] out=float32[512] n=512 alpha=2.5"
+    reference = f"{examples / 'references.py'}:saxpy"
+    first.controls.arguments_edit.setText(edited)
+    first.controls.reference_edit.setText(reference)
+    first.close()
+    second = MainWindow(synchronous=True, settings=settings)
+    qtbot.addWidget(second)
+    controls = second.controls
+    assert controls.described and controls.kernel_choice()[1].endswith("saxpy.py")
+    assert controls.arguments_edit.isVisibleTo(second) and not controls.m_spin.isVisibleTo(second)
+    assert (controls.arguments_edit.text(), controls.reference_edit.text()) == (edited, reference)
+    controls.backend_combo.setCurrentText("cpu")
+    second.run_action.trigger()
+    result = second.session.current
+    assert result is not None and result.verdict.passed and not result.verdict.reference_note
+    assert result.request.shape_label == "x=float32[512], y=float32[512], out=float32[512]"
+
+
 def test_shortcuts_and_about(window):
     assert window.run_action.shortcut().toString() == "Ctrl+R"
     assert window.export_action.shortcut().toString() == "Ctrl+E"
