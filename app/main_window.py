@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import resources
 from kernels import (
     ThreadMapError,
     __version__,
     compile_files_in_children,
+    default_launch,
     gpu_available,
     gpu_status,
     kernel_names,
@@ -334,6 +336,15 @@ class MainWindow(QtWidgets.QMainWindow):
                 continue
             self.controls.add_kernel_file(path, names)
         request = s.request()
+        gone = None
+        if request is not None and request.kernel_file and \
+                str(Path(request.kernel_file).resolve()) not in self.controls.kernel_files:
+            # The file is gone (moved, deleted, unreadable): the built-in
+            # kernel on its own launch, not the file's under its label; the
+            # shape, inputs and backend as saved.
+            gone = request.kernel_file
+            request = default_launch(request.with_(kernel_file=None, kernel="grid-stride",
+                                                   arguments=(), reference=None))
         if request is not None:
             self.controls.set_request(request)
             described = s.described()
@@ -359,6 +370,9 @@ class MainWindow(QtWidgets.QMainWindow):
         # Adding the saved kernel files announced their launches; what is
         # selected now may be a built-in kernel.
         self.status.clearMessage()
+        if gone is not None:
+            self.status.showMessage(f"{Path(gone).name}, the kernel file last used, cannot be "
+                                    "read now: grid-stride is chosen instead")
 
     def save_settings(self) -> None:
         s = self.settings

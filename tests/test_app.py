@@ -229,6 +229,33 @@ def test_a_kernel_run_as_it_is_comes_back_so_after_a_restart(qtbot, settings):
     assert result.request.shape_label == "x=float32[512], y=float32[512], out=float32[512]"
 
 
+def test_a_kernel_file_gone_by_the_restart_gives_way_to_a_built_in_kernel(
+        qtbot, settings, tmp_path):
+    """The file last used deleted between sessions: grid-stride on its own
+    launch, said so; not the file's Arguments or its launch under the file's
+    label shown for a built-in kernel."""
+    import shutil
+
+    from app.main_window import MainWindow
+    path = tmp_path / "histogram.py"
+    shutil.copy(ROOT / "examples" / "histogram.py", path)
+    first = MainWindow(synchronous=True, settings=settings)
+    qtbot.addWidget(first)
+    assert first.controller.open_kernel_file(str(path))
+    assert (first.controls.grid_edit.text(), first.controls.block_edit.text()) == ("16", "256")
+    first.close()
+    path.unlink()
+    second = MainWindow(synchronous=True, settings=settings)
+    qtbot.addWidget(second)
+    controls = second.controls
+    assert controls.kernel_choice() == ("builtin", "grid-stride") and not controls.described
+    assert controls.m_spin.isVisibleTo(second) and not controls.arguments_edit.isVisibleTo(second)
+    assert (controls.grid_edit.text(), controls.block_edit.text()) == ("1", "1024")
+    assert "preset" in controls.launch_source()
+    message = second.status.currentMessage()
+    assert message.startswith("histogram.py, the kernel file last used, cannot be read now")
+
+
 def test_shortcuts_and_about(window):
     assert window.run_action.shortcut().toString() == "Ctrl+R"
     assert window.export_action.shortcut().toString() == "Ctrl+E"
