@@ -1,6 +1,6 @@
 """What writing the emulation's runtime once would cost the instant tier (issue 44).
 
-    .venv/bin/python benchmarks/one_runtime_cost.py [--rounds 3]
+    .venv/bin/python benchmarks/bench_one_runtime.py [--rounds 3]
 
 The emulation's semantics are written in two forms: numba, one lane at a time
 (``derived/record_runtime.py`` and the lockstep emitter, for the compiled
