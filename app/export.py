@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import html
+from html import escape as html_escape
 import re
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from kernels import (
     write_atomically,
 )
 
+from .app_words import in_app_words
 from .models.map_images import (
     MAP_CHOICES,
     MapImage,
@@ -58,10 +60,12 @@ def run_title(result: RunResult, html: bool = False) -> str:
     r = result.request
     what = (f"{r.kernel_label} {r.shape_label} {r.dtype}, grid {format_dims(r.grid)} x "
             f"block {format_dims(r.block)}, {BACKEND_SHORT.get(r.backend, r.backend)}")
+    # (in the app's words: an exported picture named "--reference FILE:FUNCTION")
+    summary = in_app_words(result.verdict.summary())
     if not html:
-        return f"{what}: {result.verdict.summary()}"
+        return f"{what}: {summary}"
     colour = "#1a7f37" if result.verdict.passed else "#c62828"
-    return f"{what}<br><b><span style='color:{colour}'>{result.verdict.summary()}</span></b>"
+    return f"{what}<br><b><span style='color:{colour}'>{html_escape(summary)}</span></b>"
 
 
 def export_file_name(request: RunRequest, map_name: str, suffix: str = ".png") -> str:

@@ -258,3 +258,22 @@ def test_the_contact_sheets_colour_bar_has_tick_labels_and_a_caption(qapp, tmp_p
     box = drawn["caption box"]
     assert all(rect.right() <= box.left() + 4 for rect, _ in drawn["ticks"])
     assert box.right() <= drawn["width"]
+
+
+def test_an_exported_title_speaks_the_apps_words(qapp):
+    """A run without a reference: the picture's title names the Reference
+    field, not the command line's '--reference FILE:FUNCTION'."""
+    from pathlib import Path
+
+    from app.export import run_title
+    from kernels import describe_request
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    request = describe_request(RunRequest(kernel="saxpy", kernel_file=str(examples / "saxpy.py"),
+                                          backend="cpu", tier="instant"),
+                               as_it_is_unless_matmul=True)
+    result = run(request)
+    assert "--reference" in result.verdict.summary()  # (the engine's words)
+    for html in (False, True):
+        title = run_title(result, html=html)
+        assert "--reference" not in title and "the Reference field" in title

@@ -448,6 +448,7 @@ class MapsView(QtWidgets.QWidget):
         """The map chosen cannot be drawn for this run: say why where the map
         goes (the picture of the map before had stayed, under "this kernel has
         no shared array"; Diff with one run showed the Replay)."""
+        why = in_app_words(why)
         first = why.split(": ")[0] if len(why) > 60 else why
         self.heatmap.clear_map(first)
         self.legend_label.setText(why)
