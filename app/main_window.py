@@ -197,6 +197,7 @@ class MainWindow(QtWidgets.QMainWindow):
         controls.open_file_requested.connect(self.open_action.trigger)
         controls.kernel_changed.connect(self._apply_file_launch)
         s.kernel_file_opened.connect(controls.add_kernel_file)
+        s.kernel_file_saved.connect(controls.update_kernel_names)
         # An error about the run is also named under the Run button, where it
         # was asked for; others (an export) only once, above the map.
         s.error_raised.connect(lambda message, about_the_run: controls.show_message(
@@ -234,7 +235,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def _apply_file_launch(self) -> None:
         """A kernel file's own literal launch (kernel[grid, block](...)) becomes the launch."""
         kind, _ = self.controls.kernel_choice()
-        if kind != "file":
+        if kind != "file" or self.controls.showing_request:
             return
         try:
             request = self.controls.request(as_described=False)
@@ -261,10 +262,14 @@ class MainWindow(QtWidgets.QMainWindow):
             return  # (a hunt's failing case: the user's own request stays)
         asked = result.asked_request  # (auto stays auto: it was saved as cpu)
         try:
-            if self.controls.request() == asked:
-                return
+            panel = self.controls.request()
         except ThreadMapError:
-            pass
+            panel = None  # (text that does not read yet: the user's too)
+        if panel == asked:
+            return
+        rerun_of = self.session.rerun_of
+        if rerun_of is not None and panel != rerun_of:
+            return  # (a save reruns the shown run; what was typed since stays)
         self.controls.set_request(asked)
 
     def _show_sweep_error(self, message: str) -> None:
@@ -344,12 +349,12 @@ class MainWindow(QtWidgets.QMainWindow):
             # shape, inputs and backend as saved.
             gone = request.kernel_file
             request = default_launch(request.with_(kernel_file=None, kernel="grid-stride",
-                                                   arguments=(), reference=None))
+                                                   arguments=(), reference=None, scalars=()))
+        instead = None
         if request is not None:
             self.controls.set_request(request)
-            described = s.described()
-            if described is not None and request.kernel_file:
-                self.controls.describe(*described)
+            if request.kernel_file:
+                instead = self._restore_kernel_file(request, s.described())
         geometry = s.value("window/geometry")
         if geometry is not None:
             self.restoreGeometry(geometry)
@@ -373,11 +378,41 @@ class MainWindow(QtWidgets.QMainWindow):
         if gone is not None:
             self.status.showMessage(f"{Path(gone).name}, the kernel file last used, cannot be "
                                     "read now: grid-stride is chosen instead")
+        elif instead is not None:
+            self.status.showMessage(instead)
+
+    def _restore_kernel_file(self, saved, described: tuple[str, str] | None) -> str | None:
+        """The kernel file's part of the saved request, on the file as it reads
+        now: a kernel run as it is gets its Arguments typed in the app, else
+        the file's THREADMAP_ARGS and launch of today, and a launch the user
+        chose stays.  A kernel no longer in the file gives way to the first
+        one, said in the returned words."""
+        controls = self.controls
+        chosen = controls.function_combo.currentText()
+        if saved.kernel and chosen != saved.kernel:
+            self._apply_file_launch()
+            return (f"{saved.kernel} is no longer in {Path(saved.kernel_file).name}: "
+                    f"{chosen} is chosen instead")
+        if described is None:
+            return None
+        typed, reference = described
+        if typed:
+            controls.describe(typed, reference)
+        else:
+            self._apply_file_launch()
+            controls.describe(controls.arguments_edit.text(), reference)
+        if typed or not controls.launch_from_the_file(saved.launch_source):
+            # (applied again once the Arguments are shown: its source holds
+            # for the shape it was given for)
+            controls.apply_launch(saved.grid, saved.block, saved.launch_source)
+        return None
 
     def save_settings(self) -> None:
         s = self.settings
         try:
-            s.set_request(self.controls.request())
+            self.controls.request()  # (a request that does not read: the last one kept)
+            s.set_request(self.controls.request(as_described=False),
+                          self.controls.described_to_keep())
         except ThreadMapError:
             pass
         s.setValue("window/geometry", self.saveGeometry())

@@ -53,7 +53,12 @@ class Settings(QtCore.QSettings):
             backend=backend if backend in BACKENDS else "auto",
             grid=grid, block=block, launch_source=str(launch_source), **values)
 
-    def set_request(self, request: RunRequest) -> None:
+    def set_request(self, request: RunRequest,
+                    described: tuple[str, str] | None = None) -> None:
+        """Save ``request``: the Run panel's C = A @ B fields, the kernel and
+        the launch.  ``described``: the kernel runs as it is, on (the
+        Arguments typed in the app, "" where they are the file's own
+        THREADMAP_ARGS, which a restart reads again; the Reference)."""
         for name in _REQUEST_INTS:
             self.setValue(f"request/{name}", getattr(request, name))
         self.setValue("request/kernel", request.kernel or "")
@@ -65,20 +70,23 @@ class Settings(QtCore.QSettings):
         self.setValue("request/grid", "x".join(map(str, request.grid)))
         self.setValue("request/block", "x".join(map(str, request.block)))
         self.setValue("request/scalars", ",".join(f"{n}={v}" for n, v in request.scalars))
-        # (a kernel run as it is: its Arguments and Reference as shown; without
-        # them a restart showed a described file as C = A @ B, whose Run failed)
-        self.setValue("request/arguments", " ".join(str(a) for a in request.arguments))
-        self.setValue("request/reference", request.reference or "")
+        typed, reference = described or ("", "")
+        self.setValue("request/described", described is not None)
+        self.setValue("request/arguments", typed)
+        self.setValue("request/reference", reference)
 
     def described(self) -> tuple[str, str] | None:
-        """The saved request's Arguments and Reference, where it ran a kernel
-        as it is (None: it ran C = A @ B)."""
-        arguments = self.value("request/arguments", "") or ""
-        if isinstance(arguments, list):  # (an unquoted "a, b" read as a list)
-            arguments = ", ".join(map(str, arguments))
-        if not str(arguments).strip():
+        """How the saved request's kernel ran as it is: (the Arguments typed,
+        "" for the file's own; the Reference); None: it ran as C = A @ B."""
+        if str(self.value("request/described", "false")).lower() != "true":
             return None
-        return str(arguments), str(self.value("request/reference", "") or "")
+        return self._text("request/arguments"), self._text("request/reference")
+
+    def _text(self, key: str) -> str:
+        value = self.value(key, "") or ""
+        if isinstance(value, list):  # (an unquoted "a, b" read as a list)
+            value = ", ".join(map(str, value))
+        return str(value)
 
     def sweep_lists(self) -> tuple[str | None, str | None]:
         return self.value("sweep/blocks"), self.value("sweep/threads")

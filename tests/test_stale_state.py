@@ -275,3 +275,157 @@ def test_a_save_that_does_not_parse_keeps_the_result_and_says_so_once(window, tm
     assert window.session.current is shown and window.results_view.results.rowCount() == 1
     assert "cannot run" in messages[-1] and "last good result" in messages[-1]
     assert messages[-2].endswith("was saved: running it again")  # (then said no more)
+
+
+# -- 7. a restart, and a save of the file shown ---------------------------------------------------
+
+SAXPY = (ROOT / "examples" / "saxpy.py").read_text()
+TWO = '''from numba import cuda
+
+THREADMAP_ARGS = {"x": "float32[1000]", "y": "float32[1000]", "out": "float32[1000]",
+                  "n": 1000, "alpha": 2.5, "v": "float32[300]", "w": "float32[300]"}
+
+
+@cuda.jit
+def saxpy(x, y, out, n, alpha):
+    i = cuda.grid(1)
+    if i < n:
+        out[i] = alpha * x[i] + y[i]
+
+
+@cuda.jit
+def double(v, w):
+    i = cuda.grid(1)
+    if i < v.size:
+        w[i] = 2 * v[i]
+'''
+
+
+def restarted(qtbot, settings, first):
+    from app.main_window import MainWindow
+    first.close()
+    second = MainWindow(synchronous=True, settings=settings)
+    qtbot.addWidget(second)
+    return second
+
+
+def opened(qtbot, settings, path):
+    from app.main_window import MainWindow
+    window = MainWindow(synchronous=True, settings=settings)
+    qtbot.addWidget(window)
+    assert window.controller.open_kernel_file(str(path))
+    return window
+
+
+def test_a_restart_on_a_kernel_run_as_it_is_keeps_the_matmul_fields_apart(
+        qtbot, settings, tmp_path):
+    """saxpy's scalars and derived shape were saved as the C = A @ B fields:
+    grid-stride chosen after a restart had Scalars 'n=1000, alpha=2.5', and Run
+    was refused ('no scalar parameter alpha, n')."""
+    path = tmp_path / "saxpy.py"
+    path.write_text(SAXPY)
+    first = opened(qtbot, settings, path)
+    small_shape(first.controls, 40, 12, 36)
+    second = restarted(qtbot, settings, first)
+    controls = second.controls
+    assert controls.described
+    choose(controls.kernel_combo, "builtin:grid-stride")
+    assert controls.scalars_edit.text() == ""
+    assert controls.request().shape == (40, 12, 36)
+    controls.backend_combo.setCurrentText("cpu")
+    second.run_action.trigger()
+    assert second.session.current is not None and second.session.current.verdict.passed
+
+
+def test_a_restart_reads_the_files_threadmap_args_as_they_are_now(qtbot, settings, tmp_path):
+    """THREADMAP_ARGS edited between sessions: the restart shows the new ones
+    (the old were saved as if typed); Arguments typed in the app stay typed."""
+    path = tmp_path / "saxpy.py"
+    path.write_text(SAXPY)
+    first = opened(qtbot, settings, path)
+    second = restarted(qtbot, settings, first)
+    path.write_text(SAXPY.replace("1000", "700"))
+    third = restarted(qtbot, settings, second)
+    assert third.controls.arguments_edit.text() == \
+        "x=float32[700] y=float32[700] out=float32[700] n=700 alpha=2.5"
+    typed = "x=float32[64] y=float32[64] out=float32[64] n=64 alpha=2.5"
+    third.controls.arguments_edit.setText(typed)
+    path.write_text(SAXPY.replace("1000", "500"))
+    fourth = restarted(qtbot, settings, third)
+    assert fourth.controls.arguments_edit.text() == typed
+
+
+def test_a_kernel_gone_from_its_file_by_the_restart_gives_way_to_the_first(
+        qtbot, settings, tmp_path):
+    path = tmp_path / "two.py"
+    path.write_text(TWO)
+    first = opened(qtbot, settings, path)
+    first.controls.function_combo.setCurrentText("double")
+    assert first.controls.arguments_edit.text() == "v=float32[300] w=float32[300]"
+    first.close()
+    path.write_text(TWO.replace("def double(", "def twice("))
+    second = restarted(qtbot, settings, first)
+    controls = second.controls
+    assert controls.function_combo.currentText() == "saxpy"
+    assert controls.arguments_edit.text().startswith("x=float32[1000]")
+    assert second.status.currentMessage() == "double is no longer in two.py: saxpy is chosen instead"
+    controls.backend_combo.setCurrentText("cpu")
+    second.run_action.trigger()
+    assert second.session.current is not None and second.session.current.request.kernel == "saxpy"
+
+
+def test_a_row_of_a_kernel_file_shown_again_announces_no_launch_of_its_file(window):
+    """The row's own launch is shown; the file's ('launch 4 x 64: from the
+    file, line 22') was announced, then replaced."""
+    controls = window.controls
+    assert window.controller.open_kernel_file(str(ROOT / "examples" / "saxpy.py"))
+    controls.grid_edit.setText("2")
+    controls.block_edit.setText("64")
+    controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    choose(controls.kernel_combo, "builtin:grid-stride")
+    small_shape(controls)
+    window.run_action.trigger()
+    messages = told(window)
+    window.session.show(window.session.results[0])
+    assert (controls.grid_edit.text(), controls.block_edit.text()) == ("2", "64")
+    assert not any(m.startswith("launch") for m in messages)
+
+
+def test_a_save_keeps_what_was_typed_and_not_yet_run(window, tmp_path):
+    """Follow the file reruns the shown run; Arguments and a launch typed
+    since stay in the Run panel (they were replaced by the rerun's)."""
+    path = tmp_path / "saxpy.py"
+    path.write_text(SAXPY)
+    controls = window.controls
+    assert window.controller.open_kernel_file(str(path))
+    controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    typed = "x=float32[512] y=float32[512] out=float32[512] n=512 alpha=2.5"
+    controls.arguments_edit.setText(typed)
+    controls.grid_edit.setText("8")
+    controls.block_edit.setText("32")
+    path.write_text(SAXPY.replace("alpha * x[i] + y[i]", "alpha * x[i] + y[i] + 0.0"))
+    window.controller._look_at_the_file()
+    assert window.results_view.results.rowCount() == 2
+    assert window.session.current.request.shape_label.startswith("x=float32[1000]")
+    assert (controls.arguments_edit.text(), controls.grid_edit.text(),
+            controls.block_edit.text()) == (typed, "8", "32")
+
+
+def test_a_save_that_renames_and_adds_kernels_lists_them(window, tmp_path):
+    path = tmp_path / "saxpy.py"
+    path.write_text(SAXPY)
+    controls = window.controls
+    assert window.controller.open_kernel_file(str(path))
+    controls.backend_combo.setCurrentText("cpu")
+    window.run_action.trigger()
+    path.write_text(SAXPY.replace("def saxpy(", "def saxpy_v2(")
+                    + "\n\n@cuda.jit\ndef other(x, y, out, n, alpha):\n    pass\n")
+    window.controller._look_at_the_file()
+    names = [controls.function_combo.itemText(i) for i in range(controls.function_combo.count())]
+    assert names == ["saxpy_v2", "other"] and controls.function_combo.isVisibleTo(window)
+    assert "no kernel named 'saxpy' (found: saxpy_v2, other)" in \
+        window.maps_view.error_label.text()
+    window.run_action.trigger()
+    assert window.session.current.request.kernel == "saxpy_v2"

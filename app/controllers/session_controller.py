@@ -6,6 +6,7 @@ what was on screen stays.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 from collections.abc import Callable
@@ -77,6 +78,8 @@ class SessionController(QtCore.QObject):
         #: first shown (a run on them follows their edits)
         self._file_arguments: tuple | None = None
         self._saved_while_busy = False
+        #: the request a saved file's rerun runs again, while it runs
+        self._rerun_of: RunRequest | None = None
         self._follow_timer = QtCore.QTimer(self)
         self._follow_timer.setInterval(FOLLOW_INTERVAL_MS)
         self._follow_timer.timeout.connect(self._look_at_the_file)
@@ -203,7 +206,9 @@ class SessionController(QtCore.QObject):
             f"{describe_seconds(seconds)}. You can cancel it at any time. Run it?")
 
     def _on_run_finished(self, result: RunResult) -> None:
-        self.session.add_result(result)
+        rerun_of, self._rerun_of = self._rerun_of, None
+        with self.session.showing_a_rerun(rerun_of) if rerun_of else contextlib.nullcontext():
+            self.session.add_result(result)
         if result.follows:
             self.session.tell(f"{in_app_words(run_title(result))}; the GPU's run of the same "
                               "launch follows...", 0)
@@ -221,10 +226,12 @@ class SessionController(QtCore.QObject):
         self.session.tell(f"sweep done: {len(self.session.sweep_cells)} configurations")
 
     def _on_failed(self, message: str) -> None:
+        self._rerun_of = None
         self.session.raise_error(message)
         self.session.tell("the run failed; the previous results are still shown")
 
     def _on_cancelled(self) -> None:
+        self._rerun_of = None
         self.session.tell("cancelled; the previous results are still shown")
         self.cancelled.emit()
 
@@ -265,9 +272,15 @@ class SessionController(QtCore.QObject):
             QtCore.QTimer.singleShot(0, self._rerun_saved)
 
     def _rerun_saved(self) -> None:
-        request = self._watched_request
+        request = shown = self._watched_request
         if request is None or self.busy:
             return
+        try:  # (its Function list as it reads now: a kernel renamed or added)
+            names = kernel_names(request.kernel_file, follow_links=False)
+        except ThreadMapError:
+            pass  # (said by the run, which the file refuses the same way)
+        else:
+            self.session.kernel_file_saved.emit(request.kernel_file, tuple(names))
         said = "running it again"
         # A run on the file's THREADMAP_ARGS follows an edit of them too (one
         # on arguments typed in the app keeps those).
@@ -278,7 +291,9 @@ class SessionController(QtCore.QObject):
                 said = f"running it again on its new THREADMAP_ARGS: {now.shape_label}"
             self._file_arguments = None if now is None else now.arguments
         self.session.tell(f"{request.kernel_label} was saved: {said}", 0)
+        self._rerun_of = shown  # (before the run: a synchronous one ends within it)
         if not self.run(request):
+            self._rerun_of = None
             # refused before it started (a save that does not parse): said
             # once, where "running it again" had stayed in the status bar
             self.session.tell(f"{request.kernel_label} was saved but cannot run (the reason "

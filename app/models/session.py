@@ -16,6 +16,7 @@ from contextlib import contextmanager
 
 from kernels import (
     ASSUMED_REGISTERS,
+    RunRequest,
     RunResult,
     Stowage,
     SweepCell,
@@ -81,6 +82,8 @@ class Session(QtCore.QObject):
     assumed_registers_changed = QtCore.Signal(int)
     #: a kernel file was opened: (path, its kernels' names)
     kernel_file_opened = QtCore.Signal(str, tuple)
+    #: a kernel file open here was saved: (path, its kernels' names as it reads now)
+    kernel_file_saved = QtCore.Signal(str, tuple)
     #: an error to show (message, whether it is about the run asked for)
     error_raised = QtCore.Signal(str, bool)
     sweep_error_raised = QtCore.Signal(str)
@@ -125,6 +128,9 @@ class Session(QtCore.QObject):
         #: while above 0, the Run panel keeps the user's request instead of
         #: following the result shown (see ``holding_run_panel``)
         self._panel_held = 0
+        #: while a saved kernel file's rerun is put on screen: the request it
+        #: ran again (see ``showing_a_rerun``)
+        self.rerun_of: RunRequest | None = None
 
     # -- results ------------------------------------------------------------------------
 
@@ -139,6 +145,18 @@ class Session(QtCore.QObject):
             yield
         finally:
             self._panel_held -= 1
+
+    @contextmanager
+    def showing_a_rerun(self, of: RunRequest) -> Iterator[None]:
+        """While the rerun of a saved kernel file's shown run (of request
+        ``of``) is put on screen: the Run panel takes its request only where
+        it still shows ``of`` (Arguments or a launch typed and not yet run
+        were replaced by the rerun's, and lost)."""
+        self.rerun_of = of
+        try:
+            yield
+        finally:
+            self.rerun_of = None
 
     @property
     def run_panel_follows(self) -> bool:

@@ -199,6 +199,9 @@ class ControlPanel(QtWidgets.QWidget):
         self._show_described(False)
         #: the launch last applied (None: none yet)
         self._applied_launch: _AppliedLaunch | None = None
+        self._showing_request = False
+        #: the Arguments a kernel file's THREADMAP_ARGS last gave (not typed)
+        self._arguments_from_the_file: str | None = None
         # (the first kernel's own launch, said so: another kernel chosen
         # before any edit takes its own)
         self._apply_builtin_launch(self.kernel_choice()[1])
@@ -245,9 +248,13 @@ class ControlPanel(QtWidgets.QWidget):
         self._show_described(current)
         return max(widths)
 
-    def describe(self, arguments: str, reference: str | None = None) -> None:
-        """Run the chosen kernel as it is, on ``arguments`` (``--arg`` items)."""
+    def describe(self, arguments: str, reference: str | None = None,
+                 from_the_file: bool = False) -> None:
+        """Run the chosen kernel as it is, on ``arguments`` (``--arg`` items);
+        ``from_the_file``: they are its file's THREADMAP_ARGS, not typed."""
         self.arguments_edit.setText(arguments)
+        if from_the_file:
+            self._arguments_from_the_file = " ".join(arguments.split())
         if reference is not None:
             self.reference_edit.setText(reference)
         self._show_described(True)
@@ -293,6 +300,24 @@ class ControlPanel(QtWidgets.QWidget):
         self.kernel_combo.setCurrentIndex(index)
         self._refresh_functions()
         self.kernel_changed.emit()
+
+    def update_kernel_names(self, path: str, kernel_names: tuple[str, ...]) -> None:
+        """A loaded kernel file's kernels as it reads after a save: the
+        Function list offers them (a kernel added could not be chosen, and one
+        renamed stayed listed by its old name until the file was opened
+        again).  The kernel chosen stays chosen while it is there."""
+        path = str(Path(path).resolve())
+        if self._files.get(path, kernel_names) == kernel_names:
+            return
+        self._files[path] = kernel_names
+        if self.kernel_choice() != ("file", path):
+            return
+        chosen = self.function_combo.currentText()
+        self._refresh_functions()
+        if chosen in kernel_names:
+            blocked = self.function_combo.blockSignals(True)
+            self.function_combo.setCurrentText(chosen)
+            self.function_combo.blockSignals(blocked)
 
     def _show_kernel_tooltip(self) -> None:
         """The chosen kernel's whole name and path on hover: a long file
@@ -402,6 +427,31 @@ class ControlPanel(QtWidgets.QWidget):
                                "its shape in Shape instead")
         return described
 
+    def described_to_keep(self) -> tuple[str, str] | None:
+        """What a restart needs to run the kernel as it is again: (the
+        Arguments, "" where they are the file's own THREADMAP_ARGS, so that
+        the file's later edits of them are read; the Reference); None for a
+        kernel run as C = A @ B."""
+        if not self._described:
+            return None
+        reference = self.reference_edit.text().strip()
+        text = self.arguments_edit.text()
+        if " ".join(text.split()) == self._arguments_from_the_file:
+            return "", reference  # (as the file gave them when it was read)
+        try:
+            shown = self.request()
+            own = describe_request(self.request(as_described=False).with_(
+                reference=reference or None), as_it_is_unless_matmul=True)
+        except ThreadMapError:
+            own = shown = None
+        typed = "" if own is not None and own.arguments == shown.arguments else text
+        return typed, reference
+
+    def launch_from_the_file(self, source: str) -> bool:
+        """Whether a launch of ``source`` was read from the kernel file (its
+        literal launch, or a guess from its shapes) rather than chosen."""
+        return source.startswith((FILE_LAUNCH, "guessed"))
+
     def _scalars(self) -> tuple[tuple[str, float], ...]:
         items = [p.strip() for p in self.scalars_edit.text().split(",") if p.strip()]
         try:
@@ -412,6 +462,20 @@ class ControlPanel(QtWidgets.QWidget):
     def set_request(self, request: RunRequest) -> None:
         """Show ``request`` in the widgets (presets, settings, a table row:
         its ``asked_request``, on the backend the user asked for)."""
+        self._showing_request = True
+        try:
+            self._set_request(request)
+        finally:
+            self._showing_request = False
+
+    @property
+    def showing_request(self) -> bool:
+        """Whether a whole request is being shown: a kernel chosen for it
+        takes the request's launch and arguments, not its file's own (whose
+        launch was announced, then replaced by the row's)."""
+        return self._showing_request
+
+    def _set_request(self, request: RunRequest) -> None:
         if request.kernel_file:
             choice = ("file", str(Path(request.kernel_file).resolve()))
             # (the kernel shown already: not chosen again, which would refill
@@ -445,7 +509,7 @@ class ControlPanel(QtWidgets.QWidget):
         """Show ``request``'s shape, dtype and scalars (a kernel file's own
         description of its arguments); its Arguments where it runs as it is."""
         if request.arguments:
-            self.describe(" ".join(str(a) for a in request.arguments))
+            self.describe(" ".join(str(a) for a in request.arguments), from_the_file=True)
             return
         self._show_described(False)
         self.m_spin.setValue(request.m)
