@@ -173,6 +173,17 @@ def _check_dims(dims: tuple[int, ...], limits: tuple[int, ...], what: str) -> No
                                f"{limit:,}")
 
 
+def check_launch(grid: tuple[int, ...], block: tuple[int, ...]) -> None:
+    """Raise :class:`RequestError` for a launch past CUDA's limits (the Run
+    panel says so as it is typed, not only at Run)."""
+    _check_dims(block, MAX_BLOCK_DIMS, "block")
+    _check_dims(grid, MAX_GRID_DIMS, "grid")
+    threads = math.prod(block)
+    if threads > MAX_THREADS_PER_BLOCK:
+        raise RequestError(f"a block of {' x '.join(map(str, block))} = {threads:,} threads is "
+                           f"past CUDA's limit of {MAX_THREADS_PER_BLOCK:,} threads per block")
+
+
 def check_request(request: RunRequest) -> None:
     """Raise :class:`RequestError` for anything that cannot run, before it runs.
 
@@ -207,12 +218,7 @@ def check_request(request: RunRequest) -> None:
             raise RequestError(f"a scalar's name must be a parameter's name, not {name!r}")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise RequestError(f"scalar {name} must be a number, not {value!r}")
-    _check_dims(request.block, MAX_BLOCK_DIMS, "block")
-    _check_dims(request.grid, MAX_GRID_DIMS, "grid")
-    if request.threads_per_block > MAX_THREADS_PER_BLOCK:
-        raise RequestError(f"a block of {' x '.join(map(str, request.block))} = "
-                           f"{request.threads_per_block:,} threads is past CUDA's limit of "
-                           f"{MAX_THREADS_PER_BLOCK:,} threads per block")
+    check_launch(request.grid, request.block)
     if request.kernel_file is None and not request.kernel:
         raise RequestError("no kernel given")
     needed = host_bytes_needed(request)

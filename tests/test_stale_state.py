@@ -429,3 +429,22 @@ def test_a_save_that_renames_and_adds_kernels_lists_them(window, tmp_path):
         window.maps_view.error_label.text()
     window.run_action.trigger()
     assert window.session.current.request.kernel == "saxpy_v2"
+
+
+def test_a_launch_past_cudas_limits_is_said_as_it_is_typed(window):
+    """'1 block x 2,000 threads' in plain text until Run refused it: the
+    line under Launch says the limit, in red, as it is typed."""
+    controls = window.controls
+    controls.grid_edit.setText("1")
+    controls.block_edit.setText("2000")
+    assert controls.launch_info.text() == "block x = 2,000 is past CUDA's limit of 1,024"
+    assert "c62828" in controls.launch_info.styleSheet()
+    controls.block_edit.setText("32x64")
+    assert "2,048 threads is past CUDA's limit of 1,024 threads per block" in \
+        controls.launch_info.text()
+    controls.grid_edit.setText("70000x70000")
+    controls.block_edit.setText("256")
+    assert controls.launch_info.text() == "grid y = 70,000 is past CUDA's limit of 65,535"
+    controls.grid_edit.setText("4")
+    assert controls.launch_info.text().startswith("4 blocks x 256 threads = 1,024 threads")
+    assert controls.launch_info.styleSheet() == ""

@@ -14,6 +14,7 @@ from kernels import (
     RequestError,
     RunRequest,
     ThreadMapError,
+    check_launch,
     counted,
     default_launch,
     describe_request,
@@ -581,6 +582,7 @@ class ControlPanel(QtWidgets.QWidget):
         try:
             grid = parse_dims(self.grid_edit.text().strip(), "grid")
             block = parse_dims(self.block_edit.text().strip(), "block")
+            check_launch(grid, block)  # (said as typed: Run would refuse it)
         except RequestError as exc:
             self.launch_info.setText(str(exc))
             self.launch_info.setStyleSheet("color: #c62828")
