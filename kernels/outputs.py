@@ -38,6 +38,23 @@ def _temporary(path: Path) -> Path:
     return Path(name)
 
 
+def _give_a_new_files_mode(temporary: Path) -> None:
+    """mkstemp made ``temporary`` 0600; the file it becomes gets the mode a
+    newly created file would (0666 less the umask), as outputs meant for
+    others to read must (a teacher's report, a shared run).  The umask is read
+    from /proc where there is one: setting it to read it back (os.umask)
+    would, for that moment, change the mode of files other threads create."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            umask = next(int(line.split()[1], 8) for line in status
+                         if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        umask = os.umask(0o077)  # (the moment's files private, if anything)
+        os.umask(umask)
+    with contextlib.suppress(OSError):  # (a file system without modes: as it is)
+        os.chmod(temporary, 0o666 & ~umask)
+
+
 def _sync(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -134,20 +151,7 @@ def write_atomically(path: str | Path, data: bytes | str | Callable[[Path], obje
             temporary.write_bytes(data)
         else:
             returned = data(temporary)
-        # mkstemp made the temporary file 0600; the file it becomes gets the
-        # mode a newly created file would (0666 less the umask), as exports
-        # meant for others to read must.  The umask is read from /proc where
-        # there is one: setting it to read it back (os.umask) would, for that
-        # moment, change the mode of files other threads create.
-        try:
-            with open("/proc/self/status", encoding="ascii") as status:
-                umask = next(int(line.split()[1], 8) for line in status
-                             if line.startswith("Umask:"))
-        except (OSError, StopIteration, ValueError, IndexError):
-            umask = os.umask(0o077)  # (the moment's files private, if anything)
-            os.umask(umask)
-        with contextlib.suppress(OSError):  # (a file system without modes: as it is)
-            os.chmod(temporary, 0o666 & ~umask)
+        _give_a_new_files_mode(temporary)
         _sync(temporary)
         os.replace(temporary, path)
     except OSError as exc:
@@ -338,6 +342,7 @@ class OutputFolder:
         self._writing.clear()
         try:
             for temporary, _ in self._staged:
+                _give_a_new_files_mode(temporary)
                 flush = self._flushing.pop(temporary, None)
                 if flush is None:
                     _sync(temporary)

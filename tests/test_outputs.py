@@ -359,3 +359,21 @@ def test_a_large_file_is_flushed_part_by_part_while_it_is_written(tmp_path, monk
     assert all(thread is not threading.main_thread() for thread in threads)
     if descriptors_before is not None:  # (each flush's own descriptor closed)
         assert set(os.listdir("/proc/self/fd")) == descriptors_before
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_a_commands_files_get_the_mode_of_a_newly_created_file(tmp_path, umask):
+    """run's result.json and maps.npz (and check's reports, hunt's hunt.json:
+    all staged in an OutputFolder) had stayed 0600, mkstemp's mode, whatever
+    the umask: a report for others to read could not be read by them."""
+    before = os.umask(umask)
+    try:
+        folder = OutputFolder(tmp_path / "out", files=("a.json", "b.txt"))
+        with folder:
+            folder.write_text("a.json", "{}")
+            folder.write("b.txt", lambda path: path.write_text("b"))
+            folder.publish()
+    finally:
+        os.umask(before)
+    for name in ("a.json", "b.txt"):
+        assert (tmp_path / "out" / name).stat().st_mode & 0o777 == 0o666 & ~umask, name
