@@ -162,7 +162,8 @@ def emulation_refusal(request: RunRequest, plan: KernelPlan) -> str | None:
 
 def check_whole_scalars(request: RunRequest, plan: KernelPlan) -> None:
     """Refuse a fraction, NaN or infinity for a scalar the kernel uses as a
-    whole number (an index, a range): numba would fail on its typing."""
+    whole number (an index, a range): numba would fail on its typing; and NaN
+    or infinity for any scalar."""
     from .derived.local_types import kernel_types
 
     values = scalar_arguments(plan, request)
@@ -177,12 +178,17 @@ def check_whole_scalars(request: RunRequest, plan: KernelPlan) -> None:
             try:
                 kernel_types(plan, request.element_types, tuple(types))
             except KernelCompileError:
-                return  # not this scalar: the run will report numba's error
+                break  # not this scalar: the run will report numba's error
             where = re.search(r'File "([^"]+)", line (\d+)', str(exc))
             at = f" ({where.group(1)}:{where.group(2)})" if where else ""
             raise RequestError(f"scalar {name} = {value} is not a whole number, and kernel "
                                f"{plan.name!r} uses {name} as one (an index or a range){at}") \
                 from None
+    # (--scalar n=1e400 is infinity: result.json then held Infinity, which is
+    # not JSON, as THREADMAP_ARGS's had before it was refused there)
+    for name, value in zip(plan.scalars, values):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise RequestError(f"scalar {name} = {value} is not a finite number")
 
 
 #: Local memory one thread may use: CUDA's limit (512 KiB per thread).

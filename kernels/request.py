@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -10,6 +11,7 @@ from dataclasses import dataclass, replace
 from .element_types import mixed_element_types
 from .errors import RequestError
 from .records import record_nbytes
+from .words import whole_number
 
 DTYPES = ("float32", "float64")
 #: What a described kernel's output may hold (its inputs too): the integer
@@ -136,11 +138,19 @@ class RunRequest:
         return replace(self, **changes)
 
 
+def _whole(text: str) -> int:
+    """A whole number written in ASCII digits: ``int`` alone took "4_4" as 44
+    and other scripts' digits too; ValueError for anything else."""
+    if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", text):
+        raise ValueError(text)
+    return int(text)
+
+
 def parse_dims(text: str, what: str) -> tuple[int, ...]:
     """``"4"`` -> ``(4,)``; ``"4x2"`` -> ``(4, 2)``."""
     parts = text.lower().replace("*", "x").replace(",", "x").split("x")
     try:
-        dims = tuple(int(p) for p in parts)
+        dims = tuple(_whole(p) for p in parts)
     except ValueError:
         raise RequestError(f"{what} must be N or NxM with whole numbers, not {text!r}") from None
     if not 1 <= len(dims) <= 2:
@@ -152,7 +162,7 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     """``"128x256x128"`` -> ``(128, 256, 128)`` (M x K x N)."""
     parts = text.lower().replace("*", "x").split("x")
     try:
-        dims = tuple(int(p) for p in parts)
+        dims = tuple(_whole(p) for p in parts)
     except ValueError:
         raise RequestError(f"shape must be MxKxN with whole numbers, not {text!r}") from None
     if len(dims) != 3:
@@ -294,11 +304,18 @@ def parse_scalars(items: Sequence[str]) -> tuple[tuple[str, float], ...]:
         if not sep or not name:
             raise RequestError(f"--scalar takes NAME=VALUE, not {item!r}")
         try:
-            number = int(value)
+            number = _whole(value)
         except ValueError:
             try:
                 number = float(value)
             except ValueError:
                 raise RequestError(f"--scalar {name} needs a number, not {value!r}") from None
+        # (a number past what a kernel's int64 or float64 holds had crashed the
+        # run: "OverflowError: Python int too large to convert to C long")
+        if isinstance(number, int) and not -(1 << 63) <= number < (1 << 63):
+            raise RequestError(f"--scalar {name}: {whole_number(number)} does not fit a 64-bit "
+                               "integer")
+        if any(name == given for given, _ in scalars):
+            raise RequestError(f"--scalar {name} is given twice")
         scalars.append((name, number))
     return tuple(scalars)

@@ -54,6 +54,13 @@ def test_run_uses_the_kernel_preset_launch(tmp_path):
     (["--kernel", "nope"], "unknown kernel 'nope'"),
     (["--shape", "4x4"], "three numbers"),
     (["--grid", "two"], "--grid must be N or NxM"),
+    # (int() took "4_4" as 44, and other scripts' digits)
+    (["--shape", "4_4x4x4"], "shape must be MxKxN with whole numbers, not '4_4x4x4'"),
+    (["--grid", "\u0663"], "--grid must be N or NxM with whole numbers"),
+    # (past 64 bits it had crashed the run: "OverflowError: Python int too large")
+    (["--scalar", "n=99999999999999999999999"],
+     "--scalar n: 99,999,999,999,999,999,999,999 does not fit a 64-bit integer"),
+    (["--scalar", "n=5", "--scalar", "n=7"], "--scalar n is given twice"),
 ])
 def test_bad_input_exits_nonzero_with_one_line(tmp_path, args, message):
     proc = threadmap("run", "--out", str(tmp_path / "o"), "--backend", "cpu", *args)
@@ -197,6 +204,18 @@ def test_a_fraction_for_an_integer_scalar_is_refused_with_its_line(tmp_path, val
     proc = threadmap("run", "--kernel-file", str(path), "--shape", "16x16x16", "--scalar",
                      f"n={value}", "--backend", "cpu", "--out", str(tmp_path / "out"))
     one_line_refusal(proc, "scalar n", "not a whole number", f"{path}:12")
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_infinite_scalar_is_refused_where_result_json_could_not_hold_it(tmp_path):
+    """--scalar alpha=1e400 is infinity; result.json then held Infinity, which
+    is not JSON (THREADMAP_ARGS's was refused already)."""
+    path = tmp_path / "scaled.py"
+    path.write_text(FLAT.replace("def flat(A, B, C, n):", "def flat(A, B, C, n, alpha):")
+                    .replace("C[row * n + col] = s", "C[row * n + col] = s * alpha"))
+    proc = threadmap("run", "--kernel-file", str(path), "--shape", "16x16x16", "--scalar",
+                     "alpha=1e400", "--backend", "cpu", "--out", str(tmp_path / "out"))
+    one_line_refusal(proc, "scalar alpha = inf is not a finite number")
     assert not (tmp_path / "out").exists()
 
 

@@ -97,6 +97,24 @@ def test_bad_hunts_are_refused(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("args,said", [
+    (("--block", "2048"), "block x = 2,048 is past CUDA's limit of 1,024"),
+    (("--block", "32x33"), "1,056 threads is past CUDA's limit of 1,024 threads per block"),
+    (("--grid", "70000x70000", "--block", "32"), "grid y = 70,000 is past CUDA's limit"),
+    (("--scalar", "n=3"), "has no scalar parameter n (its scalars: none)"),
+])
+def test_what_every_case_would_refuse_is_refused_before_the_hunt(tmp_path, capsys, args, said):
+    """Each case had been skipped for it, and the hunt said 'no failing case:
+    0 cases tried' and exited 0, as if the kernel were right."""
+    kernel = tmp_path / "seed.py"
+    kernel.write_text(SEED)
+    assert threadmap("hunt", "--kernel-file", str(kernel), "--backend", "cpu", "--out",
+                     str(tmp_path / "o"), *args) == 2
+    err = capsys.readouterr().err
+    assert said in err and "no failing case" not in err
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize("shape", [(1, 1, 1), (100, 37, 90)])
 def test_the_cases_cover_the_shapes_the_issue_names(shape):
     from kernels.search import SHAPES

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import ThreadMapError
 from ..outputs import OutputFolder
-from ..request import RunRequest, parse_dims, parse_scalars
+from ..request import RunRequest, check_launch, parse_dims, parse_scalars
 from ..run_files import RUN_FILES
 from .options import check_numbers, check_output_path
 
@@ -27,7 +27,7 @@ def hunt_command(args: argparse.Namespace) -> int:
                       scalars=parse_scalars(args.scalar), tier=args.tier,
                       reference=args.reference)
     from ..sources.arguments import describe_request
-    from ..sources.loader import load_plan
+    from ..sources.loader import load_plan, resolve_scalars
 
     # A kernel that is not C = A @ B is hunted on its own arrays, as
     # described.  A matmul's description gives nothing the shapes searched
@@ -37,18 +37,25 @@ def hunt_command(args: argparse.Namespace) -> int:
                                  as_it_is_unless_matmul=True)
     if described.arguments:
         base = described
-    base = base.with_(kernel=load_plan(base).name)  # a file that does not parse stops here
+    plan = load_plan(base)  # a file that does not parse stops here
+    base = base.with_(kernel=plan.name)
+    # What every case would refuse is refused here, once: each case had been
+    # skipped for it, and the hunt said "no failing case" and exited 0.
+    if not base.arguments:
+        resolve_scalars(plan, base)
+    if args.grid and not args.block:
+        raise ThreadMapError("hunt --grid needs --block too (a grid alone fixes nothing "
+                             "the shapes would not change)")
+    grid = parse_dims(args.grid, "--grid") if args.grid else None
+    block = parse_dims(args.block, "--block") if args.block else None
+    if block is not None:
+        check_launch(grid or (1,), block)
 
     def progress(fraction: float, message: str) -> None:
         print(f"  [{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
 
     with OutputFolder(args.out, files=("hunt.json",) + RUN_FILES) as folder:
-        if args.grid and not args.block:
-            raise ThreadMapError("hunt --grid needs --block too (a grid alone fixes nothing "
-                                 "the shapes would not change)")
-        report = hunt(base, budget=args.budget, progress=progress,
-                      grid=parse_dims(args.grid, "--grid") if args.grid else None,
-                      block=parse_dims(args.block, "--block") if args.block else None)
+        report = hunt(base, budget=args.budget, progress=progress, grid=grid, block=block)
         for case in report.cases:
             print(f"  {case.verdict:7s} {case.label()}  {case.seconds:.1f} s")
         print(report.summary())
