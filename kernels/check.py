@@ -226,14 +226,15 @@ def _walk(root: Path, follow_links: bool):
             if not name.endswith(".py"):
                 continue
             path = here / name
+            # (a FIFO, a device or a dangling link named .py is a row too, an
+            # ERROR that says what it is: it had vanished from the report)
             if follow_links:
-                if path.is_file():
-                    link = first_link(str(root), str(path))
-                    yield Submission(path, link=link.described if link else None)
+                link = first_link(str(root), str(path))
+                yield Submission(path, link=link.described if link else None)
             elif path.is_symlink():
                 link = _link(path)
                 yield Submission(path, link=link.described, refused=link.refusal)
-            elif path.is_file():
+            else:
                 yield Submission(path, below=str(root))
 
 

@@ -514,6 +514,27 @@ def test_follow_links_grades_links_and_marks_them(linked, tmp_path):
     assert page.count("a link: ") == 2 and "-&gt; ../teacher/solution.py" in page
 
 
+@pytest.mark.parametrize("follow", [False, True])
+def test_a_fifo_or_a_dangling_link_named_py_is_an_error_row(tmp_path, follow):
+    """Neither a regular file nor a link to one: each had vanished from the
+    report (no row, nothing skipped, nothing said)."""
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    shutil.copy(ROOT / "examples" / "vector_add.py", folder / "vector_add.py")
+    os.mkfifo(folder / "student.py")
+    (folder / "dangling.py").symlink_to(tmp_path / "nowhere.py")
+    out = tmp_path / "report"
+    assert threadmap("check", str(folder), "--out", str(out),
+                     *(["--follow-links"] if follow else [])) == 0
+    rows = {Path(row["file"]).name: row for row in rows_of(out)}
+    assert set(rows) == {"vector_add.py", "student.py", "dangling.py"}
+    assert rows["vector_add.py"]["verdict"] == "CHECKED"
+    assert rows["student.py"]["verdict"] == "ERROR"
+    assert "not a regular file (a FIFO)" in rows["student.py"]["reasons"]
+    assert rows["dangling.py"]["link"].endswith(f"dangling.py -> {tmp_path}/nowhere.py")
+    assert rows["dangling.py"]["verdict"] == "ERROR"
+
+
 def test_a_link_named_on_the_command_line_is_graded_and_marked(linked, tmp_path):
     # (the teacher named it: followed, as a folder named that is a link is)
     out = tmp_path / "report"
