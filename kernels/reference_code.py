@@ -13,6 +13,7 @@ verdict says why there is no correctness verdict.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib.util
 import os
@@ -28,10 +29,11 @@ from .analyses.correctness import (
     elementwise_reference,
     prepare_compare,
 )
-from .errors import RequestError
+from .errors import RequestError, ThreadMapError
 from .inputs import described_arrays
 from .result import RunResult, make_verdict
 from .sources.arguments import drawn_shape
+from .sources.limits import read_source
 from .sources.loader import resolve_scalars
 
 
@@ -43,7 +45,41 @@ def parse_reference(spec: str) -> tuple[str, str]:
                            f"the expected output), not {spec!r}")
     if not os.path.isfile(path):
         raise RequestError(f"--reference {spec}: no file {path}")
+    defined = _top_level_names(path)
+    if defined is not None and function not in defined:
+        functions = sorted(defined) or ["none"]
+        raise RequestError(f"--reference {spec}: {path} has no function {function!r} (it "
+                           f"defines: {', '.join(functions[:12])}"
+                           f"{', ...' if len(functions) > 12 else ''})")
     return path, function
+
+
+def _top_level_names(path: str) -> set[str] | None:
+    """The names a reference's file defines at its top level, read without
+    running it, so that a function it lacks is refused before the run (the
+    run had gone ahead and said PASS (checks only), exit 0); None where that
+    cannot be told so (a star import, a file that does not read or parse:
+    importing it says why)."""
+    try:
+        tree = ast.parse(read_source(path), path)
+    except (ThreadMapError, SyntaxError, ValueError):
+        return None
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    return None
+                names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            return None  # (definitions under a condition: told by importing it)
+        else:
+            for target in ast.walk(node):
+                if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store):
+                    names.add(target.id)
+    return names
 
 
 def load_reference(spec: str):

@@ -232,6 +232,15 @@ def test_the_command_line_runs_a_described_kernel_and_writes_its_maps(files):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "--reference nofile.py:f: no file nofile.py" in proc.stderr
     assert not (files / "bad").exists()
+    # a function the file lacks, told from its text before the run (the run
+    # had gone ahead: 'PASS (checks only)', exit 0)
+    proc = subprocess.run([sys.executable, "-m", "app.launcher", "run", "--kernel-file",
+                           str(files / "saxpy.py"), "--backend", "cpu", "--reference",
+                           f"{files / 'refs.py'}:nothere", "--out", str(files / "bad")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "refs.py has no function 'nothere' (it defines: " in proc.stderr, proc.stderr
+    assert not (files / "bad").exists()
 
 
 def test_the_simulator_agrees_with_the_emulation_on_a_described_kernel(files):
