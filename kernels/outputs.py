@@ -118,7 +118,7 @@ def _flush_early(fd: int) -> None:
         os.close(fd)
 
 
-def _sync_folder(folder: Path) -> None:
+def sync_folder(folder: Path) -> None:
     with contextlib.suppress(OSError):  # (not every platform syncs a folder)
         _sync(folder)
 
@@ -163,7 +163,7 @@ def write_atomically(path: str | Path, data: bytes | str | Callable[[Path], obje
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise
-    _sync_folder(path.parent)
+    sync_folder(path.parent)
     return returned
 
 
@@ -355,4 +355,4 @@ class OutputFolder:
             for temporary, final in self._staged:
                 os.replace(temporary, final)
             self._staged.clear()
-        _sync_folder(self.folder)
+        sync_folder(self.folder)

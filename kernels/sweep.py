@@ -8,9 +8,13 @@ the sweep goes on.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
+import os
 import queue
+import shutil
+import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -21,7 +25,7 @@ import numpy as np
 
 from .errors import RunCancelled, ThreadMapError
 from .maps_file import save_maps
-from .outputs import write_atomically
+from .outputs import interrupts_deferred, sync_folder, write_atomically
 from .request import RunRequest, check_request
 from .result import RunResult
 from .sources.source import format_dims
@@ -373,3 +377,57 @@ def write_sweep(cells: list[SweepCell], out: Path,
     for cell in cells:
         folder.add(cell)
     folder.finish(cells, occupancy)
+
+
+#: The hidden folder of ``--out`` a sweep is written into before its files
+#: replace the previous sweep's (:func:`staged_sweep`).
+STAGING_PREFIX = ".sweep-"
+#: Files a sweep writes besides its configurations' (the app's exporter
+#: writes the contact sheet).
+SWEEP_FILES = ("summary.csv", "summary.json", "reference.npz", "contact_sheet.png")
+
+
+@contextlib.contextmanager
+def staged_sweep(out: Path) -> Iterator[Path]:
+    """A folder inside ``out`` (locked by the caller) to write a sweep into.
+    When the block ends, its files replace the previous sweep's in ``out``;
+    when it is left by an error or a Ctrl-C, it is removed and ``out`` is as
+    it was.  (Written in place, a sweep cut short had overwritten the
+    previous sweep's files of the same names, beside a summary that still
+    described the previous sweep.)"""
+    for stale in out.glob(STAGING_PREFIX + "*"):  # (a sweep killed before it could)
+        shutil.rmtree(stale, ignore_errors=True)
+    staged = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
+    try:
+        yield staged
+        _replace_sweep(staged, out)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+
+
+def _previous_sweep_files(out: Path) -> set[str]:
+    """The files of the sweep in ``out`` by its summary.json: each
+    configuration's .npz and .png, and the sweep's own; no other file of the
+    folder is ever removed."""
+    try:
+        with open(out / "summary.json", encoding="utf-8") as handle:
+            stems = [stem for stem in json.load(handle).get("maps", {}) if isinstance(stem, str)]
+    except (OSError, ValueError, AttributeError):
+        stems = []
+    names = {f"{stem}{suffix}" for stem in stems for suffix in (".npz", ".png")
+             if "/" not in stem and not stem.startswith(".")}
+    return {name for name in names | set(SWEEP_FILES) if (out / name).is_file()}
+
+
+def _replace_sweep(staged: Path, out: Path) -> None:
+    """The previous sweep's files out, the new ones in (summary.json last),
+    with Ctrl-C held back meanwhile: the folder holds one sweep, never a mix."""
+    new = sorted((path for path in staged.iterdir() if path.is_file()),
+                 key=lambda path: path.name == "summary.json")
+    with interrupts_deferred():
+        for name in _previous_sweep_files(out) - {path.name for path in new}:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(out / name)
+        for path in new:
+            os.replace(path, out / path.name)
+    sync_folder(out)

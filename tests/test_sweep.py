@@ -110,3 +110,40 @@ def test_a_sweeps_requests_read_the_memory_available_once(monkeypatch):
     monkeypatch.setattr(request_module, "_read_available_memory", lambda: 1 << 20)
     with pytest.raises(Exception, match="more than 60% of the 1.0 MiB available"):
         sweep_requests(request("grid-stride", shape=(512, 8, 512)), [(1,)], [(32,)])
+
+
+def _sweep_into(out, *args):
+    from app.launcher import main
+    return main(["sweep", "--backend", "cpu", "--shape", "16x16x16", "--out", str(out), *args])
+
+
+def test_a_sweep_replaces_the_previous_one_whole_and_leaves_other_files(tmp_path, capsys):
+    """The folder holds one sweep: a second one with --no-images had left the
+    first's images beside a summary of other configurations."""
+    out = tmp_path / "sweep"
+    assert _sweep_into(out, "--grids", "1,2", "--blocks", "32") == 0
+    (out / "notes.txt").write_text("mine")
+    assert _sweep_into(out, "--grids", "4", "--blocks", "64", "--no-images") == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "grid4_block64.npz", "notes.txt", "reference.npz", "summary.csv", "summary.json"]
+    assert capsys.readouterr().out.rstrip().endswith("and 1 configuration")
+
+
+def test_a_sweep_cut_short_leaves_the_previous_sweep_as_it_was(tmp_path, monkeypatch):
+    """Cut short, it had overwritten the previous sweep's files of the same
+    names (their arrays of another shape) beside the previous summary, and
+    said 'earlier outputs kept'."""
+    import kernels.sweep as sweep
+
+    out = tmp_path / "sweep"
+    assert _sweep_into(out, "--grids", "1,2", "--blocks", "32") == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    finished = sweep.SweepFolder.finish
+
+    def interrupted(self, cells, occupancy=None):
+        finished(self, cells, occupancy)
+        raise KeyboardInterrupt  # (Ctrl-C, every configuration written)
+
+    monkeypatch.setattr(sweep.SweepFolder, "finish", interrupted)
+    assert _sweep_into(out, "--grids", "1,2,4", "--blocks", "32", "--shape", "24x8x24") == 130
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # (no staging left)

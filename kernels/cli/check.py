@@ -8,6 +8,7 @@ from pathlib import Path
 from ..errors import RequestError
 from ..machine import usable_cores
 from ..outputs import OutputFolder
+from ..words import counted
 from .options import check_cases, check_numbers, check_output_path
 from .printing import printable
 
@@ -58,7 +59,7 @@ def check_command(args: argparse.Namespace) -> int:
     checked = f"{counts['CHECKED']} CHECKED (no reference), " if counts["CHECKED"] else ""
     files_skipped = (f"; {len(skipped)} file{'s' if len(skipped) != 1 else ''} skipped"
                      if skipped else "")
-    print(f"{len(rows)} cases: {counts['PASS']} PASS, {checked}{counts['FAIL']} FAIL, "
+    print(f"{counted(len(rows), 'case')}: {counts['PASS']} PASS, {checked}{counts['FAIL']} FAIL, "
           f"{counts['ERROR']} ERROR{files_skipped}; wrote {out / 'report.csv'}, report.json, "
           "report.html")
     return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..analyses.occupancy import check_gpu_model
 from ..outputs import OutputFolder
+from ..words import counted
 from .options import (
     check_described_map,
     check_image_options,
@@ -24,7 +25,7 @@ from .progress import CommandLineProgress
 def sweep_command(args: argparse.Namespace, sweep_exporter) -> int:
     from ..backends.common import TIMING
     from ..backends.kernel_output import STDOUT
-    from ..sweep import SweepFolder, parse_list, run_sweep_ahead, sweep_defaults
+    from ..sweep import SweepFolder, parse_list, run_sweep_ahead, staged_sweep, sweep_defaults
 
     check_image_options(args)
     check_numbers(args)
@@ -50,9 +51,11 @@ def sweep_command(args: argparse.Namespace, sweep_exporter) -> int:
     run_one = partial(run, time_limit=time_limit(args, base))
     out = Path(args.out)
     images = None
-    # Locked for the whole sweep; each of its files is written whole (sweep.py).
-    with OutputFolder(out):
-        folder = SweepFolder(out)
+    # Locked for the whole sweep, written into a folder of its own there, and
+    # its files put in place of the previous sweep's once it is done: cut
+    # short, it leaves the previous sweep whole (sweep.staged_sweep).
+    with OutputFolder(out), staged_sweep(out) as staged:
+        folder = SweepFolder(staged)
         try:
             for cell in run_sweep_ahead(base, grids, blocks, progress=progress,
                                         run_one=run_one):
@@ -66,12 +69,13 @@ def sweep_command(args: argparse.Namespace, sweep_exporter) -> int:
                 with TIMING:
                     folder.add(cell)
                     if sweep_exporter is not None and not args.no_images:
-                        images = images or sweep_exporter(out, args.map)
+                        images = images or sweep_exporter(staged, args.map)
                         images.add(cell)
         finally:
             progress.clear()
         folder.finish(cells, occupancy=lambda cell: occupancy_for(cell.result, args))
         if images is not None:
             images.finish(cells)
-    print(f"wrote {out / 'summary.csv'}, {out / 'summary.json'} and {len(cells)} configurations")
+    print(f"wrote {out / 'summary.csv'}, {out / 'summary.json'} and "
+          f"{counted(len(cells), 'configuration')}")
     return 0
