@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from .errors import KernelSourceError, RequestError
-from .request import RunRequest, check_request
+from .request import RunRequest, check_launch
 from .sources.catalogue import CATALOGUE
 
 SEED_SHAPE = (128, 256, 128)
@@ -76,8 +76,8 @@ def default_launch(request: RunRequest) -> RunRequest:
         grid, block = _two_dimensional(launch, request.kernel_file)
         chosen = request.with_(grid=grid, block=block,
                                launch_source=f"from the file, line {launch.line}")
-        try:
-            check_request(chosen)
+        try:  # (the launch's own limits; what the arrays need is said as it is, later)
+            check_launch(grid, block)
         except RequestError as exc:
             raise KernelSourceError(
                 f"the file's own launch of {plan.name} ({launch}) cannot run: {exc}; give "

@@ -2,11 +2,14 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kernels.maps_file import load_maps
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def threadmap(*args, cwd=None):
@@ -205,6 +208,15 @@ def test_a_fraction_for_an_integer_scalar_is_refused_with_its_line(tmp_path, val
                      f"n={value}", "--backend", "cpu", "--out", str(tmp_path / "out"))
     one_line_refusal(proc, "scalar n", "not a whole number", f"{path}:12")
     assert not (tmp_path / "out").exists()
+
+
+def test_arrays_past_the_memory_are_not_blamed_on_the_files_launch(tmp_path):
+    """It said 'the file's own launch of histogram (16 x 256) cannot run: ...
+    memory ...; give --grid and --block', which would not have helped."""
+    proc = threadmap("run", "--kernel-file", str(ROOT / "examples" / "histogram.py"), "--arg",
+                     "bins=int32[1073741824]", "--backend", "cpu", "--out", str(tmp_path / "o"))
+    line = one_line_refusal(proc, "this run would need about")
+    assert "own launch" not in line and "--grid" not in line
 
 
 def test_an_infinite_scalar_is_refused_where_result_json_could_not_hold_it(tmp_path):
