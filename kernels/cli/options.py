@@ -171,6 +171,17 @@ def check_image_options(args: argparse.Namespace) -> tuple[int, int]:
                                  ("--svg", getattr(args, "svg", None), ".svg")):
         if path and not path.lower().endswith(suffix):
             raise ThreadMapError(f"{option} needs a file name ending in {suffix}, not {path!r}")
+    # (--map or --size with no image to draw had been ignored without a word)
+    drawn = (getattr(args, "png", None) or getattr(args, "svg", None)) \
+        if args.command == "run" else not getattr(args, "no_images", False)
+    if not drawn:
+        given = [option for option, value, default in (
+            ("--map", args.map, "count"), ("--size", getattr(args, "size", "1200x900"),
+                                           "1200x900")) if value != default]
+        if given:
+            needs = "--png or --svg" if args.command == "run" else "its images (not --no-images)"
+            raise ThreadMapError(f"{' and '.join(given)} {'choose' if len(given) > 1 else 'chooses'}"
+                                 f" what an image draws, and none is drawn: give {needs}")
     size = parse_dims(getattr(args, "size", "1200x900"), "--size")
     if len(size) != 2 or not all(16 <= d <= 16384 for d in size):
         raise ThreadMapError(f"--size takes WxH in pixels, 16 to 16384 each, not {args.size!r}")
