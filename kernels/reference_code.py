@@ -73,6 +73,8 @@ def _top_level_names(path: str) -> set[str] | None:
                 if alias.name == "*":
                     return None
                 names.add(alias.asname or alias.name.split(".")[0])
+        elif _runs_as_a_script(node):
+            continue  # (if __name__ == "__main__": never run by an import)
         elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
             return None  # (definitions under a condition: told by importing it)
         else:
@@ -101,6 +103,15 @@ def load_reference(spec: str):
     if not callable(found):
         raise RequestError(f"--reference {spec}: {path} has no function {function!r}")
     return found
+
+
+def _runs_as_a_script(node: ast.stmt) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__" and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__")
 
 
 def _where(exc: BaseException, path: str) -> str:

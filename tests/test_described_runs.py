@@ -481,3 +481,25 @@ def test_a_three_array_kernel_described_otherwise_sweeps_as_it_is(more):
     assert proc.returncode == 0, proc.stderr
     rows = json.loads((out / "summary.json").read_text())["configurations"]
     assert [row["verdict"] for row in rows] == ["PASS", "PASS"]  # (the checks': a stride loop)
+
+
+@pytest.mark.parametrize("text,told", [
+    # a script's main block is never run by an import: the function it lacks is told
+    ("def saxpy(x):\n    return x\n\nif __name__ == '__main__':\n    def helper():\n"
+     "        pass\n", True),
+    ("from numpy import *\n", False),  # (a star import: importing it tells)
+    ("import sys\nif sys.version_info > (3,):\n    def helper():\n        pass\n", False),
+    ("helper = lambda x: x\n", False),  # (defined by an assignment: not refused)
+])
+def test_a_reference_function_the_file_lacks_is_told_from_its_text_where_it_can_be(
+        tmp_path, text, told):
+    from kernels.errors import RequestError
+    from kernels.reference_code import parse_reference
+
+    path = tmp_path / "refs.py"
+    path.write_text(text)
+    if told:
+        with pytest.raises(RequestError, match=r"has no function 'helper' \(it defines: saxpy\)"):
+            parse_reference(f"{path}:helper")
+    else:
+        assert parse_reference(f"{path}:helper") == (str(path), "helper")
