@@ -390,6 +390,7 @@ class MainWindow(QtWidgets.QMainWindow):
         controls = self.controls
         chosen = controls.function_combo.currentText()
         if saved.kernel and chosen != saved.kernel:
+            controls.scalars_edit.clear()  # (the kernel gone's; the file's own follow)
             self._apply_file_launch()
             return (f"{saved.kernel} is no longer in {Path(saved.kernel_file).name}: "
                     f"{chosen} is chosen instead")
@@ -400,6 +401,8 @@ class MainWindow(QtWidgets.QMainWindow):
             controls.describe(typed, reference)
         else:
             self._apply_file_launch()
+            if not controls.described:
+                return None  # (the file describes no arguments now: C = A @ B again)
             controls.describe(controls.arguments_edit.text(), reference)
         if typed or not controls.launch_from_the_file(saved.launch_source):
             # (applied again once the Arguments are shown: its source holds

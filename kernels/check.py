@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .errors import RequestError, ThreadMapError
-from .sources.limits import LINK_REFUSED, refusing_links
+from .sources.limits import LINK_REFUSED, file_kind, refusing_links
 from .words import quoted
 
 #: seconds one case may take (a kernel past it is one failed row)
@@ -227,15 +227,30 @@ def _walk(root: Path, follow_links: bool):
                 continue
             path = here / name
             # (a FIFO, a device or a dangling link named .py is a row too, an
-            # ERROR that says what it is: it had vanished from the report)
+            # ERROR that says what it is, and is never opened: it had vanished
+            # from the report)
             if follow_links:
                 link = first_link(str(root), str(path))
-                yield Submission(path, link=link.described if link else None)
+                yield Submission(path, link=link.described if link else None,
+                                 refused=_not_regular(path, follow=True))
             elif path.is_symlink():
                 link = _link(path)
                 yield Submission(path, link=link.described, refused=link.refusal)
             else:
-                yield Submission(path, below=str(root))
+                yield Submission(path, below=str(root), refused=_not_regular(path))
+
+
+def _not_regular(path: Path, follow: bool = False) -> str | None:
+    """Why ``path`` is no kernel file (what it is, or what it names through
+    a link when ``follow``), told without opening it; None for a regular
+    file, or one that cannot be looked at (reading it says why)."""
+    try:
+        mode = os.stat(path, follow_symlinks=follow).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return f"{path}: not a regular file ({file_kind(mode)}): a kernel file is a .py file"
 
 
 #: Whether the steps of a path can be opened one from another (POSIX).

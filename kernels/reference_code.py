@@ -58,14 +58,17 @@ def _top_level_names(path: str) -> set[str] | None:
     """The names a reference's file defines at its top level, read without
     running it, so that a function it lacks is refused before the run (the
     run had gone ahead and said PASS (checks only), exit 0); None where that
-    cannot be told so (a star import, a file that does not read or parse:
+    cannot be told so (a star import, a definition under a condition or a
+    loop, a module ``__getattr__``, a file that does not read or parse:
     importing it says why)."""
     try:
         tree = ast.parse(read_source(path), path)
-    except (ThreadMapError, SyntaxError, ValueError):
+    except (ThreadMapError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     names: set[str] = set()
-    for node in tree.body:
+    statements = list(tree.body)
+    while statements:
+        node = statements.pop(0)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -73,15 +76,14 @@ def _top_level_names(path: str) -> set[str] | None:
                 if alias.name == "*":
                     return None
                 names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
         elif _runs_as_a_script(node):
-            continue  # (if __name__ == "__main__": never run by an import)
-        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
-            return None  # (definitions under a condition: told by importing it)
-        else:
-            for target in ast.walk(node):
-                if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store):
-                    names.add(target.id)
-    return names
+            statements[:0] = node.orelse  # (its body never runs on an import; its else does)
+        elif not isinstance(node, (ast.Expr, ast.Pass)):
+            return None  # (a condition, a loop, a match...: told by importing it)
+    return None if "__getattr__" in names else names
 
 
 def load_reference(spec: str):

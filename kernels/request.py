@@ -303,15 +303,23 @@ def parse_scalars(items: Sequence[str]) -> tuple[tuple[str, float], ...]:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise RequestError(f"--scalar takes NAME=VALUE, not {item!r}")
+        text = value.strip()
+        # (ASCII alone: int() and float() took "4_4" as 44 and other scripts' digits)
+        if not text.isascii() or "_" in text:
+            raise RequestError(f"--scalar {name} needs a number, not {value!r}")
+        digits = len(text.lstrip("+-"))
+        if re.fullmatch(r"[+-]?[0-9]+", text) and digits > 4000:  # (past what int() reads)
+            raise RequestError(f"--scalar {name}: a {digits:,}-digit number does not fit a "
+                               "64-bit integer")
         try:
-            number = _whole(value)
+            number = _whole(text)
         except ValueError:
             try:
-                number = float(value)
+                number = float(text)
             except ValueError:
                 raise RequestError(f"--scalar {name} needs a number, not {value!r}") from None
-        # (a number past what a kernel's int64 or float64 holds had crashed the
-        # run: "OverflowError: Python int too large to convert to C long")
+        # (a number past what a kernel's int64 holds had crashed the run:
+        # "OverflowError: Python int too large to convert to C long")
         if isinstance(number, int) and not -(1 << 63) <= number < (1 << 63):
             raise RequestError(f"--scalar {name}: {whole_number(number)} does not fit a 64-bit "
                                "integer")

@@ -13,6 +13,7 @@ import csv
 import json
 import os
 import queue
+import re
 import shutil
 import tempfile
 import threading
@@ -381,10 +382,15 @@ def write_sweep(cells: list[SweepCell], out: Path,
 
 #: The hidden folder of ``--out`` a sweep is written into before its files
 #: replace the previous sweep's (:func:`staged_sweep`).
-STAGING_PREFIX = ".sweep-"
+STAGING_PREFIX = ".threadmap-sweep-"
 #: Files a sweep writes besides its configurations' (the app's exporter
 #: writes the contact sheet).
 SWEEP_FILES = ("summary.csv", "summary.json", "reference.npz", "contact_sheet.png")
+#: A configuration's files are named so (``SweepCell.stem``): only such names
+#: of a previous summary.json, which is read as untrusted, are ever removed.
+_STEM = re.compile(r"grid[0-9]+(x[0-9]+)?_block[0-9]+(x[0-9]+)?")
+#: summary.json past this is not read (a sweep's is a few kB a configuration).
+_LONGEST_SUMMARY = 64 << 20
 
 
 @contextlib.contextmanager
@@ -397,37 +403,41 @@ def staged_sweep(out: Path) -> Iterator[Path]:
     described the previous sweep.)"""
     for stale in out.glob(STAGING_PREFIX + "*"):  # (a sweep killed before it could)
         shutil.rmtree(stale, ignore_errors=True)
+    previous = _previous_sweep_files(out)  # (before the sweep: nothing of it rests on this)
     staged = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
     try:
         yield staged
-        _replace_sweep(staged, out)
+        _replace_sweep(staged, out, previous)
     finally:
         shutil.rmtree(staged, ignore_errors=True)
 
 
 def _previous_sweep_files(out: Path) -> set[str]:
     """The files of the sweep in ``out`` by its summary.json: each
-    configuration's .npz and .png, and the sweep's own; no other file of the
-    folder is ever removed."""
+    configuration's .npz and .png and the sweep's own files; none where there
+    is no summary.json to read, and no file of another name, ever."""
     try:
+        if (out / "summary.json").stat().st_size > _LONGEST_SUMMARY:
+            return set()
         with open(out / "summary.json", encoding="utf-8") as handle:
-            stems = [stem for stem in json.load(handle).get("maps", {}) if isinstance(stem, str)]
-    except (OSError, ValueError, AttributeError):
-        stems = []
-    names = {f"{stem}{suffix}" for stem in stems for suffix in (".npz", ".png")
-             if "/" not in stem and not stem.startswith(".")}
+            maps = json.load(handle).get("maps")
+        stems = [stem for stem in maps if isinstance(stem, str) and _STEM.fullmatch(stem)]
+    except (OSError, ValueError, TypeError, AttributeError, RecursionError):
+        return set()
+    names = {f"{stem}{suffix}" for stem in stems for suffix in (".npz", ".png")}
     return {name for name in names | set(SWEEP_FILES) if (out / name).is_file()}
 
 
-def _replace_sweep(staged: Path, out: Path) -> None:
-    """The previous sweep's files out, the new ones in (summary.json last),
-    with Ctrl-C held back meanwhile: the folder holds one sweep, never a mix."""
+def _replace_sweep(staged: Path, out: Path, previous: set[str]) -> None:
+    """The new sweep's files in, summary.json last, then what is left of the
+    previous one out, with Ctrl-C held back meanwhile: the folder holds one
+    sweep, never a mix."""
     new = sorted((path for path in staged.iterdir() if path.is_file()),
                  key=lambda path: path.name == "summary.json")
     with interrupts_deferred():
-        for name in _previous_sweep_files(out) - {path.name for path in new}:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(out / name)
         for path in new:
             os.replace(path, out / path.name)
+        for name in previous - {path.name for path in new}:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(out / name)
     sync_folder(out)

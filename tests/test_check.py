@@ -533,6 +533,12 @@ def test_a_fifo_or_a_dangling_link_named_py_is_an_error_row(tmp_path, follow):
     assert "not a regular file (a FIFO)" in rows["student.py"]["reasons"]
     assert rows["dangling.py"]["link"].endswith(f"dangling.py -> {tmp_path}/nowhere.py")
     assert rows["dangling.py"]["verdict"] == "ERROR"
+    if follow:  # (a device through a link: said, never opened)
+        (folder / "device.py").symlink_to("/dev/null")
+        assert threadmap("check", str(folder), "--out", str(out), "--follow-links") == 0
+        rows = {Path(row["file"]).name: row for row in rows_of(out)}
+        assert rows["device.py"]["verdict"] == "ERROR"
+        assert "not a regular file (a device)" in rows["device.py"]["reasons"]
 
 
 def test_a_link_named_on_the_command_line_is_graded_and_marked(linked, tmp_path):

@@ -64,10 +64,11 @@ def test_run_uses_the_kernel_preset_launch(tmp_path):
     (["--scalar", "n=99999999999999999999999"],
      "--scalar n: 99,999,999,999,999,999,999,999 does not fit a 64-bit integer"),
     (["--scalar", "n=5", "--scalar", "n=7"], "--scalar n is given twice"),
+    (["--scalar", "n=4_4"], "--scalar n needs a number, not '4_4'"),
+    (["--scalar", "n=" + "9" * 5000], "--scalar n: a 5,000-digit number does not fit"),
     # (ignored without a word)
-    (["--map", "writer"], "--map chooses what an image draws, and none is drawn: give --png "
-                          "or --svg"),
-    (["--map", "writer", "--size", "640x480"], "--map and --size choose what an image draws"),
+    (["--map", "writer"], "--map is for an image, and none is drawn: give --png or --svg"),
+    (["--map", "writer", "--size", "640x480"], "--map and --size are for an image, and none"),
 ])
 def test_bad_input_exits_nonzero_with_one_line(tmp_path, args, message):
     proc = threadmap("run", "--out", str(tmp_path / "o"), "--backend", "cpu", *args)

@@ -490,6 +490,11 @@ def test_a_three_array_kernel_described_otherwise_sweeps_as_it_is(more):
     ("from numpy import *\n", False),  # (a star import: importing it tells)
     ("import sys\nif sys.version_info > (3,):\n    def helper():\n        pass\n", False),
     ("helper = lambda x: x\n", False),  # (defined by an assignment: not refused)
+    ("if __name__ == '__main__':\n    pass\nelse:\n    def helper():\n        pass\n",
+     False),  # (the else of a script's test runs on an import)
+    ("match 1:\n    case 1:\n        def helper():\n            pass\n", False),
+    ("def __getattr__(name):\n    return print\n", False),
+    ("-" * 100000 + "1\n", False),  # (too deep to parse: importing it says so)
 ])
 def test_a_reference_function_the_file_lacks_is_told_from_its_text_where_it_can_be(
         tmp_path, text, told):

@@ -290,3 +290,20 @@ def flat(A, B, C, m, k, n):
     report = json.loads((out / "hunt.json").read_text())
     assert report["failing"] is None, report["failing"]
     assert report["cases"][0]["shape"] == [1, 1, 1] and "arguments" not in report["cases"][0]
+
+
+def test_a_kernel_whose_scalar_comes_from_a_square_shape_is_hunted(tmp_path, capsys):
+    """Its size is worked out in each square case; checked on the default
+    128x256x128 up front, the hunt had been refused outright."""
+    kernel = tmp_path / "square.py"
+    kernel.write_text("from numba import cuda\n\n\n@cuda.jit\ndef matmul(A, B, C, size):\n"
+                      "    i, j = cuda.grid(2)\n"
+                      "    if i < size and j < size:\n"
+                      "        s = 0.0\n"
+                      "        for k in range(size):\n"
+                      "            s += A[i, k] * B[k, j]\n"
+                      "        C[i, j] = s\n")
+    assert threadmap("hunt", "--kernel-file", str(kernel), "--backend", "cpu", "--budget", "20",
+                     "--out", str(tmp_path / "o")) == 0
+    out = capsys.readouterr().out
+    assert "PASS" in out or "FAIL" in out  # (cases ran: square ones at least)

@@ -448,3 +448,24 @@ def test_a_launch_past_cudas_limits_is_said_as_it_is_typed(window):
     controls.grid_edit.setText("4")
     assert controls.launch_info.text().startswith("4 blocks x 256 threads = 1,024 threads")
     assert controls.launch_info.styleSheet() == ""
+
+
+def test_a_file_that_no_longer_describes_its_arrays_comes_back_as_c_equals_a_at_b(
+        qtbot, settings, tmp_path):
+    """Run as it is (its B did not fit C = A @ B), then THREADMAP_ARGS
+    dropped between sessions: the restart shows M, K and N, not empty
+    Arguments that Run would refuse."""
+    from tests.test_arguments import MATMUL
+    path = tmp_path / "matmul.py"
+    path.write_text(MATMUL.replace('"float32[20, 36]"', '"float32[21, 36]"'))
+    first = opened(qtbot, settings, path)
+    assert first.controls.described
+    first.close()
+    path.write_text(MATMUL.split("THREADMAP_ARGS")[0] + MATMUL.split("\n\n\n", 1)[1])
+    second = restarted(qtbot, settings, first)
+    controls = second.controls
+    assert not controls.described and controls.m_spin.isVisibleTo(second)
+    small_shape(controls)
+    controls.backend_combo.setCurrentText("cpu")
+    second.run_action.trigger()
+    assert second.session.current is not None and second.session.current.verdict.passed

@@ -1,5 +1,6 @@
 """A sweep that runs ahead: its configurations on a thread of their own while
 the caller writes each one's files (``threadmap sweep``)."""
+import json
 import time
 
 import numpy as np
@@ -147,3 +148,26 @@ def test_a_sweep_cut_short_leaves_the_previous_sweep_as_it_was(tmp_path, monkeyp
     monkeypatch.setattr(sweep.SweepFolder, "finish", interrupted)
     assert _sweep_into(out, "--grids", "1,2,4", "--blocks", "32", "--shape", "24x8x24") == 130
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # (no staging left)
+
+
+@pytest.mark.parametrize("summary", ['{"maps": null}', '{"maps": 5}', "[" * 100000,
+                                     '{"maps": {"../victim": {}, "reference": {}}}'])
+def test_a_previous_summary_that_does_not_read_removes_nothing_and_loses_nothing(
+        tmp_path, summary):
+    """summary.json is read as untrusted: one that is not a sweep's had
+    crashed the sweep at its very end (and lost it), and any name in it could
+    have removed a file of the user's."""
+    out = tmp_path / "sweep"
+    out.mkdir()
+    (out / "summary.json").write_text(summary)
+    mine = ["reference.png", "victim.npz"]
+    if '"reference"' not in summary:  # (not a sweep's summary: its contact sheet is not one)
+        mine.append("contact_sheet.png")
+    for name in mine:
+        (out / name).write_text("mine")
+    (tmp_path / "victim.npz").write_text("mine")
+    assert _sweep_into(out, "--grids", "1", "--blocks", "32", "--no-images") == 0
+    assert all((out / name).read_text() == "mine" for name in mine)
+    assert (tmp_path / "victim.npz").exists()
+    assert (out / "grid1_block32.npz").exists()
+    assert json.loads((out / "summary.json").read_text())["configurations"][0]["grid"] == "1"

@@ -201,8 +201,9 @@ class ControlPanel(QtWidgets.QWidget):
         #: the launch last applied (None: none yet)
         self._applied_launch: _AppliedLaunch | None = None
         self._showing_request = False
-        #: the Arguments a kernel file's THREADMAP_ARGS last gave (not typed)
-        self._arguments_from_the_file: str | None = None
+        #: (kernel, function, Arguments) a kernel file's THREADMAP_ARGS last
+        #: gave, which were not typed
+        self._arguments_from_the_file: tuple[str, ...] | None = None
         # (the first kernel's own launch, said so: another kernel chosen
         # before any edit takes its own)
         self._apply_builtin_launch(self.kernel_choice()[1])
@@ -255,7 +256,7 @@ class ControlPanel(QtWidgets.QWidget):
         ``from_the_file``: they are its file's THREADMAP_ARGS, not typed."""
         self.arguments_edit.setText(arguments)
         if from_the_file:
-            self._arguments_from_the_file = " ".join(arguments.split())
+            self._arguments_from_the_file = self._kernel_shown() + (" ".join(arguments.split()),)
         if reference is not None:
             self.reference_edit.setText(reference)
         self._show_described(True)
@@ -319,6 +320,8 @@ class ControlPanel(QtWidgets.QWidget):
             blocked = self.function_combo.blockSignals(True)
             self.function_combo.setCurrentText(chosen)
             self.function_combo.blockSignals(blocked)
+        else:  # (the first one shown instead, with its own launch and arguments)
+            self.kernel_changed.emit()
 
     def _show_kernel_tooltip(self) -> None:
         """The chosen kernel's whole name and path on hover: a long file
@@ -437,7 +440,7 @@ class ControlPanel(QtWidgets.QWidget):
             return None
         reference = self.reference_edit.text().strip()
         text = self.arguments_edit.text()
-        if " ".join(text.split()) == self._arguments_from_the_file:
+        if self._kernel_shown() + (" ".join(text.split()),) == self._arguments_from_the_file:
             return "", reference  # (as the file gave them when it was read)
         try:
             shown = self.request()
@@ -447,6 +450,9 @@ class ControlPanel(QtWidgets.QWidget):
             own = shown = None
         typed = "" if own is not None and own.arguments == shown.arguments else text
         return typed, reference
+
+    def _kernel_shown(self) -> tuple[str, str]:
+        return str(self.kernel_combo.currentData()), self.function_combo.currentText()
 
     def launch_from_the_file(self, source: str) -> bool:
         """Whether a launch of ``source`` was read from the kernel file (its

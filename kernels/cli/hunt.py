@@ -27,7 +27,7 @@ def hunt_command(args: argparse.Namespace) -> int:
                       scalars=parse_scalars(args.scalar), tier=args.tier,
                       reference=args.reference)
     from ..sources.arguments import describe_request
-    from ..sources.loader import load_plan, resolve_scalars
+    from ..sources.loader import check_scalar_names, load_plan
 
     # A kernel that is not C = A @ B is hunted on its own arrays, as
     # described.  A matmul's description gives nothing the shapes searched
@@ -41,8 +41,10 @@ def hunt_command(args: argparse.Namespace) -> int:
     base = base.with_(kernel=plan.name)
     # What every case would refuse is refused here, once: each case had been
     # skipped for it, and the hunt said "no failing case" and exited 0.
+    # (only the names: a scalar worked out from the shape, such as a square
+    # matrix's size, is worked out again in each case)
     if not base.arguments:
-        resolve_scalars(plan, base)
+        check_scalar_names(plan, base)
     if args.grid and not args.block:
         raise ThreadMapError("hunt --grid needs --block too (a grid alone fixes nothing "
                              "the shapes would not change)")

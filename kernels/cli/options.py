@@ -175,13 +175,14 @@ def check_image_options(args: argparse.Namespace) -> tuple[int, int]:
     drawn = (getattr(args, "png", None) or getattr(args, "svg", None)) \
         if args.command == "run" else not getattr(args, "no_images", False)
     if not drawn:
-        given = [option for option, value, default in (
-            ("--map", args.map, "count"), ("--size", getattr(args, "size", "1200x900"),
-                                           "1200x900")) if value != default]
+        given = [option for option, differs in (
+            ("--map", args.map != "count"),
+            ("--size", getattr(args, "size", "1200x900").lower().replace(" ", "") != "1200x900"))
+            if differs]
         if given:
-            needs = "--png or --svg" if args.command == "run" else "its images (not --no-images)"
-            raise ThreadMapError(f"{' and '.join(given)} {'choose' if len(given) > 1 else 'chooses'}"
-                                 f" what an image draws, and none is drawn: give {needs}")
+            instead = "give --png or --svg" if args.command == "run" else "leave out --no-images"
+            raise ThreadMapError(f"{' and '.join(given)} {'are' if len(given) > 1 else 'is'} for "
+                                 f"an image, and none is drawn: {instead}")
     size = parse_dims(getattr(args, "size", "1200x900"), "--size")
     if len(size) != 2 or not all(16 <= d <= 16384 for d in size):
         raise ThreadMapError(f"--size takes WxH in pixels, 16 to 16384 each, not {args.size!r}")

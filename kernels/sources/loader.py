@@ -53,6 +53,15 @@ def _builtin_plan(name: str) -> KernelPlan:
     return make_plan(module, module.kernel(None))
 
 
+def check_scalar_names(plan: KernelPlan, request: RunRequest) -> None:
+    """Refuse a scalar given that the kernel has no parameter of."""
+    unknown = set(dict(request.scalars)) - set(plan.scalars)
+    if unknown:
+        raise RequestError(f"kernel {plan.name!r} has no scalar parameter "
+                           f"{', '.join(sorted(unknown))} (its scalars: "
+                           f"{', '.join(plan.scalars) or 'none'})")
+
+
 def resolve_scalars(plan: KernelPlan, request: RunRequest) -> list[tuple[str, float, str]]:
     """(name, value, where it came from) for each scalar parameter, in order.
 
@@ -62,11 +71,7 @@ def resolve_scalars(plan: KernelPlan, request: RunRequest) -> list[tuple[str, fl
     be given.
     """
     given = dict(request.scalars)
-    unknown = set(given) - set(plan.scalars)
-    if unknown:
-        raise RequestError(f"kernel {plan.name!r} has no scalar parameter "
-                           f"{', '.join(sorted(unknown))} (its scalars: "
-                           f"{', '.join(plan.scalars) or 'none'})")
+    check_scalar_names(plan, request)
     resolved = []
     dims = {"m": request.m, "k": request.k, "n": request.n}
     square = request.m == request.k == request.n
