@@ -392,15 +392,22 @@ def test_a_row_of_a_kernel_file_shown_again_announces_no_launch_of_its_file(wind
     assert not any(m.startswith("launch") for m in messages)
 
 
-def test_a_save_keeps_what_was_typed_and_not_yet_run(window, tmp_path):
-    """Follow the file reruns the shown run; Arguments and a launch typed
-    since stay in the Run panel (they were replaced by the rerun's)."""
+def ran_a_copy_of_saxpy(window, tmp_path):
+    """A copy of the saxpy example opened and run (on the CPU): its path, and
+    the Run panel."""
     path = tmp_path / "saxpy.py"
     path.write_text(SAXPY)
     controls = window.controls
     assert window.controller.open_kernel_file(str(path))
     controls.backend_combo.setCurrentText("cpu")
     window.run_action.trigger()
+    return path, controls
+
+
+def test_a_save_keeps_what_was_typed_and_not_yet_run(window, tmp_path):
+    """Follow the file reruns the shown run; Arguments and a launch typed
+    since stay in the Run panel (they were replaced by the rerun's)."""
+    path, controls = ran_a_copy_of_saxpy(window, tmp_path)
     typed = "x=float32[512] y=float32[512] out=float32[512] n=512 alpha=2.5"
     controls.arguments_edit.setText(typed)
     controls.grid_edit.setText("8")
@@ -414,12 +421,7 @@ def test_a_save_keeps_what_was_typed_and_not_yet_run(window, tmp_path):
 
 
 def test_a_save_that_renames_and_adds_kernels_lists_them(window, tmp_path):
-    path = tmp_path / "saxpy.py"
-    path.write_text(SAXPY)
-    controls = window.controls
-    assert window.controller.open_kernel_file(str(path))
-    controls.backend_combo.setCurrentText("cpu")
-    window.run_action.trigger()
+    path, controls = ran_a_copy_of_saxpy(window, tmp_path)
     path.write_text(SAXPY.replace("def saxpy(", "def saxpy_v2(")
                     + "\n\n@cuda.jit\ndef other(x, y, out, n, alpha):\n    pass\n")
     window.controller._look_at_the_file()
