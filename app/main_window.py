@@ -425,6 +425,13 @@ class MainWindow(QtWidgets.QMainWindow):
         s.set_kernel_files(self.controls.kernel_files)
         s.sync()
 
+    def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 (Qt API)
+        super().showEvent(event)
+        # The Run panel measured again once shown: measured before, with the
+        # style's sizes not yet in force, a kernel file restarted as it is
+        # was cut off by 3 px on the right.
+        self._fit_controls(self.controls.widest_minimum())
+
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:
         self.save_settings()
         if not self.controller.shut_down(15000):

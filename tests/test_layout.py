@@ -204,3 +204,27 @@ def test_every_page_is_readable(qapp, tmp_path, size):
             f"{page}: {line}" for page, lines in tour.problems.items() for line in lines)
     finally:
         window.close()
+
+
+def test_a_kernel_file_restarted_as_it_is_keeps_the_run_panel_whole(qapp, tmp_path):
+    """The Run panel was measured before the window was shown; a restart on
+    a kernel run as it is (Arguments, Reference: wider rows) cut it off by
+    3 px on the right."""
+    from app.main_window import MainWindow
+    from app.settings import Settings
+
+    settings = str(tmp_path / "settings.ini")
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    for opened in (True, False):
+        window = MainWindow(synchronous=True, settings=Settings(settings),
+                            confirm=lambda title, text: True)
+        window.resize(1280, 800)
+        window.show()
+        settle(0.2)
+        if opened:
+            assert window.controller.open_kernel_file(str(examples / "saxpy.py"))
+            settle(0.1)
+        assert window.controls.described
+        assert page_problems(window) == []
+        window.close()
+        settle(0.1)
