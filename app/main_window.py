@@ -427,10 +427,10 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 (Qt API)
         super().showEvent(event)
-        # The Run panel measured again once shown: measured before, with the
-        # style's sizes not yet in force, a kernel file restarted as it is
-        # was cut off by 3 px on the right.
-        self._fit_controls(self.controls.widest_minimum())
+        # The Run panel's rows measured again once shown: measured before,
+        # with the style's sizes not yet in force, a kernel file restarted as
+        # it is was cut off by 3 px on the right.
+        self._fit_controls()
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:
         self.save_settings()
