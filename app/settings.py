@@ -33,9 +33,7 @@ class Settings(QtCore.QSettings):
         backend = str(self.value("request/backend", "auto"))
         # (where the launch came from: a kernel file's, a preset's; "given"
         # when typed, or saved before this was kept)
-        launch_source = self.value("request/launch_source") or "given"
-        if isinstance(launch_source, list):  # (an unquoted "a, b" read as a list)
-            launch_source = ", ".join(map(str, launch_source))
+        launch_source = self._text("request/launch_source") or "given"
         kernel_file = self.value("request/kernel_file") or None
         scalars = []
         for item in str(self.value("request/scalars", "") or "").split(","):

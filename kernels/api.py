@@ -29,7 +29,7 @@ from .errors import (
 from .estimate import KERNEL_FILE_TIME_LIMIT, SLOW_SIMULATOR_SECONDS, describe_seconds
 from .live import ThreadMapResult, threadmap
 from .outputs import OutputError, OutputFolder, write_atomically
-from .presets import PRESETS, default_launch
+from .presets import FILE_LAUNCH, GUESSED_LAUNCH, PRESETS, default_launch
 from .glossary import GLOSSARY
 from .glossary import explain as explain_terms
 from .tour import TourStep, seed_tour
@@ -284,7 +284,7 @@ __all__ = [
     "ArgumentsNeeded", "ASSUMED_REGISTERS", "BACKEND_LABELS", "BACKEND_SHORT", "BACKENDS", "BackendUnavailable",
     "bank_conflict_model", "bytes_in_memory", "CATALOGUE", "check_estimate", "check_gpu_model",
     "check_launch", "check_request", "command_line",
-    "ATOMIC_COLOUR", "COUNT_COLOURS", "REPEAT_COLOUR", "counted", "default_launch", "describe_request", "describe_seconds", "diff_category_names",
+    "ATOMIC_COLOUR", "FILE_LAUNCH", "GUESSED_LAUNCH", "COUNT_COLOURS", "REPEAT_COLOUR", "counted", "default_launch", "describe_request", "describe_seconds", "diff_category_names",
     "Diagnosis", "diff_runs", "dims_heading", "dims_order", "DTYPES", "encode_png", "file_launch_dims", "Finding", "format_bytes",
     "format_dims", "format_seconds", "gpu_available", "GPU_MODEL_NAMES", "gpu_model_source",
     "gpu_status", "hunt", "HuntReport", "KERNEL_FILE_TIME_LIMIT", "kernel_names",

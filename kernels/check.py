@@ -453,7 +453,7 @@ def _check_cases(path: str, kernel: str | None, shapes, launches, dtype: str, se
     is imported and called in the kernel's sandbox, not here)."""
     from .engine import run
     from .errors import RunTimedOut
-    from .presets import default_launch
+    from .presets import GUESSED_LAUNCH, default_launch
     from .request import RunRequest, check_request
     from .thumbnail import count_thumbnail
 
@@ -513,7 +513,7 @@ def _check_cases(path: str, kernel: str | None, shapes, launches, dtype: str, se
                     request = default_launch(request)
                     # the file's own launch, or one guessed: said so (a
                     # guessed launch read as the file's own)
-                    guessed = request.launch_source.startswith("guessed")
+                    guessed = request.launch_source.startswith(GUESSED_LAUNCH)
                     row["launch"] = (f"{'guessed' if guessed else 'file'}: "
                                      f"{'x'.join(map(str, request.grid))}:"
                                      f"{'x'.join(map(str, request.block))}")

@@ -11,6 +11,11 @@ from .sources.catalogue import CATALOGUE
 SEED_SHAPE = (128, 256, 128)
 #: Not a multiple of 16, 32 or 256 in any dimension.
 RAGGED_SHAPE = (100, 37, 90)
+#: How a launch's source begins when it was read from the kernel file (its
+#: own literal launch) or guessed from its shapes; the app tells those from
+#: a launch the user chose by them.
+FILE_LAUNCH = "from the file"
+GUESSED_LAUNCH = "guessed"
 
 
 def one_thread_per_element(request: RunRequest, launch_dims: int) -> RunRequest:
@@ -75,7 +80,7 @@ def default_launch(request: RunRequest) -> RunRequest:
     if launch is not None:
         grid, block = _two_dimensional(launch, request.kernel_file)
         chosen = request.with_(grid=grid, block=block,
-                               launch_source=f"from the file, line {launch.line}")
+                               launch_source=f"{FILE_LAUNCH}, line {launch.line}")
         try:  # (the launch's own limits; what the arrays need is said as it is, later)
             check_launch(grid, block)
         except RequestError as exc:
@@ -91,8 +96,8 @@ def default_launch(request: RunRequest) -> RunRequest:
         how = {"rows": "x along its rows", "cols": "x along its columns",
                None: "square, as the kernel's use of x is not clear"}[plan.x_indexes]
         return request.with_(grid=(-(-x // 16), -(-y // 16)), block=(16, 16),
-                             launch_source=f"guessed: 2-D kernel, 16 x 16 blocks covering C "
-                                           f"({how})")
+                             launch_source=f"{GUESSED_LAUNCH}: 2-D kernel, 16 x 16 blocks "
+                                           f"covering C ({how})")
     if request.arguments:
         # A described kernel: one thread per element of its largest array (a
         # reduction reads more elements than it writes).
@@ -100,12 +105,12 @@ def default_launch(request: RunRequest) -> RunRequest:
                       key=lambda a: math.prod(a.shape))
         elements = math.prod(largest.shape)
         return request.with_(grid=(-(-elements // 256),), block=(256,),
-                             launch_source=f"guessed: 1-D kernel, one thread per element of "
-                                           f"its largest array, {largest.name}, in blocks of "
-                                           "256")
+                             launch_source=f"{GUESSED_LAUNCH}: 1-D kernel, one thread per "
+                                           f"element of its largest array, {largest.name}, in "
+                                           "blocks of 256")
     return request.with_(grid=(-(-(m * n) // 256),), block=(256,),
-                         launch_source="guessed: 1-D kernel, one thread per element of C in "
-                                       "blocks of 256")
+                         launch_source=f"{GUESSED_LAUNCH}: 1-D kernel, one thread per element "
+                                       "of C in blocks of 256")
 
 
 def _two_dimensional(launch, path: str) -> tuple[tuple[int, ...], tuple[int, ...]]:

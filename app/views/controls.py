@@ -8,6 +8,8 @@ from kernels import (
     BACKENDS,
     CATALOGUE,
     DTYPES,
+    FILE_LAUNCH,
+    GUESSED_LAUNCH,
     MAX_DIMENSION,
     PATTERNS,
     PRESETS,
@@ -30,7 +32,6 @@ from ..qt import QtCore, QtWidgets
 OPEN_FILE = "open-file"
 #: the start of a launch source that holds whatever the shape (a kernel
 #: file's own literal launch: kernels.presets.default_launch)
-FILE_LAUNCH = "from the file"
 
 
 class _AppliedLaunch(NamedTuple):
@@ -457,7 +458,7 @@ class ControlPanel(QtWidgets.QWidget):
     def launch_from_the_file(self, source: str) -> bool:
         """Whether a launch of ``source`` was read from the kernel file (its
         literal launch, or a guess from its shapes) rather than chosen."""
-        return source.startswith((FILE_LAUNCH, "guessed"))
+        return source.startswith((FILE_LAUNCH, GUESSED_LAUNCH))
 
     def _scalars(self) -> tuple[tuple[str, float], ...]:
         items = [p.strip() for p in self.scalars_edit.text().split(",") if p.strip()]

@@ -11,6 +11,7 @@ from ..errors import ThreadMapError
 from ..estimate import KERNEL_FILE_TIME_LIMIT
 from ..presets import default_launch
 from ..request import RunRequest, check_request, parse_dims, parse_scalars, parse_shape
+from .parser import IMAGE_SIZE
 
 
 def request_from_args(args: argparse.Namespace, grid: str | None,
@@ -171,19 +172,17 @@ def check_image_options(args: argparse.Namespace) -> tuple[int, int]:
                                  ("--svg", getattr(args, "svg", None), ".svg")):
         if path and not path.lower().endswith(suffix):
             raise ThreadMapError(f"{option} needs a file name ending in {suffix}, not {path!r}")
+    size = parse_dims(getattr(args, "size", IMAGE_SIZE), "--size")
+    if len(size) != 2 or not all(16 <= d <= 16384 for d in size):
+        raise ThreadMapError(f"--size takes WxH in pixels, 16 to 16384 each, not {args.size!r}")
     # (--map or --size with no image to draw had been ignored without a word)
     drawn = (getattr(args, "png", None) or getattr(args, "svg", None)) \
         if args.command == "run" else not getattr(args, "no_images", False)
-    if not drawn:
-        given = [option for option, differs in (
-            ("--map", args.map != "count"),
-            ("--size", getattr(args, "size", "1200x900").lower().replace(" ", "") != "1200x900"))
-            if differs]
-        if given:
-            instead = "give --png or --svg" if args.command == "run" else "leave out --no-images"
-            raise ThreadMapError(f"{' and '.join(given)} {'are' if len(given) > 1 else 'is'} for "
-                                 f"an image, and none is drawn: {instead}")
-    size = parse_dims(getattr(args, "size", "1200x900"), "--size")
-    if len(size) != 2 or not all(16 <= d <= 16384 for d in size):
-        raise ThreadMapError(f"--size takes WxH in pixels, 16 to 16384 each, not {args.size!r}")
+    given = [option for option, differs in (
+        ("--map", args.map != "count"),
+        ("--size", size != parse_dims(IMAGE_SIZE, "--size"))) if differs]
+    if given and not drawn:
+        instead = "give --png or --svg" if args.command == "run" else "leave out --no-images"
+        raise ThreadMapError(f"{' and '.join(given)} {'are' if len(given) > 1 else 'is'} for "
+                             f"an image, and none is drawn: {instead}")
     return size

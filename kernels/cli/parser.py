@@ -6,6 +6,9 @@ import argparse
 from ..request import BACKENDS, DTYPES, PATTERNS, TIERS
 from ..sources.catalogue import CATALOGUE
 
+#: An exported image's size when --size is not given.
+IMAGE_SIZE = "1200x900"
+
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by ``run`` and ``sweep``."""
@@ -90,8 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--map", default="count",
                             help="which map --png/--svg draw (count, writer, iteration, ...; "
                                  "count:<array> for another array the kernel stores into)")
-    run_parser.add_argument("--size", default="1200x900",
-                            help="exported image size in pixels, WxH (default 1200x900)")
+    run_parser.add_argument("--size", default=IMAGE_SIZE,
+                            help=f"exported image size in pixels, WxH (default {IMAGE_SIZE})")
     sweep_parser = commands.add_parser(
         "sweep", help="run one kernel across blocks x threads-per-block configurations")
     add_run_options(sweep_parser)
